@@ -1,0 +1,138 @@
+// The engine's public types. `engine/index.ts` re-exports them; the server and any
+// embedding program depend on these names only.
+
+/** Anything msgpack can encode, or raw bytes (returned byte-exact as a Buffer). */
+export type Value = unknown
+
+export type Durability = 'always' | 'interval' | 'none'
+
+export interface OpenOptions {
+  /** 'always' (default): a write resolves after fdatasync. 'interval': synced every syncIntervalMs. 'none': left to the OS. */
+  durability?: Durability
+  /** For durability 'interval'. Default 100 ms. */
+  syncIntervalMs?: number
+  /** A segment is sealed and a new one started past this size. Default 64 MiB. */
+  segmentBytes?: number
+  /** Size of the LRU cache of decoded hot values. Default 64 MiB; 0 turns it off. */
+  cacheBytes?: number
+  /** Compaction starts when dead bytes pass this share of the log (0..1). Default 0.5. */
+  compactionDeadRatio?: number
+  /** ...and dead bytes pass this many bytes. Default 16 MiB. */
+  compactionMinDeadBytes?: number
+  /** false turns automatic compaction off (db.compact() still works). Default true. */
+  autoCompact?: boolean
+  /** Salvage what is intact past a corrupt record instead of refusing to open. */
+  repair?: boolean
+}
+
+export interface PutOptions {
+  /** Time to live in milliseconds from now. */
+  ttlMs?: number
+  /** Absolute expiry, milliseconds since the Unix epoch. */
+  expiresAt?: number
+  /** Expected current version; null means the key must be absent. */
+  ifVersion?: number | null
+}
+
+export interface PutResult {
+  version: number
+  created: boolean
+}
+
+export interface GetResult {
+  value: Value
+  version: number
+  /** Milliseconds since the Unix epoch, present when the key has a TTL. */
+  expiresAt?: number
+}
+
+export interface DeleteOptions {
+  ifVersion?: number
+}
+
+export interface ListOptions {
+  prefix?: string
+  /** Keys strictly after this one. */
+  after?: string
+  /** Default 1000. */
+  limit?: number
+  reverse?: boolean
+}
+
+export interface ListResult {
+  keys: string[]
+  /** Present when more keys remain: pass it as `after` to continue. */
+  next?: string
+}
+
+export type BatchOp =
+  | { type: 'put'; ns: string; key: string; value: Value; ttlMs?: number; expiresAt?: number }
+  | { type: 'delete'; ns: string; key: string }
+
+export interface BatchCheck {
+  ns: string
+  key: string
+  /** null: the key must be absent. */
+  version: number | null
+}
+
+export interface BatchOptions {
+  checks?: BatchCheck[]
+}
+
+export interface NamespaceInfo {
+  name: string
+  keys: number
+  bytes: number
+}
+
+export interface EngineStats {
+  keys: number
+  namespaces: number
+  /** Bytes of live keys and values as stored. */
+  liveBytes: number
+  /** Bytes in all segment files. */
+  diskBytes: number
+  /** Bytes on disk no longer reachable from the index. */
+  deadBytes: number
+  segments: number
+  compactions: number
+  writes: number
+  fsyncs: number
+  /** Total and last fsync durations, for latency metrics. */
+  fsyncTotalMs: number
+  fsyncLastMs: number
+  cacheHits: number
+  cacheMisses: number
+}
+
+export type EngineErrorCode =
+  | 'CONFLICT'
+  | 'NAMESPACE_NOT_FOUND'
+  | 'NAMESPACE_EXISTS'
+  | 'INVALID_ARGUMENT'
+  | 'NOT_A_NUMBER'
+  | 'LOCKED'
+  | 'CORRUPT'
+  | 'CLOSED'
+
+export interface Engine {
+  /** Resolves true if it was created, false if it already existed. */
+  createNamespace(ns: string): Promise<boolean>
+  /** Removes the namespace and all its keys. Resolves true if it existed, false if not. */
+  dropNamespace(ns: string): Promise<boolean>
+  hasNamespace(ns: string): boolean
+  namespaces(): NamespaceInfo[]
+  put(ns: string, key: string, value: Value, opts?: PutOptions): Promise<PutResult>
+  get(ns: string, key: string): Promise<GetResult | undefined>
+  delete(ns: string, key: string, opts?: DeleteOptions): Promise<boolean>
+  list(ns: string, opts?: ListOptions): Promise<ListResult>
+  /** Atomic, also across a crash. Resolves with the version given to every write in it. */
+  batch(ops: BatchOp[], opts?: BatchOptions): Promise<{ version: number }>
+  increment(ns: string, key: string, delta: number): Promise<number>
+  stats(): EngineStats
+  compact(): Promise<void>
+  flush(): Promise<void>
+  backup(toDir: string): Promise<void>
+  close(): Promise<void>
+}
