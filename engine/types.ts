@@ -123,6 +123,8 @@ export interface Engine {
   dropNamespace(ns: string): Promise<boolean>
   hasNamespace(ns: string): boolean
   namespaces(): NamespaceInfo[]
+  /** One namespace's counts, without listing the others; undefined if it does not exist. */
+  namespaceStats(ns: string): NamespaceInfo | undefined
   put(ns: string, key: string, value: Value, opts?: PutOptions): Promise<PutResult>
   get(ns: string, key: string): Promise<GetResult | undefined>
   delete(ns: string, key: string, opts?: DeleteOptions): Promise<boolean>
