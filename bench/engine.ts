@@ -1,0 +1,401 @@
+// Engine benchmark: Cairn's engine beside lmdb and classic-level, same workload, one run.
+//   npm run bench:engine            full run (a few minutes)
+//   npm run bench:engine -- --quick smoke run (seconds), for CI; prints only, writes no files
+//   --only cairn,lmdb               run a subset of the engines
+// Every engine runs each workload in a fresh child process, so memory figures are its own.
+import { spawnSync } from 'node:child_process'
+import fs from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
+import { fileURLToPath } from 'node:url'
+
+const here = path.dirname(fileURLToPath(import.meta.url))
+const ENGINES = ['cairn', 'lmdb', 'classic-level'] as const
+type EngineName = (typeof ENGINES)[number]
+
+interface Sizes {
+  puts: number
+  durableSerial: number
+  durableConcurrent: number
+  writers: number
+  gets: number
+  scans: number
+  scanLength: number
+  bigKeys: number
+  valueBytes: number
+}
+const FULL: Sizes = {
+  puts: 200_000,
+  durableSerial: 2_000,
+  durableConcurrent: 40_000,
+  writers: 64,
+  gets: 200_000,
+  scans: 1_000,
+  scanLength: 100,
+  bigKeys: 1_000_000,
+  valueBytes: 100,
+}
+const QUICK: Sizes = {
+  ...FULL,
+  puts: 20_000,
+  durableSerial: 200,
+  durableConcurrent: 4_000,
+  gets: 20_000,
+  scans: 100,
+  bigKeys: 50_000,
+}
+
+// Keys come in groups of 100 under one prefix, so a prefix scan returns one whole group.
+const keyOf = (n: number) =>
+  `g${String(Math.floor(n / 100)).padStart(5, '0')}/item${String(n % 100).padStart(2, '0')}`
+const prefixOf = (group: number) => `g${String(group).padStart(5, '0')}/`
+
+function shuffled(n: number): Uint32Array {
+  const a = new Uint32Array(n)
+  for (let i = 0; i < n; i++) a[i] = i
+  let s = 12345
+  for (let i = n - 1; i > 0; i--) {
+    s = (Math.imul(s, 1103515245) + 12345) >>> 0
+    const j = s % (i + 1)
+    const x = a[i]
+    a[i] = a[j]
+    a[j] = x
+  }
+  return a
+}
+
+interface Adapter {
+  put(key: string, value: Buffer): Promise<unknown>
+  get(key: string): unknown
+  scan(prefix: string, limit: number): Promise<number> | number
+  close(): Promise<void>
+}
+
+async function openAdapter(name: EngineName, dir: string, durable: boolean): Promise<Adapter> {
+  if (name === 'cairn') {
+    const { open } = await import('../engine/index.js')
+    const db = await open(dir, { durability: durable ? 'always' : 'none' })
+    await db.createNamespace('b')
+    return {
+      put: (k, v) => db.put('b', k, v),
+      get: (k) => db.get('b', k),
+      scan: async (prefix, limit) => (await db.list('b', { prefix, limit })).keys.length,
+      close: () => db.close(),
+    }
+  }
+  if (name === 'lmdb') {
+    const { open } = await import('lmdb')
+    // Durable: lmdb's defaults (a put's promise resolves once flushed); fast: noSync.
+    const db = open({ path: dir, encoding: 'binary', noSync: !durable })
+    return {
+      put: (k, v) => db.put(k, v),
+      get: (k) => db.get(k),
+      scan: (prefix, limit) => {
+        let n = 0
+        for (const _ of db.getKeys({ start: prefix, end: prefix + '\uffff', limit })) n++
+        return n
+      },
+      close: () => db.close(),
+    }
+  }
+  const { ClassicLevel } = await import('classic-level')
+  const db = new ClassicLevel<string, Buffer>(dir, { valueEncoding: 'buffer' })
+  await db.open()
+  return {
+    put: (k, v) => db.put(k, v, { sync: durable }),
+    get: (k) => db.get(k),
+    scan: async (prefix, limit) =>
+      (await db.keys({ gte: prefix, lt: prefix + '\uffff', limit }).all()).length,
+    close: () => db.close(),
+  }
+}
+
+const value = (size: number, n: number) => {
+  const b = Buffer.alloc(size, 0x61)
+  b.writeUInt32LE(n, 0)
+  return b
+}
+
+async function loadFast(db: Adapter, n: number, size: number) {
+  const order = shuffled(n)
+  const window: Promise<unknown>[] = []
+  for (let i = 0; i < n; i++) {
+    window.push(db.put(keyOf(order[i]), value(size, order[i])))
+    if (window.length === 1000) await Promise.all(window.splice(0))
+  }
+  await Promise.all(window)
+}
+
+const rate = (n: number, ms: number) => (n / ms) * 1000
+const gc = () => (globalThis as { gc?: () => void }).gc?.()
+const rssMiB = () => process.memoryUsage().rss / 2 ** 20
+
+/** Throughput workloads for one engine: puts, gets, scans, then durable puts. */
+async function throughput(name: EngineName, s: Sizes) {
+  const out: Record<string, number> = {}
+  const fastDir = fs.mkdtempSync(path.join(os.tmpdir(), `cairn-bench-${name}-`))
+  let db = await openAdapter(name, fastDir, false)
+  let t0 = performance.now()
+  await loadFast(db, s.puts, s.valueBytes)
+  out.puts = rate(s.puts, performance.now() - t0)
+
+  const order = shuffled(s.gets)
+  let found = 0
+  t0 = performance.now()
+  for (let i = 0; i < s.gets; i++) {
+    // lmdb reads synchronously; awaiting a plain value would charge it a needless tick.
+    let got = db.get(keyOf(order[i] % s.puts))
+    if (got instanceof Promise) got = await got
+    if (got !== undefined) found++
+  }
+  out.gets = rate(s.gets, performance.now() - t0)
+  if (found !== s.gets) throw new Error(`${name}: ${s.gets - found} gets missed`)
+
+  const groups = Math.floor(s.puts / 100)
+  let scanned = 0
+  t0 = performance.now()
+  for (let i = 0; i < s.scans; i++)
+    scanned += await db.scan(prefixOf((i * 7919) % groups), s.scanLength)
+  const scanMs = performance.now() - t0
+  if (scanned !== s.scans * s.scanLength) throw new Error(`${name}: scans returned ${scanned} keys`)
+  out.scanKeys = rate(scanned, scanMs)
+  out.scans = rate(s.scans, scanMs)
+  await db.close()
+  fs.rmSync(fastDir, { recursive: true, force: true })
+
+  const durableDir = fs.mkdtempSync(path.join(os.tmpdir(), `cairn-bench-${name}-`))
+  db = await openAdapter(name, durableDir, true)
+  const v = value(s.valueBytes, 1)
+  t0 = performance.now()
+  for (let i = 0; i < s.durableSerial; i++) await db.put(keyOf(i), v)
+  out.durable1 = rate(s.durableSerial, performance.now() - t0)
+  const per = Math.floor(s.durableConcurrent / s.writers)
+  t0 = performance.now()
+  await Promise.all(
+    Array.from({ length: s.writers }, async (_, w) => {
+      for (let i = 0; i < per; i++) await db.put(keyOf(w * per + i), v)
+    }),
+  )
+  out.durable64 = rate(per * s.writers, performance.now() - t0)
+  await db.close()
+  fs.rmSync(durableDir, { recursive: true, force: true })
+  return out
+}
+
+async function load(name: EngineName, dir: string, s: Sizes) {
+  const db = await openAdapter(name, dir, false)
+  await loadFast(db, s.bigKeys, s.valueBytes)
+  await db.close()
+  return { diskBytes: dirSize(dir) }
+}
+
+/** Open time and memory with bigKeys keys, in a process that did nothing else. */
+async function openBig(name: EngineName, dir: string, s: Sizes) {
+  await import(name === 'cairn' ? '../engine/index.js' : name)
+  gc()
+  const before = rssMiB()
+  const t0 = performance.now()
+  const db = await openAdapter(name, dir, false)
+  const openMs = performance.now() - t0
+  gc()
+  const afterOpen = rssMiB()
+  const order = shuffled(s.bigKeys)
+  for (let i = 0; i < Math.min(10_000, s.bigKeys); i++) {
+    if ((await db.get(keyOf(order[i]))) === undefined)
+      throw new Error(`${name}: key missing after reopen`)
+  }
+  gc()
+  const afterGets = rssMiB()
+  await db.close()
+  return {
+    openMs,
+    rssOpenMiB: afterOpen,
+    rssDeltaMiB: afterOpen - before,
+    rssAfterGetsMiB: afterGets,
+  }
+}
+
+/** What the same keys cost in a plain Map of small position objects. */
+function mapBaseline(s: Sizes) {
+  gc()
+  const before = process.memoryUsage()
+  const m = new Map<
+    string,
+    { segment: number; offset: number; length: number; version: number; expiresAt?: number }
+  >()
+  for (let i = 0; i < s.bigKeys; i++)
+    m.set(keyOf(i), { segment: i >> 16, offset: i * 130, length: 130, version: i + 1 })
+  gc()
+  const after = process.memoryUsage()
+  if (m.size !== s.bigKeys) throw new Error('map size')
+  return {
+    mapBytesPerKey: (after.rss - before.rss) / s.bigKeys,
+    mapHeapPerKey: (after.heapUsed - before.heapUsed) / s.bigKeys,
+  }
+}
+
+function dirSize(dir: string): number {
+  let n = 0
+  for (const e of fs.readdirSync(dir, { withFileTypes: true })) {
+    const p = path.join(dir, e.name)
+    n += e.isDirectory() ? dirSize(p) : fs.statSync(p).size
+  }
+  return n
+}
+
+// ---- orchestration ---------------------------------------------------------------
+
+function worker(args: string[]): Record<string, number> {
+  const res = spawnSync(
+    process.execPath,
+    ['--expose-gc', '--import', 'tsx', fileURLToPath(import.meta.url), '--worker', ...args],
+    {
+      cwd: path.join(here, '..'),
+      encoding: 'utf8',
+      maxBuffer: 1 << 24,
+    },
+  )
+  const lines = res.stdout.trim().split('\n')
+  try {
+    return JSON.parse(lines[lines.length - 1])
+  } catch {
+    throw new Error(`worker ${args.join(' ')} failed (${res.status}): ${res.stderr.slice(-2000)}`)
+  }
+}
+
+const fmt = (n: number | undefined, digits = 0) =>
+  n === undefined || Number.isNaN(n)
+    ? 'n/a'
+    : n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits })
+const ratio = (a?: number, b?: number) => (a && b ? `${(a / b).toFixed(2)}x` : 'n/a')
+
+async function main() {
+  const argv = process.argv.slice(2)
+  if (argv[0] === '--worker') {
+    const [, kind, name, quick, dir] = argv
+    const s = quick === 'quick' ? QUICK : FULL
+    let out: unknown
+    if (kind === 'throughput') out = await throughput(name as EngineName, s)
+    else if (kind === 'load') out = await load(name as EngineName, dir, s)
+    else if (kind === 'open') out = await openBig(name as EngineName, dir, s)
+    else out = mapBaseline(s)
+    process.stdout.write(JSON.stringify(out) + '\n')
+    return
+  }
+  const quick = argv.includes('--quick')
+  const s = quick ? QUICK : FULL
+  const mode = quick ? 'quick' : 'full'
+  const results: Record<EngineName, Record<string, number>> = {
+    cairn: {},
+    lmdb: {},
+    'classic-level': {},
+  }
+  const onlyArg = argv.indexOf('--only')
+  const chosen = onlyArg >= 0 ? argv[onlyArg + 1].split(',') : [...ENGINES]
+  for (const name of ENGINES.filter((n) => chosen.includes(n))) {
+    process.stderr.write(`${name}: throughput...\n`)
+    Object.assign(results[name], worker(['throughput', name, mode]))
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), `cairn-bench-big-${name}-`))
+    try {
+      process.stderr.write(`${name}: loading ${s.bigKeys} keys...\n`)
+      Object.assign(results[name], worker(['load', name, mode, dir]))
+      Object.assign(results[name], worker(['open', name, mode, dir]))
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true })
+    }
+  }
+  const map = worker(['map', 'none', mode])
+  const ours = results.cairn
+  ours.indexBytesPerKey = (ours.rssDeltaMiB * 2 ** 20) / s.bigKeys
+
+  const rows: [string, keyof (typeof results)['cairn'], string, number][] = [
+    [`puts, no fsync (${fmt(s.puts)})`, 'puts', 'ops/s', 0],
+    [`durable puts, 1 writer (${fmt(s.durableSerial)})`, 'durable1', 'ops/s', 0],
+    [`durable puts, ${s.writers} writers (${fmt(s.durableConcurrent)})`, 'durable64', 'ops/s', 0],
+    [`random gets (${fmt(s.gets)})`, 'gets', 'ops/s', 0],
+    [`prefix scans of ${s.scanLength} (${fmt(s.scans)})`, 'scanKeys', 'keys/s', 0],
+    [`open with ${fmt(s.bigKeys)} keys`, 'openMs', 'ms (lower is better)', 1],
+    [`RSS after open, ${fmt(s.bigKeys)} keys`, 'rssOpenMiB', 'MiB (lower is better)', 1],
+    [
+      `disk, ${fmt(s.bigKeys)} keys of ${s.valueBytes} B`,
+      'diskBytes',
+      'bytes (lower is better)',
+      0,
+    ],
+  ]
+  const header =
+    '| workload | unit | cairn | lmdb | classic-level | cairn/lmdb | cairn/classic-level |'
+  const lines = [header, '|---|---|---:|---:|---:|---:|---:|']
+  for (const [label, k, unit, digits] of rows) {
+    const [a, b, c] = ENGINES.map((n) => results[n][k])
+    lines.push(
+      `| ${label} | ${unit} | ${fmt(a, digits)} | ${fmt(b, digits)} | ${fmt(c, digits)} | ${ratio(a, b)} | ${ratio(a, c)} |`,
+    )
+  }
+  const table = lines.join('\n')
+  const indexLine =
+    `Index memory at ${fmt(s.bigKeys)} keys: cairn ${fmt(ours.indexBytesPerKey)} bytes/key (RSS growth on open) ` +
+    `vs ${fmt(map.mapBytesPerKey)} bytes/key for a plain Map of position objects (${ratio(ours.indexBytesPerKey, map.mapBytesPerKey)}).`
+
+  const targets = [
+    ['puts >= lmdb', ours.puts >= results.lmdb.puts],
+    ['gets >= lmdb', ours.gets >= results.lmdb.gets],
+    ['prefix scans >= 3x lmdb keys/s', ours.scanKeys >= 3 * results.lmdb.scanKeys],
+    ['durable 64-writer puts > 50,000/s', ours.durable64 > 50_000],
+    ['index well under a plain Map', ours.indexBytesPerKey < map.mapBytesPerKey * 0.75],
+  ] as const
+  const targetLine = targets.map(([name, ok]) => `${ok ? 'met' : 'MISSED'}: ${name}`).join('; ')
+
+  console.log(table)
+  console.log()
+  console.log(indexLine)
+  console.log(`Targets: ${targetLine}`)
+  if (quick || onlyArg >= 0) return
+
+  const date = new Date().toISOString()
+  const cpu = os.cpus()[0]?.model ?? 'unknown CPU'
+  const machine = `${os.cpus().length} x ${cpu}, ${Math.round(os.totalmem() / 2 ** 30)} GiB RAM, Node ${process.version}, ${os.platform()} ${os.release()}; a shared, noisy machine`
+  const command = `npm run bench:engine${quick ? ' -- --quick' : ''}`
+  const block = [
+    '<!-- engine-bench:start -->',
+    '## Engine: cairn vs lmdb vs classic-level',
+    '',
+    `Command: \`${command}\` · ${date} · ${machine}.`,
+    '',
+    "Durable = cairn `durability: 'always'`, lmdb default sync, classic-level `{ sync: true }`; no fsync =",
+    "cairn `'none'`, lmdb `noSync`, classic-level default. Values are 100-byte Buffers; puts are issued",
+    '1,000 at a time; gets are awaited one by one (lmdb: its synchronous get). Open time and RSS are',
+    'measured in a fresh process per engine.',
+    '',
+    table,
+    '',
+    indexLine,
+    '',
+    `Targets: ${targetLine}.`,
+    '<!-- engine-bench:end -->',
+  ].join('\n')
+  const resultsFile = path.join(here, 'RESULTS.md')
+  const existing = fs.existsSync(resultsFile)
+    ? fs.readFileSync(resultsFile, 'utf8')
+    : '# Benchmark results\n'
+  const re = /<!-- engine-bench:start -->[\s\S]*?<!-- engine-bench:end -->/
+  const next = re.test(existing)
+    ? existing.replace(re, block)
+    : `${existing.trimEnd()}\n\n${block}\n`
+  fs.writeFileSync(resultsFile, next)
+  fs.mkdirSync(path.join(here, 'results'), { recursive: true })
+  const jsonFile = path.join(
+    here,
+    'results',
+    `engine-${date.slice(0, 10)}${quick ? '-quick' : ''}.json`,
+  )
+  fs.writeFileSync(
+    jsonFile,
+    JSON.stringify({ date, command, machine, sizes: s, results, map, targets }, null, 2) + '\n',
+  )
+  console.log(
+    `\nwrote ${path.relative(process.cwd(), resultsFile)} and ${path.relative(process.cwd(), jsonFile)}`,
+  )
+}
+
+await main()

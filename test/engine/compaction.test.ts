@@ -1,0 +1,113 @@
+// Compaction reclaims dead space and never resurrects deleted keys or dropped namespaces.
+import crypto from 'node:crypto'
+import t from 'tap'
+import { open } from '../../engine/index.js'
+import { dirBytes, rng, seedFromEnv, tempDir } from './helpers.js'
+
+t.test('after overwrites, deletes and drops, compact() shrinks the directory', async (t) => {
+  const seed = seedFromEnv('CAIRN_SEED')
+  t.comment(`seed ${seed} (set CAIRN_SEED to reproduce)`)
+  const rand = rng(seed)
+  const dir = tempDir(t, 'compact')
+  const opts = { segmentBytes: 256 * 1024, durability: 'none' as const, autoCompact: false }
+  let db = await open(dir, opts)
+  await db.createNamespace('data')
+  await db.createNamespace('doomed')
+  const live = new Map<string, Buffer>()
+  for (let round = 0; round < 5; round++) {
+    for (let i = 0; i < 2000; i++) {
+      const v = crypto.randomBytes(800 + Math.floor(rand() * 400))
+      await db.put('data', `key-${i}`, v)
+      live.set(`key-${i}`, v)
+    }
+  }
+  for (let i = 0; i < 3000; i++) await db.put('doomed', `d${i}`, crypto.randomBytes(500))
+  for (let i = 0; i < 2000; i += 2) {
+    await db.delete('data', `key-${i}`)
+    live.delete(`key-${i}`)
+  }
+  await db.dropNamespace('doomed')
+  for (let i = 0; i < 200; i++) await db.put('data', 'hot', i) // keeps a record in the active segment
+  live.set('hot', Buffer.from([]))
+  const liveBytes = [...live].reduce((n, [k, v]) => n + Buffer.byteLength(k) + v.length, 0)
+  const beforeBytes = dirBytes(dir)
+  const compactionsBefore = db.stats().compactions
+  await db.compact()
+  const afterBytes = dirBytes(dir)
+  t.comment(`live ${liveBytes} B, dir before ${beforeBytes} B, after ${afterBytes} B`)
+  t.ok(db.stats().compactions > compactionsBefore, 'stats count the compaction')
+  t.ok(afterBytes < beforeBytes / 4, 'most dead space reclaimed')
+  t.ok(
+    afterBytes <= liveBytes * 1.5,
+    `directory ${afterBytes} B is at most 1.5x live ${liveBytes} B`,
+  )
+  t.ok(db.stats().deadBytes <= db.stats().diskBytes * 0.34, 'dead bytes mostly gone')
+
+  for (let reopen = 0; reopen < 2; reopen++) {
+    await db.close()
+    db = await open(dir, opts)
+    t.equal(db.hasNamespace('doomed'), false, 'dropped namespace stays dropped')
+    const keys = (await db.list('data', { limit: 5000 })).keys
+    t.equal(keys.length, live.size, 'exactly the live keys')
+    let bad = 0
+    for (const [k, v] of live) {
+      if (k === 'hot') continue
+      const got = (await db.get('data', k))?.value
+      if (!Buffer.isBuffer(got) || !got.equals(v)) bad++
+    }
+    t.equal(bad, 0, 'every live value intact')
+    t.equal((await db.get('data', 'hot'))?.value, 199)
+    t.equal(await db.get('data', 'key-0'), undefined, 'deleted key does not come back')
+    await db.compact()
+  }
+  await db.createNamespace('doomed')
+  t.same((await db.list('doomed')).keys, [], 'a recreated namespace does not see old keys')
+  await db.close()
+  db = await open(dir, opts)
+  t.same((await db.list('doomed')).keys, [], 'nor after reopen')
+  await db.close()
+})
+
+t.test('a tombstone outlives the older copies of its key', async (t) => {
+  const dir = tempDir(t, 'compact')
+  const opts = { segmentBytes: 8 * 1024, durability: 'none' as const, autoCompact: false }
+  let db = await open(dir, opts)
+  await db.createNamespace('n')
+  await db.put('n', 'victim', 'old')
+  for (let i = 0; i < 300; i++) await db.put('n', `filler-${i % 30}`, 'f'.repeat(200))
+  await db.delete('n', 'victim')
+  for (let i = 0; i < 300; i++) await db.put('n', `filler-${i % 30}`, 'g'.repeat(200))
+  for (let round = 0; round < 3; round++) {
+    await db.compact()
+    await db.close()
+    db = await open(dir, opts)
+    t.equal(await db.get('n', 'victim'), undefined, `deleted key stays deleted (round ${round})`)
+    t.equal((await db.list('n')).keys.length, 30)
+    for (let i = 0; i < 100; i++) await db.put('n', `filler-${i % 30}`, 'h'.repeat(200))
+  }
+  await db.close()
+})
+
+t.test('automatic compaction keeps the directory bounded under overwrites', async (t) => {
+  const dir = tempDir(t, 'compact')
+  const db = await open(dir, {
+    segmentBytes: 64 * 1024,
+    durability: 'none',
+    compactionDeadRatio: 0.5,
+    compactionMinDeadBytes: 256 * 1024,
+  })
+  t.teardown(() => db.close())
+  await db.createNamespace('a')
+  const value = Buffer.alloc(1000, 7)
+  for (let i = 0; i < 20_000; i++) await db.put('a', `k${i % 100}`, value)
+  await db.flush()
+  // Give background slices a moment; the bound is generous: 100 live keys are ~100 KB.
+  for (let i = 0; i < 50 && dirBytes(dir) > 2 * 1024 * 1024; i++)
+    await new Promise((r) => setTimeout(r, 100))
+  t.ok(
+    dirBytes(dir) < 2 * 1024 * 1024,
+    `20 MB written to 100 keys leaves ${dirBytes(dir)} B on disk`,
+  )
+  t.ok(db.stats().compactions > 0, 'compaction ran on its own')
+  t.equal((await db.list('a')).keys.length, 100)
+})

@@ -1,0 +1,282 @@
+// Keys, values and the basic contract of each call: limits, ordering, return shapes, error codes.
+import t from 'tap'
+import { open } from '../../engine/index.js'
+import { compareUtf8, errorCode, tempDir } from './helpers.js'
+
+t.test('key length is measured in UTF-8 bytes, 1 to 512', async (t) => {
+  const db = await open(tempDir(t, 'keys'))
+  t.teardown(() => db.close())
+  await db.createNamespace('k')
+  const ok = ['a'.repeat(512), '\u{1F600}'.repeat(128), '\u00e9'.repeat(256), 'x']
+  for (const key of ok) {
+    const res = await db.put('k', key, 1)
+    t.equal(res.created, true, `${Buffer.byteLength(key)}-byte key accepted`)
+    t.equal((await db.get('k', key))?.value, 1)
+  }
+  const bad = ['a'.repeat(513), '\u{1F600}'.repeat(129), '\u00e9'.repeat(257), '']
+  for (const key of bad) {
+    t.equal(
+      await errorCode(db.put('k', key, 1)),
+      'INVALID_ARGUMENT',
+      `${key.length}-char key rejected`,
+    )
+  }
+  t.same(
+    (await db.list('k')).keys.sort(compareUtf8),
+    [...ok].sort(compareUtf8),
+    'nothing else stored',
+  )
+})
+
+t.test('keys list in UTF-8 byte order, forwards, backwards and after a cursor', async (t) => {
+  const dir = tempDir(t, 'keys')
+  let db = await open(dir)
+  await db.createNamespace('u')
+  const keys = [
+    'b',
+    'B',
+    'a',
+    'aa',
+    'a b',
+    '\u00e9',
+    '\uFFFD',
+    '\u{1F600}',
+    'z',
+    '\u4e2d',
+    '~',
+    '0',
+  ]
+  for (const k of keys) await db.put('u', k, k)
+  const sorted = [...keys].sort(compareUtf8)
+  t.ok(sorted.indexOf('\u{1F600}') > sorted.indexOf('\uFFFD'), 'astral sorts after U+FFFD')
+  for (let round = 0; round < 2; round++) {
+    t.same((await db.list('u')).keys, sorted, `forward order (round ${round})`)
+    t.same((await db.list('u', { reverse: true })).keys, [...sorted].reverse(), 'reverse order')
+    t.same((await db.list('u', { after: '\uFFFD' })).keys, ['\u{1F600}'], 'after U+FFFD')
+    t.same((await db.list('u', { prefix: 'a' })).keys, ['a', 'a b', 'aa'], 'prefix a')
+    await db.close()
+    db = await open(dir)
+  }
+  await db.close()
+})
+
+t.test('list pages with limit and next', async (t) => {
+  const db = await open(tempDir(t, 'keys'))
+  t.teardown(() => db.close())
+  await db.createNamespace('p')
+  for (let i = 0; i < 25; i++) await db.put('p', `k${String(i).padStart(2, '0')}`, i)
+  await db.put('p', 'other', 0)
+  const seen: string[] = []
+  let after: string | undefined
+  for (let page = 0; page < 10; page++) {
+    const res = await db.list('p', { prefix: 'k', limit: 10, after })
+    seen.push(...res.keys)
+    if (res.next === undefined) {
+      t.equal(res.keys.length, 5, 'last page holds the rest')
+      break
+    }
+    t.equal(res.keys.length, 10)
+    t.equal(res.next, res.keys[res.keys.length - 1], 'next is the last key returned')
+    after = res.next
+  }
+  t.equal(seen.length, 25)
+  t.same(seen, [...seen].sort(compareUtf8))
+  const exact = await db.list('p', { prefix: 'k', limit: 25 })
+  t.equal(exact.keys.length, 25)
+  t.equal(exact.next, undefined, 'no next when exactly limit keys remain')
+  const all = await db.list('p')
+  t.equal(all.keys.length, 26, 'default limit covers everything here')
+  const rev = await db.list('p', { prefix: 'k', reverse: true, limit: 3 })
+  t.same(rev.keys, ['k24', 'k23', 'k22'])
+  t.equal(rev.next, 'k22')
+  t.same((await db.list('p', { prefix: 'k', reverse: true, after: 'k22', limit: 2 })).keys, [
+    'k21',
+    'k20',
+  ])
+})
+
+t.test('values of every JSON type and raw bytes round-trip, also from disk', async (t) => {
+  const dir = tempDir(t, 'keys')
+  const bytes = Buffer.alloc(256)
+  for (let i = 0; i < 256; i++) bytes[i] = i
+  const values: [string, unknown][] = [
+    ['null', null],
+    ['true', true],
+    ['false', false],
+    ['zero', 0],
+    ['neg', -17],
+    ['float', 3.25],
+    ['bigsafe', Number.MAX_SAFE_INTEGER],
+    ['str', 'h\u00e9llo \u{1F600}'],
+    ['empty-str', ''],
+    ['empty-arr', []],
+    ['empty-obj', {}],
+    ['nested', { a: [1, { b: null, c: [true, 'x'] }], d: { e: { f: 1.5 } } }],
+    ['array', [null, 1, 'two', [3], { four: 4 }]],
+  ]
+  for (const cacheBytes of [undefined, 0]) {
+    let db = await open(dir, { cacheBytes })
+    await db.createNamespace('v')
+    for (const [k, v] of values) await db.put('v', k, v)
+    await db.put('v', 'bytes', bytes)
+    await db.put('v', 'empty-bytes', Buffer.alloc(0))
+    await db.put('v', 'u8', new Uint8Array([1, 2, 3]))
+    for (let reopen = 0; reopen < 2; reopen++) {
+      for (const [k, v] of values) {
+        const got = await db.get('v', k)
+        t.ok(got, `${k} present`)
+        t.strictSame(got?.value, v, `${k} value (cacheBytes ${cacheBytes}, reopen ${reopen})`)
+      }
+      for (const [k, want] of [
+        ['bytes', bytes],
+        ['empty-bytes', Buffer.alloc(0)],
+        ['u8', Buffer.from([1, 2, 3])],
+      ] as const) {
+        const got = (await db.get('v', k))?.value
+        t.ok(Buffer.isBuffer(got), `${k} comes back as a Buffer`)
+        t.ok(Buffer.isBuffer(got) && got.equals(want), `${k} byte-exact`)
+      }
+      await db.close()
+      db = await open(dir, { cacheBytes })
+    }
+    await db.dropNamespace('v')
+    await db.close()
+  }
+})
+
+t.test('null is a value, not a missing key', async (t) => {
+  const db = await open(tempDir(t, 'keys'))
+  t.teardown(() => db.close())
+  await db.createNamespace('n')
+  await db.put('n', 'x', null)
+  const got = await db.get('n', 'x')
+  t.ok(got, 'present')
+  t.equal(got?.value, null)
+  t.equal(await db.get('n', 'missing'), undefined)
+})
+
+t.test('namespaces: create, drop, idempotence and missing-namespace errors', async (t) => {
+  const db = await open(tempDir(t, 'keys'))
+  t.teardown(() => db.close())
+  t.equal(await db.createNamespace('a'), true)
+  t.equal(await db.createNamespace('a'), false, 'second create resolves false')
+  t.equal(db.hasNamespace('a'), true)
+  t.equal(db.hasNamespace('b'), false)
+  await db.put('a', 'k1', 'v')
+  await db.put('a', 'k2', 'value')
+  const info = db.namespaces().find((n) => n.name === 'a')
+  t.equal(info?.keys, 2)
+  t.ok((info?.bytes ?? 0) > 0, 'bytes counted')
+  t.same(db.namespaceStats('a'), info)
+  t.equal(db.namespaceStats('b'), undefined)
+  t.equal(await errorCode(db.put('b', 'k', 1)), 'NAMESPACE_NOT_FOUND', 'put')
+  t.equal(await errorCode(db.get('b', 'k')), 'NAMESPACE_NOT_FOUND', 'get')
+  t.equal(await errorCode(db.delete('b', 'k')), 'NAMESPACE_NOT_FOUND', 'delete')
+  t.equal(await errorCode(db.list('b')), 'NAMESPACE_NOT_FOUND', 'list')
+  t.equal(await errorCode(db.increment('b', 'k', 1)), 'NAMESPACE_NOT_FOUND', 'increment')
+  t.equal(
+    await errorCode(db.batch([{ type: 'put', ns: 'b', key: 'k', value: 1 }])),
+    'NAMESPACE_NOT_FOUND',
+    'batch',
+  )
+  t.equal(await db.dropNamespace('a'), true)
+  t.equal(await db.dropNamespace('a'), false, 'second drop resolves false')
+  t.equal(db.hasNamespace('a'), false)
+  t.equal(await errorCode(db.get('a', 'k1')), 'NAMESPACE_NOT_FOUND', 'dropped namespace is gone')
+  t.equal(await db.createNamespace('a'), true)
+  t.same((await db.list('a')).keys, [], 'recreated namespace is empty')
+  t.equal(await db.get('a', 'k1'), undefined)
+})
+
+t.test('put, delete, ifVersion and increment return what the contract says', async (t) => {
+  const db = await open(tempDir(t, 'keys'))
+  t.teardown(() => db.close())
+  await db.createNamespace('c')
+  const first = await db.put('c', 'k', 'one')
+  t.equal(first.created, true)
+  const second = await db.put('c', 'k', 'two')
+  t.equal(second.created, false)
+  t.ok(second.version > first.version, 'versions increase')
+  t.equal((await db.get('c', 'k'))?.version, second.version)
+  t.equal(await errorCode(db.put('c', 'k', 'x', { ifVersion: first.version })), 'CONFLICT')
+  t.equal(
+    await errorCode(db.put('c', 'k', 'x', { ifVersion: null })),
+    'CONFLICT',
+    'null: must be absent',
+  )
+  t.equal(await errorCode(db.delete('c', 'k', { ifVersion: first.version })), 'CONFLICT')
+  t.equal((await db.get('c', 'k'))?.value, 'two', 'failed conditions changed nothing')
+  const third = await db.put('c', 'k', 'three', { ifVersion: second.version })
+  t.ok(third.version > second.version)
+  t.equal((await db.put('c', 'new', 1, { ifVersion: null })).created, true)
+  t.equal(
+    await errorCode(db.put('c', 'absent', 1, { ifVersion: 5 })),
+    'CONFLICT',
+    'ifVersion on a missing key',
+  )
+  t.equal(await db.delete('c', 'k', { ifVersion: third.version }), true)
+  t.equal(await db.delete('c', 'k'), false, 'deleting a missing key resolves false')
+  t.equal(await db.increment('c', 'n', 5), 5, 'a missing key counts as 0')
+  t.equal(await db.increment('c', 'n', -2), 3)
+  t.equal(await db.increment('c', 'n', 0.5), 3.5)
+  t.equal((await db.get('c', 'n'))?.value, 3.5)
+  await db.put('c', 's', 'text')
+  t.equal(await errorCode(db.increment('c', 's', 1)), 'NOT_A_NUMBER')
+  t.equal((await db.get('c', 's'))?.value, 'text')
+})
+
+t.test('batch is all or nothing, with checks', async (t) => {
+  const db = await open(tempDir(t, 'keys'))
+  t.teardown(() => db.close())
+  await db.createNamespace('b')
+  await db.createNamespace('b2')
+  const v = await db.put('b', 'x', 1)
+  const res = await db.batch(
+    [
+      { type: 'put', ns: 'b', key: 'y', value: 2 },
+      { type: 'put', ns: 'b2', key: 'z', value: 3 },
+      { type: 'delete', ns: 'b', key: 'x' },
+    ],
+    {
+      checks: [
+        { ns: 'b', key: 'x', version: v.version },
+        { ns: 'b', key: 'y', version: null },
+      ],
+    },
+  )
+  t.ok(res.version > v.version)
+  t.equal((await db.get('b', 'y'))?.version, res.version, 'every write in a batch gets its version')
+  t.equal((await db.get('b2', 'z'))?.version, res.version)
+  t.equal(await db.get('b', 'x'), undefined)
+  const failed = await errorCode(
+    db.batch([{ type: 'put', ns: 'b', key: 'w', value: 9 }], {
+      checks: [{ ns: 'b', key: 'y', version: null }],
+    }),
+  )
+  t.equal(failed, 'CONFLICT')
+  t.equal(await db.get('b', 'w'), undefined, 'nothing of a failed batch applied')
+  const missingNs = await errorCode(
+    db.batch([
+      { type: 'put', ns: 'b', key: 'w', value: 9 },
+      { type: 'put', ns: 'nope', key: 'w', value: 9 },
+    ]),
+  )
+  t.equal(missingNs, 'NAMESPACE_NOT_FOUND')
+  t.equal(await db.get('b', 'w'), undefined, 'nothing applied when one namespace is missing')
+  const badKey = await errorCode(
+    db.batch([
+      { type: 'put', ns: 'b', key: 'w', value: 9 },
+      { type: 'put', ns: 'b', key: '', value: 9 },
+    ]),
+  )
+  t.equal(badKey, 'INVALID_ARGUMENT')
+  t.equal(await db.get('b', 'w'), undefined, 'nothing applied when one key is invalid')
+})
+
+t.test('a closed engine rejects calls with CLOSED', async (t) => {
+  const db = await open(tempDir(t, 'keys'))
+  await db.createNamespace('c')
+  await db.close()
+  t.equal(await errorCode(db.put('c', 'k', 1)), 'CLOSED')
+  t.equal(await errorCode(db.get('c', 'k')), 'CLOSED')
+})

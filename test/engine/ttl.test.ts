@@ -1,0 +1,83 @@
+// Time to live: expiry is exact for reads and listings, survives reopen and compaction.
+import t from 'tap'
+import { open } from '../../engine/index.js'
+import { sleep, tempDir } from './helpers.js'
+
+t.test('expiresAt is reported for ttlMs and for an absolute expiresAt', async (t) => {
+  const dir = tempDir(t, 'ttl')
+  let db = await open(dir)
+  await db.createNamespace('t')
+  const before = Date.now()
+  await db.put('t', 'rel', 'v', { ttlMs: 3_600_000 })
+  const after = Date.now()
+  const abs = Date.now() + 7_200_000
+  await db.put('t', 'abs', 'v', { expiresAt: abs })
+  await db.put('t', 'plain', 'v')
+  for (let round = 0; round < 2; round++) {
+    const rel = await db.get('t', 'rel')
+    t.ok(rel?.expiresAt !== undefined, 'ttlMs key has expiresAt')
+    t.ok(
+      rel!.expiresAt! >= before + 3_600_000 && rel!.expiresAt! <= after + 3_600_000,
+      'within bounds',
+    )
+    t.equal((await db.get('t', 'abs'))?.expiresAt, abs, 'absolute expiry kept exactly')
+    t.equal((await db.get('t', 'plain'))?.expiresAt, undefined, 'no TTL, no expiresAt')
+    await db.close()
+    db = await open(dir)
+  }
+  await db.put('t', 'rel', 'replaced')
+  t.equal((await db.get('t', 'rel'))?.expiresAt, undefined, 'a put without TTL clears the TTL')
+  await db.close()
+})
+
+t.test('an expired key is gone for every operation at once', async (t) => {
+  const db = await open(tempDir(t, 'ttl'))
+  t.teardown(() => db.close())
+  await db.createNamespace('t')
+  await db.put('t', 'keep', 1)
+  await db.put('t', 'short', 'bye', { ttlMs: 60 })
+  await db.batch([{ type: 'put', ns: 't', key: 'short-batch', value: 2, ttlMs: 60 }])
+  await db.put('t', 'past', 'never', { expiresAt: Date.now() - 1000 })
+  t.equal((await db.get('t', 'short'))?.value, 'bye', 'readable before expiry')
+  t.equal((await db.get('t', 'short-batch'))?.value, 2)
+  t.equal(await db.get('t', 'past'), undefined, 'an expiry in the past is expired at once')
+  await sleep(150)
+  t.equal(await db.get('t', 'short'), undefined, 'get')
+  t.equal(await db.get('t', 'short-batch'), undefined, 'get (batch put)')
+  t.same((await db.list('t')).keys, ['keep'], 'list')
+  t.same((await db.list('t', { reverse: true })).keys, ['keep'], 'reverse list')
+  t.same((await db.list('t', { prefix: 'short' })).keys, [], 'prefix list')
+  t.equal(db.namespaceStats('t')?.keys, 1, 'namespace key count')
+  t.equal(await db.delete('t', 'short'), false, 'delete sees it as missing')
+  t.equal(
+    (await db.put('t', 'short-batch', 3, { ifVersion: null })).created,
+    true,
+    'create-only succeeds',
+  )
+  t.equal(await db.increment('t', 'short', 2), 2, 'increment counts an expired key as 0')
+  t.equal((await db.get('t', 'short'))?.expiresAt, undefined, 'the new value has no TTL')
+})
+
+t.test('expiry holds across reopen and compaction', async (t) => {
+  const dir = tempDir(t, 'ttl')
+  let db = await open(dir, { segmentBytes: 4096 })
+  await db.createNamespace('t')
+  for (let i = 0; i < 50; i++) await db.put('t', `s${i}`, 'x'.repeat(100), { ttlMs: 50 })
+  for (let i = 0; i < 50; i++) await db.put('t', `l${i}`, 'y'.repeat(100), { ttlMs: 3_600_000 })
+  await sleep(120)
+  await db.close()
+  db = await open(dir, { segmentBytes: 4096 })
+  t.equal(
+    (await db.list('t', { prefix: 's' })).keys.length,
+    0,
+    'expired keys stay expired after reopen',
+  )
+  t.equal((await db.list('t', { prefix: 'l' })).keys.length, 50)
+  await db.compact()
+  await db.close()
+  db = await open(dir, { segmentBytes: 4096 })
+  t.equal((await db.list('t', { prefix: 's' })).keys.length, 0, 'and after compaction')
+  t.equal((await db.list('t', { prefix: 'l' })).keys.length, 50)
+  t.ok((await db.get('t', 'l7'))?.expiresAt, 'long TTL still reported')
+  await db.close()
+})
