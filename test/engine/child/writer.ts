@@ -16,7 +16,19 @@ const rand = () => {
   x ^= x + Math.imul(x ^ (x >>> 7), x | 61)
   return ((x ^ (x >>> 14)) >>> 0) / 4294967296
 }
-const say = (o: object) => fs.writeSync(1, JSON.stringify(o) + '\n')
+// stdout is a non-blocking pipe: retry on EAGAIN so a line is fully in the pipe before we go on.
+const pause = new Int32Array(new SharedArrayBuffer(4))
+const say = (o: object) => {
+  let buf = Buffer.from(JSON.stringify(o) + '\n')
+  while (buf.length > 0) {
+    try {
+      buf = buf.subarray(fs.writeSync(1, buf))
+    } catch (err) {
+      if ((err as { code?: string }).code !== 'EAGAIN') throw err
+      Atomics.wait(pause, 0, 0, 1)
+    }
+  }
+}
 
 const compactMode = mode === 'compact'
 const options: OpenOptions = compactMode
