@@ -4,6 +4,7 @@
 //   --only cairn,lmdb               run a subset of the engines
 // Every engine runs each workload in a fresh child process, so memory figures are its own.
 import { spawnSync } from 'node:child_process'
+import crypto from 'node:crypto'
 import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
@@ -110,10 +111,11 @@ async function openAdapter(name: EngineName, dir: string, durable: boolean): Pro
   }
 }
 
+// Incompressible values, so an engine that compresses does not get an unfair disk figure.
+const POOL = crypto.randomBytes(1 << 20)
 const value = (size: number, n: number) => {
-  const b = Buffer.alloc(size, 0x61)
-  b.writeUInt32LE(n, 0)
-  return b
+  const at = (n * 7919) % (POOL.length - size)
+  return Buffer.from(POOL.subarray(at, at + size))
 }
 
 async function loadFast(db: Adapter, n: number, size: number) {
