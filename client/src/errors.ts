@@ -1,0 +1,103 @@
+// Every failure the client reports is a CairnError, so one `instanceof` check (or the
+// `code` string) is enough to handle it; the subclasses group the statuses callers react
+// to differently.
+
+/** Fields shared by every {@link CairnError}. */
+export interface CairnErrorInit {
+  /** HTTP status; 0 when no response arrived (network failure, timeout) or the client refused the call. */
+  status: number
+  /** Machine-readable code, e.g. `key_not_found`; the server's code when it sent one. */
+  code: string
+  /** A sentence for a person. */
+  message: string
+  /** The server's `X-Request-Id`, to quote when asking for help; absent when no response arrived. */
+  requestId?: string
+  /** The underlying error, for network failures. */
+  cause?: unknown
+}
+
+/** Base class of every error the client throws. */
+export class CairnError extends Error {
+  /** HTTP status; 0 when no response arrived or the client refused the call before sending it. */
+  readonly status: number
+  /** Machine-readable code, e.g. `namespace_not_found`, `rate_limited`, `network_error`. */
+  readonly code: string
+  /** The server's `X-Request-Id` for this response, when there was a response. */
+  readonly requestId: string | undefined
+
+  /** Builds an error; applications normally only catch these. */
+  constructor(init: CairnErrorInit) {
+    super(init.message, init.cause === undefined ? undefined : { cause: init.cause })
+    this.name = new.target.name
+    this.status = init.status
+    this.code = init.code
+    this.requestId = init.requestId
+  }
+}
+
+/** 400: the request was malformed (bad key, bad TTL, bad cursor...). Also thrown before sending a request the server would refuse. */
+export class BadRequestError extends CairnError {}
+
+/** 401 or 403: the API key is missing, unknown, revoked, or not allowed to do this. */
+export class AuthError extends CairnError {}
+
+/** 403 `namespace_quota_exceeded` or `storage_quota_exceeded`: the plan's limit is reached; reads and deletes still work. */
+export class QuotaExceededError extends CairnError {}
+
+/** 404: the namespace (or, for calls that do not answer `null`/`false`, the key or route) does not exist. */
+export class NotFoundError extends CairnError {}
+
+/** 409 (`namespace_exists`) or 412 (`precondition_failed`: `ifMatch`/`ifNoneMatch` did not hold). */
+export class ConflictError extends CairnError {}
+
+/** 413: the value is larger than the plan allows. */
+export class PayloadTooLargeError extends CairnError {}
+
+/** 429: too many requests (`rate_limited`) or the daily quota is used up (`quota_exceeded`). */
+export class RateLimitError extends CairnError {
+  /** Seconds the server asked to wait (`Retry-After`), when it said. */
+  readonly retryAfter: number | undefined
+
+  /** Builds the error with the server's `Retry-After` in seconds. */
+  constructor(init: CairnErrorInit & { retryAfter?: number }) {
+    super(init)
+    this.retryAfter = init.retryAfter
+  }
+}
+
+/** 5xx: the server (or a proxy in front of it) failed. */
+export class ServerError extends CairnError {}
+
+/** No response arrived: DNS, refused or reset connection, CORS refusal in a browser. `status` is 0. */
+export class NetworkError extends CairnError {}
+
+/** No response arrived within `timeoutMs`. A kind of {@link NetworkError}; `code` is `timeout`. */
+export class TimeoutError extends NetworkError {}
+
+/** The server answered with something that is not the JSON this client expects. */
+export class InvalidResponseError extends CairnError {}
+
+/** Picks the error class for an HTTP error response. */
+export function errorForResponse(
+  status: number,
+  code: string,
+  message: string,
+  requestId: string | undefined,
+  retryAfter: number | undefined,
+): CairnError {
+  const init = { status, code, message, requestId }
+  if (status === 400) return new BadRequestError(init)
+  if (
+    status === 403 &&
+    (code === 'namespace_quota_exceeded' || code === 'storage_quota_exceeded')
+  ) {
+    return new QuotaExceededError(init)
+  }
+  if (status === 401 || status === 403) return new AuthError(init)
+  if (status === 404) return new NotFoundError(init)
+  if (status === 409 || status === 412) return new ConflictError(init)
+  if (status === 413) return new PayloadTooLargeError(init)
+  if (status === 429) return new RateLimitError({ ...init, retryAfter })
+  if (status >= 500) return new ServerError(init)
+  return new CairnError(init)
+}

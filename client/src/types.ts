@@ -1,0 +1,198 @@
+// Shapes of the client's options and of what its methods return.
+import type { BigIntMode } from './json.js'
+import type { RetryEvent, RetryOptions } from './retry.js'
+import type { FetchLike } from './transport.js'
+
+/** Options for {@link Cairn}. */
+export interface ClientOptions {
+  /**
+   * The API's base URL, ending in `/v1`, e.g. `https://kv.example.com/v1`. A URL with no
+   * path gets `/v1` added. Defaults to the `CAIRN_URL` environment variable where the
+   * runtime has one (Node, Bun, Deno with env permission); required elsewhere.
+   */
+  baseUrl?: string
+  /** The `fetch` to use; defaults to the global one. Pass one to add proxies, logging or tests. */
+  fetch?: FetchLike
+  /** Time allowed for one attempt (request and response body), in ms; 0 means no limit. Default 30000. */
+  timeoutMs?: number
+  /** Retry tuning: a number of retries, `false` (or 0) for none, or {@link RetryOptions}. Default 3 retries. */
+  retries?: number | false | RetryOptions
+  /** Called before each retry, e.g. to log it. */
+  onRetry?: (event: RetryEvent) => void
+  /** How `get` returns integers beyond 2^53, which a JS number cannot hold. Default `'bigint'`. See {@link BigIntMode}. */
+  bigints?: BigIntMode
+}
+
+/** Per-call options every method accepts. */
+export interface CallOptions {
+  /** Aborts the call (and any retry wait); the promise rejects with the signal's reason. */
+  signal?: AbortSignal
+}
+
+/** Options for {@link Cairn.put}. */
+export interface PutOptions extends CallOptions {
+  /** Seconds until the key expires (integer, at least 1). Not together with `expiresAt`. */
+  ttl?: number
+  /** When the key expires: unix seconds or a Date (rounded up to the next second). Not together with `ttl`. */
+  expiresAt?: number | Date
+  /** Only write if the key's current version is this one (`If-Match`); else ConflictError `precondition_failed`. */
+  ifMatch?: string
+  /** `'*'`: only write if the key does not exist yet (`If-None-Match: *`); else ConflictError `precondition_failed`. */
+  ifNoneMatch?: '*'
+}
+
+/** Options for {@link Cairn.delete}. */
+export interface DeleteOptions extends CallOptions {
+  /** Only delete if the key's current version is this one (`If-Match`); else ConflictError `precondition_failed`. */
+  ifMatch?: string
+}
+
+/** Options for {@link Cairn.list}. */
+export interface ListOptions extends CallOptions {
+  /** Only keys starting with this text. */
+  prefix?: string
+  /** Keys per page, 1 to 1000; the server's default is 1000. */
+  limit?: number
+  /** The `cursor` of the previous page, to get the next one (with the same `prefix`). */
+  cursor?: string
+}
+
+/** Options for {@link Cairn.keys}. */
+export interface KeysOptions extends CallOptions {
+  /** Only keys starting with this text. */
+  prefix?: string
+  /** Keys fetched per request, 1 to 1000. Default 1000. */
+  pageSize?: number
+}
+
+/** The result of a successful `put`. */
+export interface PutResult {
+  /** True when the key did not exist before. */
+  created: boolean
+  /** The new version, usable as `ifMatch`. */
+  version: string
+}
+
+/** A stored entry, as `get` returns it. */
+export interface Entry<T> {
+  /** The stored JSON value, parsed. */
+  value: T
+  /** The entry's current version (from `ETag`), usable as `ifMatch`. */
+  version: string
+  /** Unix seconds when the entry expires; absent when it has no TTL. */
+  expiresAt?: number
+}
+
+/** A stored entry with its value as the exact JSON text the server holds, as `getRaw` returns it. */
+export interface RawEntry {
+  /** The value's JSON text, byte for byte as stored (insignificant whitespace aside). */
+  raw: string
+  /** The entry's current version (from `ETag`). */
+  version: string
+  /** Unix seconds when the entry expires; absent when it has no TTL. */
+  expiresAt?: number
+}
+
+/** One page of keys. */
+export interface ListPage {
+  /** Keys in ascending UTF-8 byte order. */
+  keys: string[]
+  /** Present when more keys remain: pass it as `cursor` to get the next page. */
+  cursor?: string
+}
+
+/** A namespace just created. */
+export interface CreatedNamespace {
+  /** Its name. */
+  name: string
+  /** When it was created (ISO 8601). */
+  createdAt: string
+}
+
+/** A namespace of the account, with its size. */
+export interface NamespaceInfo {
+  /** Its name. */
+  name: string
+  /** Number of live keys. */
+  keys: number
+  /** Bytes of keys plus values. */
+  bytes: number
+  /** When it was created (ISO 8601). */
+  createdAt: string
+}
+
+/** Request counts per operation. */
+export interface OperationCounts {
+  /** Reads. */
+  get: number
+  /** Writes. */
+  put: number
+  /** Deletes. */
+  delete: number
+  /** Key listings. */
+  list: number
+  /** Namespace calls (create, list, delete). */
+  namespace: number
+  /** Usage reports. */
+  usage: number
+}
+
+/** One UTC day of usage. */
+export interface UsageDay {
+  /** The UTC day, `YYYY-MM-DD`. */
+  date: string
+  /** Authenticated requests. */
+  requests: number
+  /** Requests per operation. */
+  operations: OperationCounts
+  /** 4xx and 5xx answers other than 429. */
+  errors: number
+  /** 429 answers. */
+  rateLimited: number
+  /** Request bytes received. */
+  bytesIn: number
+  /** Response bytes sent. */
+  bytesOut: number
+}
+
+/** The account's plan limits; `null` means unlimited. */
+export interface PlanLimits {
+  /** Plan id, e.g. `free`. */
+  id: string
+  /** Plan name for people. */
+  name: string
+  /** Requests allowed per UTC day. */
+  requestsPerDay: number | null
+  /** Sustained requests per second. */
+  ratePerSecond: number | null
+  /** Requests allowed in a burst. */
+  burst: number | null
+  /** Namespaces allowed. */
+  maxNamespaces: number | null
+  /** Storage allowed, in bytes. */
+  maxStorageBytes: number | null
+  /** Largest value, in bytes of JSON text. */
+  maxValueBytes: number | null
+}
+
+/** What `usage` returns. */
+export interface Usage {
+  /** The account's plan. */
+  plan: PlanLimits
+  /** Today's counts so far. */
+  today: UsageDay & {
+    /** Requests left today; null when the plan has no daily limit. */
+    quotaRemaining: number | null
+  }
+  /** What the account stores now. */
+  storage: {
+    /** Bytes of keys plus values. */
+    bytes: number
+    /** Live keys. */
+    keys: number
+    /** Per namespace. */
+    namespaces: { name: string; keys: number; bytes: number }[]
+  }
+  /** The last 30 days, oldest first, today last. */
+  days: UsageDay[]
+}
