@@ -1,0 +1,156 @@
+// `cairn serve`: opens storage, builds the services, mounts /v1, the operator endpoint,
+// the health and metrics routes and the dashboard on one uWebSockets.js app, and stops
+// cleanly on SIGTERM or SIGINT.
+import fs from 'node:fs'
+import path from 'node:path'
+import { fileURLToPath } from 'node:url'
+import type { Config } from './config.js'
+import type { Context } from './context.js'
+import { mountDashboard } from './dashboard/index.js'
+import { uws, type us_listen_socket } from './http/uws.js'
+import { AddressLimiter } from './limits.js'
+import { type Logger, createLogger } from './log.js'
+import { Metrics } from './metrics.js'
+import { mountOperator } from './operator.js'
+import { mountOps } from './ops.js'
+import { PlanBook } from './plans.js'
+import { randomToken } from './secrets.js'
+import { openServices } from './services.js'
+import { v1Handler } from './v1/handler.js'
+
+const here = path.dirname(fileURLToPath(import.meta.url))
+const OPENAPI_FILE = [
+  path.join(here, 'openapi.json'),
+  path.join(here, '../../server/openapi.json'),
+].find((p) => fs.existsSync(p))!
+export const SERVER_FILE = 'server.json'
+export const TOKEN_FILE = 'operator.token'
+const DRAIN_MS = 10_000
+
+export interface Running {
+  port: number
+  ctx: Context
+  stop(): Promise<void>
+}
+
+function writePrivate(file: string, text: string): void {
+  const tmp = `${file}.tmp`
+  fs.writeFileSync(tmp, text, { mode: 0o600 })
+  fs.renameSync(tmp, file)
+}
+
+export async function serve(
+  config: Config,
+  log: Logger = createLogger(config.logLevel),
+): Promise<Running> {
+  const plans = PlanBook.load(config.plansFile)
+  const svc = await openServices(config.dataDir, config.durability, plans)
+  const token = config.operatorToken ?? randomToken()
+  const ctx: Context = {
+    ...svc,
+    config,
+    badKeys: new AddressLimiter(),
+    metrics: new Metrics(svc.engine),
+    log,
+    openapi: fs.readFileSync(OPENAPI_FILE),
+    lifecycle: { ready: false, stopping: false, inflight: 0 },
+  }
+
+  const app = uws.App()
+  const v1 = v1Handler(ctx)
+  const guarded = (res: Parameters<typeof v1>[0], req: Parameters<typeof v1>[1]) => {
+    try {
+      v1(res, req)
+    } catch (err) {
+      log.error({ err: (err as Error).message }, 'request handler failed')
+      try {
+        res.cork(() =>
+          res
+            .writeStatus('500 Internal Server Error')
+            .writeHeader('Content-Type', 'application/json')
+            .end(
+              '{"error":{"code":"internal_error","message":"Something went wrong on our side."}}',
+            ),
+        )
+      } catch {}
+    }
+  }
+  app.any('/v1', guarded)
+  app.any('/v1/*', guarded)
+  mountOps(app, ctx)
+  mountOperator(app, ctx, token, ctx)
+  mountDashboard(app, ctx)
+
+  const listenSocket = await new Promise<us_listen_socket>((resolve, reject) => {
+    app.listen(config.host, config.port, (s) =>
+      s ? resolve(s) : reject(new Error(`cannot listen on ${config.host}:${config.port}`)),
+    )
+  }).catch(async (err) => {
+    await svc.engine.close()
+    throw err
+  })
+  const port = uws.us_socket_local_port(listenSocket)
+
+  if (config.operatorToken === undefined)
+    writePrivate(path.join(config.dataDir, TOKEN_FILE), `${token}\n`)
+  writePrivate(
+    path.join(config.dataDir, SERVER_FILE),
+    JSON.stringify({
+      pid: process.pid,
+      host: config.host,
+      port,
+      startedAt: new Date().toISOString(),
+    }),
+  )
+
+  const flush = async () => {
+    await ctx.usage.flush()
+    await ctx.accounts.flushLastUsed()
+  }
+  let flushing = false
+  const timer = setInterval(() => {
+    if (flushing) return
+    flushing = true
+    flush()
+      .catch((err) => log.error({ err: (err as Error).message }, 'writing usage failed'))
+      .finally(() => {
+        flushing = false
+      })
+    ctx.badKeys.prune(Date.now())
+  }, config.usageFlushMs)
+  timer.unref()
+
+  ctx.lifecycle.ready = true
+  log.info(
+    {
+      port,
+      host: config.host,
+      dataDir: config.dataDir,
+      durability: config.durability,
+      plans: config.plansFile,
+    },
+    'listening',
+  )
+
+  let stopped: Promise<void> | null = null
+  const stop = () => {
+    stopped ??= (async () => {
+      ctx.lifecycle.stopping = true
+      uws.us_listen_socket_close(listenSocket)
+      const deadline = Date.now() + DRAIN_MS
+      while (ctx.lifecycle.inflight > 0 && Date.now() < deadline)
+        await new Promise((r) => setTimeout(r, 10))
+      clearInterval(timer)
+      while (flushing) await new Promise((r) => setTimeout(r, 10))
+      await flush().catch((err) =>
+        log.error({ err: (err as Error).message }, 'writing usage failed'),
+      )
+      await ctx.engine.close()
+      fs.rmSync(path.join(config.dataDir, SERVER_FILE), { force: true })
+      ;(app as unknown as { close(): void }).close()
+      log.info({ inflight: ctx.lifecycle.inflight }, 'stopped')
+    })()
+    return stopped
+  }
+  return { port, ctx, stop }
+}

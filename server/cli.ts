@@ -1,0 +1,223 @@
+#!/usr/bin/env node
+// The `cairn` command line: `serve` runs the server; the account, key, plan and backup
+// commands work on a running server through its operator endpoint, and on a stopped one by
+// opening its data directory directly.
+import fs from 'node:fs'
+import path from 'node:path'
+import { type AdminArgs, runAdmin } from './admin.js'
+import { SERVER_FILE, TOKEN_FILE, serve } from './app.js'
+import { ConfigError, parseArgs, serveConfig } from './config.js'
+import { createLogger, errFields } from './log.js'
+import { DEFAULT_PLANS_FILE, PlanBook, PlanError } from './plans.js'
+import { ServiceError } from './service-error.js'
+import { openServices } from './services.js'
+
+const HELP = `Usage: cairn <command> [options]
+
+  serve [--host H] [--port P] [--data DIR] [--durability always|interval|none]
+        [--plans FILE] [--cors-origins '*'|ORIGINS] [--trust-proxy] [--log-level L]
+        [--operator-token T]                      run the server
+  account create --email E [--password P] [--plan ID]
+                                                  make an account and its first API key
+  account list                                    list accounts
+  account delete --email E                        delete an account and all its data
+  key create --email E [--name N] [--permission read|read-write] [--namespaces a,b]
+                                                  make another API key (secret shown once)
+  key list --email E                              list an account's keys
+  key rotate --email E --id KEYID                 new secret, same name and scope
+  key revoke --email E --id KEYID                 the key stops working at once
+  plan set --email E PLAN                         move an account to another plan
+  backup --to DIR                                 write a consistent copy of the data
+
+Every command takes --data DIR (default ./data) and --json. With the server running, the
+commands go through its operator endpoint (token in <data>/${TOKEN_FILE}, or
+--operator-token / CAIRN_OPERATOR_TOKEN); with it stopped, they open the data directory.
+`
+
+class UsageError extends Error {}
+
+const ARGS: Record<string, string[]> = {
+  email: ['--email'],
+  password: ['--password'],
+  plan: ['--plan'],
+  name: ['--name'],
+  permission: ['--permission'],
+  namespaces: ['--namespaces'],
+  id: ['--id'],
+  to: ['--to'],
+}
+
+function adminCommand(
+  words: string[],
+  flags: Map<string, string>,
+): { command: string; args: AdminArgs } {
+  const [group, verb, extra] = words
+  const command = verb && group !== 'backup' ? `${group}.${verb}` : String(group)
+  const args: AdminArgs = {}
+  for (const [name, names] of Object.entries(ARGS)) {
+    for (const f of names) if (flags.has(f)) args[name] = flags.get(f)
+  }
+  if (command === 'plan.set' && extra !== undefined) args.plan = extra
+  if (command === 'backup' && typeof args.to === 'string') args.to = path.resolve(args.to)
+  const need = (k: string, flag: string) => {
+    if (args[k] === undefined) throw new UsageError(`${words.slice(0, 2).join(' ')} needs ${flag}`)
+  }
+  if (
+    command.startsWith('key.') ||
+    ['account.create', 'account.delete', 'plan.set'].includes(command)
+  )
+    need('email', '--email E')
+  if (command === 'key.rotate' || command === 'key.revoke') need('id', '--id KEYID')
+  if (command === 'plan.set') need('plan', 'a plan id')
+  if (command === 'backup') need('to', '--to DIR')
+  return { command, args }
+}
+
+/** Sends the command to the server that holds the data directory. */
+async function viaServer(
+  dataDir: string,
+  command: string,
+  args: AdminArgs,
+  token: string | undefined,
+): Promise<unknown> {
+  let info: { host: string; port: number }
+  try {
+    info = JSON.parse(fs.readFileSync(path.join(dataDir, SERVER_FILE), 'utf8'))
+  } catch {
+    throw new ServiceError(
+      503,
+      'server_unknown',
+      `${dataDir} is in use, but ${SERVER_FILE} does not say by which server.`,
+    )
+  }
+  const secret = token ?? fs.readFileSync(path.join(dataDir, TOKEN_FILE), 'utf8').trim()
+  const host = ['0.0.0.0', '::', ''].includes(info.host) ? '127.0.0.1' : info.host
+  const res = await fetch(
+    `http://${host.includes(':') ? `[${host}]` : host}:${info.port}/_operator/${command}`,
+    {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-operator-token': secret },
+      body: JSON.stringify(args),
+    },
+  )
+  const body = (await res.json()) as any
+  if (!res.ok)
+    throw new ServiceError(
+      res.status,
+      body?.error?.code ?? 'error',
+      body?.error?.message ?? res.statusText,
+    )
+  return body
+}
+
+async function locally(
+  dataDir: string,
+  plansFile: string,
+  command: string,
+  args: AdminArgs,
+): Promise<unknown> {
+  const svc = await openServices(dataDir, 'always', PlanBook.load(plansFile))
+  try {
+    return await runAdmin(svc, command, args)
+  } finally {
+    await svc.engine.close()
+  }
+}
+
+function show(command: string, out: any): string {
+  const key = (k: any) =>
+    `${k.id}  ${k.name}  ${k.prefix}…  ${k.permission}${k.namespaces ? `  namespaces: ${k.namespaces.join(',')}` : ''}  created ${k.createdAt}${k.lastUsedAt ? `  last used ${k.lastUsedAt}` : ''}`
+  switch (command) {
+    case 'account.create':
+      return `Account ${out.account.id} (${out.account.email}, plan ${out.account.plan})\nAPI key ${out.apiKey.key.id}; the secret is shown once, copy it now:\n${out.apiKey.secret}`
+    case 'account.list':
+      return (
+        out.accounts
+          .map(
+            (a: any) =>
+              `${a.id}  ${a.email}  ${a.plan}  ${a.namespaces} namespaces  ${a.keys} keys  created ${a.createdAt}`,
+          )
+          .join('\n') || 'No accounts.'
+      )
+    case 'account.delete':
+      return `Deleted account ${out.deleted.id} (${out.deleted.email}) and all its data.`
+    case 'key.create':
+    case 'key.rotate':
+      return `${key(out.key)}\nThe secret is shown once, copy it now:\n${out.secret}`
+    case 'key.list':
+      return out.keys.map(key).join('\n') || 'No keys.'
+    case 'key.revoke':
+      return `Revoked ${out.revoked.id} (${out.revoked.name}).`
+    case 'plan.set':
+      return `${out.account.email} is now on plan ${out.account.plan}.`
+    default:
+      return JSON.stringify(out, null, 2)
+  }
+}
+
+async function main(argv: string[]): Promise<number> {
+  const { flags, words } = parseArgs(argv, ['--trust-proxy', '--json', '--help'])
+  if (words.length === 0 || flags.has('--help') || words[0] === 'help') {
+    process.stdout.write(HELP)
+    return words.length === 0 && !flags.has('--help') ? 2 : 0
+  }
+  if (words[0] === 'serve') {
+    const config = serveConfig(flags, process.env)
+    const log = createLogger(config.logLevel)
+    const running = await serve(config, log)
+    const shutdown = (signal: string) => {
+      log.info({ signal }, 'stopping')
+      running.stop().then(
+        () => process.exit(0),
+        (err) => {
+          log.error(errFields(err, false), 'stopping failed')
+          process.exit(1)
+        },
+      )
+    }
+    process.on('SIGTERM', () => shutdown('SIGTERM'))
+    process.on('SIGINT', () => shutdown('SIGINT'))
+    process.on('SIGHUP', () => {
+      try {
+        running.ctx.plans.reload()
+        log.info({ plans: config.plansFile }, 'plans reloaded')
+      } catch (err) {
+        log.error(errFields(err, false), 'plans not reloaded; the old ones stay in force')
+      }
+    })
+    return -1
+  }
+  const { command, args } = adminCommand(words, flags)
+  const dataDir = path.resolve(flags.get('--data') ?? process.env.CAIRN_DATA ?? './data')
+  const plansFile = path.resolve(
+    flags.get('--plans') ?? process.env.CAIRN_PLANS ?? DEFAULT_PLANS_FILE,
+  )
+  const token = flags.get('--operator-token') ?? process.env.CAIRN_OPERATOR_TOKEN
+  let out: unknown
+  try {
+    out = await locally(dataDir, plansFile, command, args)
+  } catch (err) {
+    if ((err as { code?: string }).code !== 'LOCKED') throw err
+    out = await viaServer(dataDir, command, args, token)
+  }
+  process.stdout.write(flags.has('--json') ? `${JSON.stringify(out)}\n` : `${show(command, out)}\n`)
+  return 0
+}
+
+main(process.argv.slice(2)).then(
+  (code) => {
+    if (code >= 0) process.exitCode = code
+  },
+  (err) => {
+    const known =
+      err instanceof ServiceError ||
+      err instanceof ConfigError ||
+      err instanceof PlanError ||
+      err instanceof UsageError
+    process.stderr.write(
+      `cairn: ${known ? err.message : ((err as Error).message ?? String(err))}\n`,
+    )
+    if (err instanceof UsageError) process.stderr.write('Run `cairn help` for the commands.\n')
+    process.exitCode = err instanceof UsageError ? 2 : 1
+  },
+)

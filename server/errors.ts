@@ -1,0 +1,76 @@
+// Every error code the API answers with, its status and a default sentence for a person.
+// The OpenAPI document's ErrorCode enum is checked against this table by the tests.
+
+export const ERRORS = {
+  invalid_json: { status: 400, message: 'The request body is not valid JSON.' },
+  missing_value: { status: 400, message: 'The body must be a JSON object with a "value" member.' },
+  invalid_ttl: {
+    status: 400,
+    message:
+      'Give "ttl" as whole seconds (at least 1) or "expiresAt" as a future unix time in whole seconds, not both.',
+  },
+  invalid_key: { status: 400, message: 'The key is not valid.' },
+  invalid_namespace: {
+    status: 400,
+    message:
+      'A namespace name matches ^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$ and is not "namespaces" or "usage".',
+  },
+  invalid_limit: { status: 400, message: 'limit must be a whole number from 1 to 1000.' },
+  invalid_cursor: { status: 400, message: 'The cursor is not one this listing handed out.' },
+  invalid_request: { status: 400, message: 'The request is not valid.' },
+  unauthorized: {
+    status: 401,
+    message: 'Send a valid API key in the x-api-key header (or Authorization: Bearer).',
+  },
+  forbidden: { status: 403, message: 'This API key may not do that.' },
+  namespace_quota_exceeded: {
+    status: 403,
+    message: 'The account already holds as many namespaces as its plan allows.',
+  },
+  storage_quota_exceeded: {
+    status: 403,
+    message: "This write would take the account past its plan's storage quota.",
+  },
+  not_found: { status: 404, message: 'There is no such route.' },
+  key_not_found: { status: 404, message: 'There is no such key.' },
+  namespace_not_found: { status: 404, message: 'There is no such namespace.' },
+  method_not_allowed: { status: 405, message: 'This route does not take that method.' },
+  namespace_exists: { status: 409, message: 'A namespace with that name already exists.' },
+  precondition_failed: {
+    status: 412,
+    message: 'The key is not at the version the request expects.',
+  },
+  value_too_large: { status: 413, message: "The value is larger than the plan's maxValueBytes." },
+  unsupported_media_type: {
+    status: 415,
+    message: 'Send the body with Content-Type: application/json (or no Content-Type).',
+  },
+  rate_limited: { status: 429, message: 'Too many requests; wait for Retry-After seconds.' },
+  quota_exceeded: {
+    status: 429,
+    message: "The account has used its plan's requests for today (UTC).",
+  },
+  internal_error: { status: 500, message: 'Something went wrong on our side.' },
+  unavailable: { status: 503, message: 'The server is shutting down; try again shortly.' },
+} as const satisfies Record<string, { status: number; message: string }>
+
+export type ErrorCode = keyof typeof ERRORS
+
+/** Thrown anywhere below a handler; the responder turns it into the contract's error body. */
+export class ApiError extends Error {
+  readonly status: number
+
+  constructor(
+    readonly code: ErrorCode,
+    message?: string,
+    readonly headers?: Record<string, string>,
+  ) {
+    super(message ?? ERRORS[code].message)
+    this.status = ERRORS[code].status
+  }
+}
+
+/** The JSON text of an error body. */
+export function errorJson(code: ErrorCode, message?: string): string {
+  return JSON.stringify({ error: { code, message: message ?? ERRORS[code].message } })
+}

@@ -1,0 +1,120 @@
+// Prometheus metrics. Requests are counted on the hot path into plain arrays (by route and
+// status, and a latency histogram by route) and rendered as text only when scraped;
+// prom-client supplies the process metrics and the engine's figures at scrape time.
+import client from 'prom-client'
+import type { Engine } from '../engine/types.js'
+
+export const ROUTES = [
+  'get_value',
+  'put_value',
+  'delete_value',
+  'list_keys',
+  'create_namespace',
+  'list_namespaces',
+  'delete_namespace',
+  'usage',
+  'openapi',
+  'preflight',
+  'unmatched',
+  'dashboard',
+  'operator',
+  'ops',
+] as const
+export type RouteName = (typeof ROUTES)[number]
+export const R = Object.fromEntries(ROUTES.map((r, i) => [r, i])) as Record<RouteName, number>
+
+/** Upper bounds of the latency buckets, in seconds. */
+const BUCKETS = [
+  0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5,
+]
+
+export class Metrics {
+  private counts = new Map<number, number>()
+  private hist = ROUTES.map(() => new Float64Array(BUCKETS.length + 1))
+  private sums = new Float64Array(ROUTES.length)
+  readonly registry = new client.Registry()
+
+  constructor(engine: Engine) {
+    client.collectDefaultMetrics({ register: this.registry, prefix: 'cairn_' })
+    const gauge = (name: string, help: string, read: (s: ReturnType<Engine['stats']>) => number) =>
+      new client.Gauge({
+        name,
+        help,
+        registers: [this.registry],
+        collect() {
+          this.set(read(engine.stats()))
+        },
+      })
+    gauge('cairn_engine_keys', 'Live keys in storage.', (s) => s.keys)
+    gauge(
+      'cairn_engine_namespaces',
+      'Namespaces in storage, system ones included.',
+      (s) => s.namespaces,
+    )
+    gauge('cairn_engine_live_bytes', 'Bytes of live keys and values.', (s) => s.liveBytes)
+    gauge('cairn_engine_disk_bytes', 'Bytes in segment files.', (s) => s.diskBytes)
+    gauge('cairn_engine_dead_bytes', 'Bytes on disk no longer reachable.', (s) => s.deadBytes)
+    gauge('cairn_engine_segments', 'Segment files.', (s) => s.segments)
+    gauge(
+      'cairn_engine_compactions_total',
+      'Compactions finished since start.',
+      (s) => s.compactions,
+    )
+    gauge('cairn_engine_writes_total', 'Writes since start.', (s) => s.writes)
+    gauge('cairn_engine_fsyncs_total', 'fsync calls since start.', (s) => s.fsyncs)
+    gauge(
+      'cairn_engine_fsync_seconds_total',
+      'Time spent in fsync since start.',
+      (s) => s.fsyncTotalMs / 1000,
+    )
+    gauge(
+      'cairn_engine_fsync_last_seconds',
+      'Duration of the last fsync.',
+      (s) => s.fsyncLastMs / 1000,
+    )
+    gauge('cairn_engine_cache_hits_total', 'Value cache hits.', (s) => s.cacheHits)
+    gauge('cairn_engine_cache_misses_total', 'Value cache misses.', (s) => s.cacheMisses)
+  }
+
+  /** Counts one answered request; `seconds` is from arrival to the last byte handed to the socket. */
+  observe(route: number, status: number, seconds: number): void {
+    const k = route * 1000 + status
+    this.counts.set(k, (this.counts.get(k) ?? 0) + 1)
+    const h = this.hist[route]!
+    let i = 0
+    while (i < BUCKETS.length && seconds > BUCKETS[i]!) i++
+    h[i]!++
+    this.sums[route]! += seconds
+  }
+
+  async text(): Promise<string> {
+    const lines: string[] = [
+      '# HELP cairn_http_requests_total HTTP requests answered, by route and status.',
+      '# TYPE cairn_http_requests_total counter',
+    ]
+    for (const [k, n] of [...this.counts].sort((a, b) => a[0] - b[0])) {
+      lines.push(
+        `cairn_http_requests_total{route="${ROUTES[Math.floor(k / 1000)]}",status="${k % 1000}"} ${n}`,
+      )
+    }
+    lines.push(
+      '# HELP cairn_http_request_duration_seconds Time from a request arriving to its answer being written.',
+      '# TYPE cairn_http_request_duration_seconds histogram',
+    )
+    ROUTES.forEach((route, r) => {
+      const h = this.hist[r]!
+      let total = 0
+      for (const n of h) total += n
+      if (total === 0) return
+      let cum = 0
+      BUCKETS.forEach((le, i) => {
+        cum += h[i]!
+        lines.push(`cairn_http_request_duration_seconds_bucket{route="${route}",le="${le}"} ${cum}`)
+      })
+      lines.push(`cairn_http_request_duration_seconds_bucket{route="${route}",le="+Inf"} ${total}`)
+      lines.push(`cairn_http_request_duration_seconds_sum{route="${route}"} ${this.sums[r]}`)
+      lines.push(`cairn_http_request_duration_seconds_count{route="${route}"} ${total}`)
+    })
+    return `${lines.join('\n')}\n${await this.registry.metrics()}`
+  }
+}

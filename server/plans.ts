@@ -1,0 +1,181 @@
+// Plans are data: a JSON file the operator edits (server/plans.json holds the defaults).
+// The file is checked whole when loaded, so a typo stops the server at start with a message
+// naming the field, rather than surfacing as odd limits later.
+import fs from 'node:fs'
+import path from 'node:path'
+import { fileURLToPath } from 'node:url'
+
+export interface Plan {
+  id: string
+  name: string
+  priceUsdPerMonth: number | null
+  /** null means unlimited, for this and every limit below. */
+  requestsPerDay: number | null
+  ratePerSecond: number | null
+  burst: number | null
+  maxNamespaces: number | null
+  maxStorageBytes: number | null
+  maxValueBytes: number | null
+  /** Whether an account may move itself to this plan from the dashboard. */
+  selfServe: boolean
+}
+
+export interface PlansFile {
+  plans: Plan[]
+  default: string
+  /** Where the dashboard sends people who want a plan that is not self-serve; null: none yet. */
+  upgradeUrl: string | null
+}
+
+/** The limits the API reports in GET /v1/usage: the plan without its commercial fields. */
+export type PublicPlan = Omit<Plan, 'priceUsdPerMonth' | 'selfServe'>
+
+const here = path.dirname(fileURLToPath(import.meta.url))
+/** server/plans.json, found from the source tree and from dist/server alike. */
+export const DEFAULT_PLANS_FILE = [
+  path.join(here, 'plans.json'),
+  path.join(here, '../../server/plans.json'),
+].find((p) => fs.existsSync(p))!
+
+const LIMITS = [
+  'requestsPerDay',
+  'ratePerSecond',
+  'burst',
+  'maxNamespaces',
+  'maxStorageBytes',
+  'maxValueBytes',
+] as const
+
+export class PlanError extends Error {}
+
+export function parsePlans(text: string, source: string): PlansFile {
+  let raw: any
+  try {
+    raw = JSON.parse(text)
+  } catch (err) {
+    throw new PlanError(`${source}: not valid JSON (${(err as Error).message})`)
+  }
+  const bad = (what: string) => new PlanError(`${source}: ${what}`)
+  if (!raw || typeof raw !== 'object' || !Array.isArray(raw.plans) || raw.plans.length === 0) {
+    throw bad('expected {"plans": [...], "default": "<plan id>", "upgradeUrl": null}')
+  }
+  const plans: Plan[] = raw.plans.map((p: any, i: number) => {
+    const at = `plans[${i}]`
+    if (!p || typeof p !== 'object') throw bad(`${at} is not an object`)
+    if (typeof p.id !== 'string' || !/^[a-z0-9][a-z0-9_-]{0,31}$/.test(p.id)) {
+      throw bad(`${at}.id must match ^[a-z0-9][a-z0-9_-]{0,31}$`)
+    }
+    const plan: Plan = {
+      id: p.id,
+      name: typeof p.name === 'string' && p.name ? p.name : p.id,
+      priceUsdPerMonth: p.priceUsdPerMonth ?? null,
+      requestsPerDay: null,
+      ratePerSecond: null,
+      burst: null,
+      maxNamespaces: null,
+      maxStorageBytes: null,
+      maxValueBytes: null,
+      selfServe: p.selfServe === true,
+    }
+    if (
+      plan.priceUsdPerMonth !== null &&
+      !(typeof plan.priceUsdPerMonth === 'number' && plan.priceUsdPerMonth >= 0)
+    ) {
+      throw bad(`${at}.priceUsdPerMonth must be a number >= 0 or null`)
+    }
+    for (const field of LIMITS) {
+      const v = p[field]
+      if (v === null || v === undefined) continue
+      if (!Number.isSafeInteger(v) || v < 0)
+        throw bad(`${at}.${field} must be a whole number >= 0 or null (unlimited)`)
+      plan[field] = v
+    }
+    if ((plan.ratePerSecond === null) !== (plan.burst === null)) {
+      throw bad(`${at}: ratePerSecond and burst are both numbers or both null`)
+    }
+    if (plan.ratePerSecond === 0 || plan.burst === 0)
+      throw bad(`${at}: a rate limit of 0 lets nothing through`)
+    return plan
+  })
+  const ids = new Set<string>()
+  for (const p of plans) {
+    if (ids.has(p.id)) throw bad(`plan id "${p.id}" appears twice`)
+    ids.add(p.id)
+  }
+  const def = raw.default ?? plans[0]!.id
+  if (!ids.has(def)) throw bad(`default "${def}" is not one of the plans`)
+  const upgradeUrl = raw.upgradeUrl ?? null
+  if (upgradeUrl !== null && (typeof upgradeUrl !== 'string' || !/^https?:\/\//.test(upgradeUrl))) {
+    throw bad('upgradeUrl must be an http(s) URL or null')
+  }
+  return { plans, default: def, upgradeUrl }
+}
+
+export function loadPlans(file: string): PlansFile {
+  let text: string
+  try {
+    text = fs.readFileSync(file, 'utf8')
+  } catch (err) {
+    throw new PlanError(
+      `cannot read the plans file ${file}: ${(err as NodeJS.ErrnoException).code}`,
+    )
+  }
+  return parsePlans(text, file)
+}
+
+/** The plans in force; `reload` swaps them whole (SIGHUP), so a request sees one version. */
+export class PlanBook {
+  private byId = new Map<string, Plan>()
+  private file: PlansFile
+
+  constructor(
+    file: PlansFile,
+    readonly source: string,
+  ) {
+    this.file = file
+    this.index()
+  }
+
+  static load(source: string): PlanBook {
+    return new PlanBook(loadPlans(source), source)
+  }
+
+  reload(): void {
+    this.file = loadPlans(this.source)
+    this.index()
+  }
+
+  private index(): void {
+    this.byId = new Map(this.file.plans.map((p) => [p.id, p]))
+  }
+
+  has(id: string): boolean {
+    return this.byId.has(id)
+  }
+
+  /** The plan; an id no longer in the file falls back to the default plan. */
+  get(id: string): Plan {
+    return this.byId.get(id) ?? this.byId.get(this.file.default)!
+  }
+
+  get defaultId(): string {
+    return this.file.default
+  }
+
+  info(): PlansFile {
+    return this.file
+  }
+}
+
+export function publicPlan(p: Plan): PublicPlan {
+  return {
+    id: p.id,
+    name: p.name,
+    requestsPerDay: p.requestsPerDay,
+    ratePerSecond: p.ratePerSecond,
+    burst: p.burst,
+    maxNamespaces: p.maxNamespaces,
+    maxStorageBytes: p.maxStorageBytes,
+    maxValueBytes: p.maxValueBytes,
+  }
+}

@@ -1,0 +1,62 @@
+// Reading a request body up to a limit. Past the limit nothing more is kept and the answer
+// is 413. Where the connection stays open, the 413 goes out at once and uWebSockets.js
+// discards the rest of the body. Where it will close after the answer (the client sent
+// `Connection: close`), closing while the client still sends would reset the connection and
+// the client would often never see the 413; so the rest is read and dropped first, up to
+// DISCARD_MAX, past which the connection is cut.
+import type { Call } from './call.js'
+
+const DISCARD_MAX = 64 * 1024 * 1024
+
+export function readBody(
+  call: Call,
+  limit: number,
+  contentLength: string,
+  closing: boolean,
+  next: (body: Buffer) => void,
+): void {
+  const declared = contentLength === '' ? -1 : Number(contentLength)
+  const tooBig = (size: number, cut: boolean) =>
+    call.fail(
+      'value_too_large',
+      `The request body is ${size > limit && declared > 0 ? declared : `over ${limit}`} bytes; at most ${limit} are read.`,
+      undefined,
+      cut,
+    )
+  call.unreadBody = false
+  if (declared > limit && (!closing || declared - limit > DISCARD_MAX))
+    return tooBig(declared, closing)
+  call.async()
+  let chunks: Buffer[] | null = null
+  let size = 0
+  let over = false
+  call.res.onData((chunk, isLast) => {
+    if (call.done) return
+    size += chunk.byteLength
+    if (size > limit) {
+      over = true
+      if (!closing || isLast || size - limit > DISCARD_MAX) tooBig(size, closing && !isLast)
+      return
+    }
+    if (over) return
+    // uWebSockets.js reuses the chunk's memory once this callback returns: copy it.
+    const piece = Buffer.copyBytesFrom(new Uint8Array(chunk))
+    if (isLast) {
+      call.bytesIn = size
+      next(chunks === null ? piece : Buffer.concat([...chunks, piece], size))
+    } else if (chunks === null) chunks = [piece]
+    else chunks.push(piece)
+  })
+}
+
+/** Whether the client asked for the connection to close after this request. */
+export function closeRequested(connection: string): boolean {
+  return connection !== '' && /(^|,)\s*close\s*(,|$)/i.test(connection)
+}
+
+/** Whether a Content-Type is JSON (any charset) or absent. */
+export function jsonContentType(type: string): boolean {
+  if (type === '') return true
+  const semi = type.indexOf(';')
+  return (semi < 0 ? type : type.slice(0, semi)).trim().toLowerCase() === 'application/json'
+}

@@ -1,0 +1,195 @@
+// The /v1 request path: route -> (preflight | 405) -> API key -> rate limit and daily quota
+// -> the operation. Everything up to the operation is synchronous and allocation-light; the
+// operation talks to storage through the engine's public API.
+import type { Context } from '../context.js'
+import { ERRORS } from '../errors.js'
+import { requestAddress } from '../http/address.js'
+import { requestId } from '../http/request-id.js'
+import type { HttpRequest, HttpResponse } from '../http/uws.js'
+import { type Bucket, secondsToMidnight, takeAccountToken } from '../limits.js'
+import { R } from '../metrics.js'
+import { OP } from '../usage.js'
+import { closeRequested } from './body.js'
+import { Call } from './call.js'
+import { ALLOW_HEADERS, MAX_AGE, allowOrigin } from './cors.js'
+import { deleteEntry, getEntry, putEntry } from './entries.js'
+import { listKeys } from './list-keys.js'
+import { createNamespace, deleteNamespace, listNamespaces } from './namespace-routes.js'
+import { ALLOW, type Parsed, Route, parsePath } from './paths.js'
+import { usageReport } from './usage-route.js'
+
+const BEARER = /^bearer\s+(\S+)\s*$/i
+/** How often a key's last-used time is refreshed: finer would mean more writes, not more use. */
+const LAST_USED_STEP_MS = 60_000
+
+function apiKeyOf(req: HttpRequest): string {
+  const k = req.getHeader('x-api-key')
+  if (k !== '') return k
+  const auth = req.getHeader('authorization')
+  if (auth === '') return ''
+  const m = BEARER.exec(auth)
+  return m ? m[1]! : ''
+}
+
+function metricsRoute(route: Route, method: string): number {
+  switch (route) {
+    case Route.Entry:
+      return method === 'get' ? R.get_value : method === 'put' ? R.put_value : R.delete_value
+    case Route.Keys:
+      return R.list_keys
+    case Route.Namespaces:
+      return method === 'post' ? R.create_namespace : R.list_namespaces
+    case Route.Namespace:
+      return R.delete_namespace
+    case Route.Usage:
+      return R.usage
+    case Route.OpenApi:
+      return R.openapi
+    default:
+      return R.unmatched
+  }
+}
+
+function allowed(route: Route, method: string): boolean {
+  switch (route) {
+    case Route.Entry:
+      return method === 'get' || method === 'put' || method === 'delete'
+    case Route.Namespaces:
+      return method === 'get' || method === 'post'
+    case Route.Namespace:
+      return method === 'delete'
+    default:
+      return method === 'get'
+  }
+}
+
+export function v1Handler(ctx: Context): (res: HttpResponse, req: HttpRequest) => void {
+  const parsed: Parsed = { route: Route.NotFound, ns: '', rawKey: '' }
+  const bucket: Bucket = { ok: true, limit: 0, remaining: 0, reset: 0, retryAfter: 0 }
+
+  return (res, req) => {
+    const method = req.getMethod()
+    parsePath(req.getUrl(), parsed)
+    const route = parsed.route
+    const preflight = method === 'options'
+    const origin = req.getHeader('origin')
+    const call = new Call(
+      ctx,
+      res,
+      requestId(req.getHeader('x-request-id')),
+      // A preflight carries its CORS answer in headers of its own.
+      preflight ? '' : origin,
+      preflight ? R.preflight : metricsRoute(route, method),
+    )
+    if ((method === 'put' || method === 'post') && closeRequested(req.getHeader('connection'))) {
+      const length = req.getHeader('content-length')
+      call.unreadBody = length === '' ? req.getHeader('transfer-encoding') !== '' : length !== '0'
+    }
+    if (ctx.lifecycle.stopping)
+      return call.fail('unavailable', undefined, { 'Retry-After': '5' }, true)
+    if (route === Route.NotFound) return call.fail('not_found')
+    if (preflight) {
+      const allowOriginValue = allowOrigin(ctx.config, origin)
+      const headers: [string, string][] = []
+      if (allowOriginValue !== '') {
+        headers.push(
+          ['Access-Control-Allow-Origin', allowOriginValue],
+          ['Access-Control-Allow-Methods', `${ALLOW[route]}, OPTIONS`],
+          ['Access-Control-Allow-Headers', ALLOW_HEADERS],
+          ['Access-Control-Max-Age', MAX_AGE],
+        )
+      }
+      if (ctx.config.corsOrigins !== '*') headers.push(['Vary', 'Origin'])
+      headers.push(['Allow', `${ALLOW[route]}, OPTIONS`])
+      return call.empty(204, headers)
+    }
+    if (!allowed(route, method)) {
+      return call.fail(
+        'method_not_allowed',
+        `${route === Route.OpenApi ? '/v1/openapi.json' : 'This route'} takes ${ALLOW[route]}.`,
+        {
+          Allow: ALLOW[route],
+        },
+      )
+    }
+    if (route === Route.OpenApi)
+      return call.send(200, ctx.openapi, 'Cache-Control', 'public, max-age=300')
+
+    const secret = apiKeyOf(req)
+    const key = secret === '' ? undefined : ctx.accounts.authenticate(secret)
+    const now = Date.now()
+    if (key === undefined) {
+      const b = ctx.badKeys.take(requestAddress(res, req, ctx.config.trustProxy), now)
+      if (!b.ok) {
+        return call.fail(
+          'rate_limited',
+          'Too many requests with missing or wrong API keys from this address.',
+          {
+            'Retry-After': String(b.retryAfter),
+          },
+        )
+      }
+      return call.fail(
+        'unauthorized',
+        secret === ''
+          ? 'Send an API key in the x-api-key header (or Authorization: Bearer).'
+          : ERRORS.unauthorized.message,
+      )
+    }
+    const account = key.account
+    call.key = key
+    call.account = account
+    if (now - key.lastUsedMs >= LAST_USED_STEP_MS) {
+      key.lastUsedMs = now
+      key.lastUsedDirty = true
+    }
+    call.op =
+      route === Route.Entry
+        ? method === 'get'
+          ? OP.get
+          : method === 'put'
+            ? OP.put
+            : OP.delete
+        : route === Route.Keys
+          ? OP.list
+          : route === Route.Usage
+            ? OP.usage
+            : OP.namespace
+    const plan = ctx.plans.get(account.rec.plan)
+    takeAccountToken(account, plan, now, bucket)
+    if (bucket.limit >= 0) {
+      call.limit = bucket.limit
+      call.remaining = bucket.remaining
+      call.reset = bucket.reset
+    }
+    if (!bucket.ok)
+      return call.fail('rate_limited', undefined, { 'Retry-After': String(bucket.retryAfter) })
+    if (
+      plan.requestsPerDay !== null &&
+      ctx.usage.today(account, now).requests >= plan.requestsPerDay
+    ) {
+      return call.fail(
+        'quota_exceeded',
+        `The ${plan.id} plan allows ${plan.requestsPerDay} requests per UTC day.`,
+        {
+          'Retry-After': String(secondsToMidnight(now)),
+        },
+      )
+    }
+
+    switch (route) {
+      case Route.Entry:
+        if (method === 'get') return getEntry(call, req, parsed)
+        if (method === 'put') return putEntry(call, req, parsed, plan)
+        return deleteEntry(call, req, parsed)
+      case Route.Keys:
+        return listKeys(call, req, parsed)
+      case Route.Namespaces:
+        return method === 'get' ? listNamespaces(call) : createNamespace(call, req)
+      case Route.Namespace:
+        return deleteNamespace(call, parsed)
+      case Route.Usage:
+        return usageReport(call)
+    }
+  }
+}

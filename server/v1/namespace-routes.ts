@@ -1,0 +1,67 @@
+// POST /v1/namespaces, GET /v1/namespaces, DELETE /v1/namespaces/{name}.
+import { ApiError } from '../errors.js'
+import type { HttpRequest } from '../http/uws.js'
+import { validNamespaceName } from '../namespaces.js'
+import { closeRequested, jsonContentType, readBody } from './body.js'
+import type { Call } from './call.js'
+import { parseJsonObject } from './json-body.js'
+import type { Parsed } from './paths.js'
+
+const BODY_LIMIT = 16 * 1024
+
+export function listNamespaces(call: Call): void {
+  const k = call.key!
+  const rows = call.ctx.namespaces.list(call.account!).filter((n) => k.allows(n.name))
+  call.send(200, JSON.stringify({ namespaces: rows }))
+}
+
+export function createNamespace(call: Call, req: HttpRequest): void {
+  if (!call.key!.canWrite) return call.fail('forbidden', 'This API key may only read.')
+  const type = req.getHeader('content-type')
+  if (!jsonContentType(type)) {
+    return call.fail(
+      'unsupported_media_type',
+      `Content-Type ${JSON.stringify(type.slice(0, 100))} is not accepted: send Content-Type: application/json (or none).`,
+    )
+  }
+  readBody(
+    call,
+    BODY_LIMIT,
+    req.getHeader('content-length'),
+    closeRequested(req.getHeader('connection')),
+    (body) => {
+      let name: unknown
+      try {
+        name = parseJsonObject(body).name
+        if (!validNamespaceName(name)) throw new ApiError('invalid_namespace')
+      } catch (err) {
+        return call.error(err)
+      }
+      if (!call.key!.allows(name))
+        return call.fail('forbidden', `This API key may not use namespace "${name}".`)
+      call.ctx.namespaces.create(call.account!, name).then(
+        (row) => call.send(201, JSON.stringify({ name: row.name, createdAt: row.createdAt })),
+        (err) => call.error(err),
+      )
+    },
+  )
+}
+
+export function deleteNamespace(call: Call, parsed: Parsed): void {
+  const k = call.key!
+  const name = parsed.ns
+  if (!k.canWrite || !k.allows(name)) {
+    return call.fail(
+      'forbidden',
+      k.canWrite ? `This API key may not use namespace "${name}".` : 'This API key may only read.',
+    )
+  }
+  call.async()
+  call.ctx.namespaces.drop(call.account!, name).then(
+    (dropped) => {
+      if (!dropped) return call.fail('namespace_not_found', `There is no namespace "${name}".`)
+      call.send(200, '{"deleted":true}')
+    },
+    (err) => call.error(err),
+  )
+}
