@@ -26,6 +26,7 @@ export const COMMANDS = [
   'key.revoke',
   'plan.set',
   'backup',
+  'compact',
 ] as const
 export type Command = (typeof COMMANDS)[number]
 
@@ -93,6 +94,12 @@ export async function runAdmin(
         )
       await svc.engine.backup(to)
       return { backup: to }
+    }
+    case 'compact': {
+      const before = svc.engine.stats()
+      await svc.engine.compact()
+      const after = svc.engine.stats()
+      return { diskBytesBefore: before.diskBytes, diskBytesAfter: after.diskBytes, liveBytes: after.liveBytes }
     }
     default:
       throw new ServiceError(404, 'unknown_command', `There is no command "${command}".`)

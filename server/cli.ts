@@ -28,6 +28,7 @@ const HELP = `Usage: cairn <command> [options]
   key revoke --email E --id KEYID                 the key stops working at once
   plan set --email E PLAN                         move an account to another plan
   backup --to DIR                                 write a consistent copy of the data
+  compact                                         reclaim the space of overwritten and deleted data now
 
 Every command takes --data DIR (default ./data) and --json. With the server running, the
 commands go through its operator endpoint (token in <data>/${TOKEN_FILE}, or
@@ -150,6 +151,8 @@ function show(command: string, out: any): string {
       return `Revoked ${out.revoked.id} (${out.revoked.name}).`
     case 'plan.set':
       return `${out.account.email} is now on plan ${out.account.plan}.`
+    case 'compact':
+      return `Compacted: ${out.diskBytesBefore} bytes on disk before, ${out.diskBytesAfter} after (${out.liveBytes} live).`
     default:
       return JSON.stringify(out, null, 2)
   }

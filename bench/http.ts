@@ -1,0 +1,370 @@
+// HTTP benchmark: Cairn beside the bare uWebSockets.js ceiling and Redis behind webdis, in one
+// run, with the same load generator: wrk pinned to one core, every server pinned to the other.
+//   npm run bench:http               full run: 10 s per case after a warm-up, two rounds, medians;
+//                                    writes bench/RESULTS.md (HTTP section) and bench/results/*.json
+//   npm run bench:http -- --quick    smoke run (seconds): checks only that every case got 2xx
+//   --rounds N --seconds S           override the run's shape; --no-build uses dist/ as it is
+import { execFileSync } from 'node:child_process'
+import fs from 'node:fs'
+import http from 'node:http'
+import os from 'node:os'
+import path from 'node:path'
+import { keyOf, writeScripts } from './http/scripts.js'
+import {
+  type Server,
+  cpuSeconds,
+  has,
+  root,
+  startCairn,
+  startCeiling,
+  startWebdis,
+} from './http/servers.js'
+import { type WrkResult, runWrk } from './http/wrk.js'
+
+const argv = process.argv.slice(2)
+const quick = argv.includes('--quick')
+const opt = (name: string, def: number) => {
+  const i = argv.indexOf(name)
+  return i >= 0 ? Number(argv[i + 1]) : def
+}
+const ROUNDS = opt('--rounds', quick ? 1 : 2)
+const SECONDS = opt('--seconds', quick ? 2 : 10)
+const WARMUP = quick ? 1 : 3
+const CONNECTIONS = 50
+const GROUPS = quick ? 50 : 1000 // 100 keys each: 100,000 keys in a full run
+const SERVER_CORE = 0
+const LOAD_CORE = 1
+const VALUE =
+  'v'.repeat(8) +
+  Array.from({ length: 88 }, (_, i) => 'abcdefghijklmnopqrstuvwxyz0123456789'[(i * 7) % 36]).join(
+    '',
+  )
+
+interface CaseResult extends WrkResult {
+  server: string
+  name: string
+  /** Share of one core the server used during the measured seconds. */
+  cpu: number
+  extra?: Record<string, number>
+}
+
+function median(xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b)
+  const m = s.length >> 1
+  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2
+}
+
+async function measure(
+  server: Server,
+  name: string,
+  url: string,
+  script: string | undefined,
+  during?: () => () => Promise<Record<string, number>>,
+): Promise<CaseResult> {
+  const rounds: CaseResult[] = []
+  for (let r = 0; r < ROUNDS; r++) {
+    await runWrk({ url, script, seconds: WARMUP, connections: CONNECTIONS, core: LOAD_CORE })
+    const stopDuring = during?.()
+    const cpu0 = server.pids.reduce((n, p) => n + cpuSeconds(p), 0)
+    const res = await runWrk({
+      url,
+      script,
+      seconds: SECONDS,
+      connections: CONNECTIONS,
+      core: LOAD_CORE,
+    })
+    const cpu1 = server.pids.reduce((n, p) => n + cpuSeconds(p), 0)
+    const extra = stopDuring ? await stopDuring() : undefined
+    rounds.push({
+      ...res,
+      server: server.name,
+      name,
+      cpu: (cpu1 - cpu0) / (res.seconds || SECONDS),
+      extra,
+    })
+    process.stdout.write(
+      `  ${server.name} ${name} round ${r + 1}: ${Math.round(res.rps)} req/s, p99 ${res.p99.toFixed(3)} ms${res.non2xx || res.errors ? `, ${res.non2xx} non-2xx, ${res.errors} socket errors` : ''}\n`,
+    )
+  }
+  const pick = (f: (c: CaseResult) => number) => median(rounds.map(f))
+  return {
+    ...rounds[0]!,
+    requests: rounds.reduce((n, c) => n + c.requests, 0),
+    non2xx: rounds.reduce((n, c) => n + c.non2xx, 0),
+    errors: rounds.reduce((n, c) => n + c.errors, 0),
+    rps: pick((c) => c.rps),
+    p50: pick((c) => c.p50),
+    p99: pick((c) => c.p99),
+    cpu: pick((c) => c.cpu),
+  }
+}
+
+/** PUTs every key of the data set over a few keep-alive connections. */
+async function seedCairn(url: string, apiKey: string): Promise<void> {
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 32 })
+  const u = new URL(url)
+  const body = JSON.stringify({ value: VALUE })
+  const put = (key: string) =>
+    new Promise<void>((resolve, reject) => {
+      const req = http.request(
+        {
+          host: u.hostname,
+          port: u.port,
+          method: 'PUT',
+          path: `/v1/bench/${key}`,
+          agent,
+          headers: { 'x-api-key': apiKey, 'content-type': 'application/json' },
+        },
+        (res) => {
+          res.resume()
+          res.on('end', () =>
+            res.statusCode! < 300 ? resolve() : reject(new Error(`seed ${key}: ${res.statusCode}`)),
+          )
+        },
+      )
+      req.on('error', reject)
+      req.end(body)
+    })
+  let next = 0
+  const total = GROUPS * 100
+  await Promise.all(
+    Array.from({ length: 32 }, async () => {
+      for (let n = next++; n < total; n = next++) await put(keyOf(Math.floor(n / 100), n % 100))
+    }),
+  )
+  agent.destroy()
+}
+
+function cairnCli(dataDir: string, args: string[]): any {
+  const out = execFileSync(
+    process.execPath,
+    [path.join(root, 'dist/server/cli.js'), ...args, '--data', dataDir, '--json'],
+    { cwd: root },
+  )
+  return JSON.parse(out.toString().trim().split('\n').pop()!)
+}
+
+async function cairnCases(dir: string): Promise<CaseResult[]> {
+  const dataDir = path.join(dir, 'cairn-data')
+  const plans = path.join(dir, 'plans.json')
+  fs.writeFileSync(
+    plans,
+    JSON.stringify({
+      plans: [
+        {
+          id: 'bench',
+          name: 'Bench',
+          requestsPerDay: null,
+          ratePerSecond: null,
+          burst: null,
+          maxNamespaces: null,
+          maxStorageBytes: null,
+          maxValueBytes: 1048576,
+        },
+      ],
+      default: 'bench',
+      upgradeUrl: null,
+    }),
+  )
+  const server = await startCairn(SERVER_CORE, dataDir, plans)
+  try {
+    const apiKey = cairnCli(dataDir, [
+      'account',
+      'create',
+      '--email',
+      'bench@example.com',
+      '--plan',
+      'bench',
+    ]).apiKey.secret
+    const created = await fetch(`${server.url}/v1/namespaces`, {
+      method: 'POST',
+      headers: { 'x-api-key': apiKey, 'content-type': 'application/json' },
+      body: '{"name":"bench"}',
+    })
+    if (created.status !== 201) throw new Error(`creating the namespace: ${created.status}`)
+    process.stdout.write(`  seeding ${GROUPS * 100} keys of ${VALUE.length + 2}-byte values\n`)
+    await seedCairn(server.url, apiKey)
+    const s = writeScripts(path.join(dir, 'lua'), apiKey, { groups: GROUPS, value: VALUE })
+    const out: CaseResult[] = []
+    out.push(await measure(server, 'GET', server.url, s.get))
+    out.push(await measure(server, 'PUT new', server.url, s.putNew))
+    out.push(await measure(server, 'PUT existing', server.url, s.putExisting))
+    out.push(await measure(server, 'LIST 100', server.url, s.list))
+    out.push(await measure(server, 'GET 90 / PUT 10', server.url, s.mixed))
+    // Compaction on a loop for the whole case: the log is rewritten again and again.
+    const token = fs.readFileSync(path.join(dataDir, 'operator.token'), 'utf8').trim()
+    const compactions = async () => {
+      const text = await (await fetch(`${server.url}/metrics`)).text()
+      return Number(/^cairn_engine_compactions_total (\d+)/m.exec(text)?.[1] ?? 0)
+    }
+    out.push(
+      await measure(server, 'GET during compaction', server.url, s.get, () => {
+        let running = true
+        const loop = (async () => {
+          const before = await compactions()
+          while (running) {
+            const res = await fetch(`${server.url}/_operator/compact`, {
+              method: 'POST',
+              headers: { 'x-operator-token': token, 'content-type': 'application/json' },
+              body: '{}',
+            })
+            if (!res.ok) throw new Error(`compact: ${res.status}`)
+          }
+          return { compactions: (await compactions()) - before }
+        })()
+        return async () => {
+          running = false
+          return loop
+        }
+      }),
+    )
+    return out
+  } finally {
+    await server.stop()
+  }
+}
+
+async function webdisCases(dir: string): Promise<CaseResult[]> {
+  const wdir = path.join(dir, 'webdis')
+  fs.mkdirSync(wdir)
+  const server = (await startWebdis(SERVER_CORE, wdir)) as Server & { redisPort: number }
+  try {
+    // Seed through redis-cli's pipe mode (RESP), the quickest way in.
+    let resp = ''
+    for (let n = 0; n < GROUPS * 100; n++) {
+      const k = keyOf(Math.floor(n / 100), n % 100).replace('/', '_')
+      resp += `*3\r\n$3\r\nSET\r\n$${k.length}\r\n${k}\r\n$${VALUE.length}\r\n${VALUE}\r\n`
+    }
+    execFileSync('redis-cli', ['-p', String(server.redisPort), '--pipe'], {
+      input: resp,
+      stdio: ['pipe', 'ignore', 'inherit'],
+    })
+    const s = writeScripts(path.join(dir, 'lua-webdis'), 'unused', { groups: GROUPS, value: VALUE })
+    return [
+      await measure(server, 'GET', server.url, s.redisGet),
+      await measure(server, 'SET', server.url, s.redisSet),
+    ]
+  } finally {
+    await server.stop()
+  }
+}
+
+function fmt(n: number, digits = 0): string {
+  return Number.isFinite(n)
+    ? n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits })
+    : '-'
+}
+
+function report(all: CaseResult[]): string {
+  const find = (server: string, name: string) =>
+    all.find((c) => c.server === server && c.name === name)
+  const ceiling = find('ceiling', 'GET')
+  const peer: Record<string, CaseResult | undefined> = {
+    GET: find('webdis', 'GET'),
+    'PUT new': find('webdis', 'SET'),
+    'PUT existing': find('webdis', 'SET'),
+    'GET 90 / PUT 10': undefined,
+  }
+  const rows = [
+    '| server | case | req/s | p50 ms | p99 ms | server CPU | Cairn / ceiling | Cairn / webdis |',
+    '|---|---|---:|---:|---:|---:|---:|---:|',
+  ]
+  for (const c of all) {
+    const vsCeiling = c.server === 'cairn' && ceiling ? `${fmt(c.rps / ceiling.rps, 2)}x` : ''
+    const p = c.server === 'cairn' ? peer[c.name] : undefined
+    const vsPeer = p ? `${fmt(c.rps / p.rps, 2)}x` : ''
+    rows.push(
+      `| ${c.server} | ${c.name}${c.extra?.compactions !== undefined ? ` (${c.extra.compactions} compactions)` : ''} | ${fmt(c.rps)} | ${fmt(c.p50, 3)} | ${fmt(c.p99, 3)} | ${fmt(c.cpu * 100)}% | ${vsCeiling} | ${vsPeer} |`,
+    )
+  }
+  const get = find('cairn', 'GET')
+  const put = find('cairn', 'PUT new')
+  const list = find('cairn', 'LIST 100')
+  const comp = find('cairn', 'GET during compaction')
+  const set = find('webdis', 'SET')
+  const verdict = (ok: boolean | undefined) =>
+    ok === undefined ? 'not measured' : ok ? 'met' : 'MISSED'
+  const targets = [
+    `- GET at least 0.75x the ceiling, p99 under 1 ms: ${get && ceiling ? `${fmt(get.rps / ceiling.rps, 2)}x, p99 ${fmt(get.p99, 3)} ms: ${verdict(get.rps >= 0.75 * ceiling.rps && get.p99 < 1)}` : 'not measured'}`,
+    `- durable PUT at least webdis SET, p99 under 5 ms: ${put && set ? `${fmt(put.rps / set.rps, 2)}x, p99 ${fmt(put.p99, 3)} ms: ${verdict(put.rps >= set.rps && put.p99 < 5)}` : 'not measured (webdis missing)'}`,
+    `- LIST of 100 keys at least 40,000 req/s: ${list ? `${fmt(list.rps)}: ${verdict(list.rps >= 40_000)}` : 'not measured'}`,
+    `- GET during compaction p99 at most twice GET's: ${comp && get ? `${fmt(comp.p99, 3)} vs ${fmt(get.p99, 3)} ms: ${verdict(comp.p99 <= 2 * get.p99)}` : 'not measured'}`,
+  ]
+  return `${rows.join('\n')}\n\nTargets:\n${targets.join('\n')}\n`
+}
+
+function machine(): string {
+  const cpu = os.cpus()[0]?.model ?? 'unknown CPU'
+  return `${os.cpus().length} cores (${cpu}), Node ${process.version}, ${os.platform()} ${os.release()}`
+}
+
+async function main(): Promise<number> {
+  for (const tool of ['wrk', 'taskset']) {
+    if (!has(tool)) {
+      const msg = `${tool} is not installed: apt-get install -y ${tool === 'wrk' ? 'wrk' : 'util-linux'} (Debian)`
+      process.stderr.write(`bench:http: ${msg}\n`)
+      return quick ? 0 : 1
+    }
+  }
+  if (os.cpus().length < 2)
+    process.stderr.write('bench:http: fewer than 2 cores; server and load share one\n')
+  if (!argv.includes('--no-build')) {
+    process.stdout.write('building (tsc)\n')
+    execFileSync('npx', ['tsc', '-p', 'tsconfig.json'], { cwd: root, stdio: 'inherit' })
+  }
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cairn-bench-http-'))
+  const all: CaseResult[] = []
+  try {
+    process.stdout.write(
+      `${quick ? 'quick' : 'full'} run: ${ROUNDS} round(s) of ${SECONDS} s per case, ${CONNECTIONS} connections; server on core ${SERVER_CORE}, wrk on core ${LOAD_CORE}\n`,
+    )
+    const ceiling = await startCeiling(SERVER_CORE)
+    try {
+      all.push(await measure(ceiling, 'GET', `${ceiling.url}/`, undefined))
+    } finally {
+      await ceiling.stop()
+    }
+    all.push(...(await cairnCases(dir)))
+    if (has('webdis') && has('redis-server') && has('redis-cli'))
+      all.push(...(await webdisCases(dir)))
+    else
+      process.stdout.write(
+        '  webdis or redis-server not installed (apt-get install -y webdis redis-server): peer cases skipped\n',
+      )
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true })
+  }
+  const table = report(all)
+  process.stdout.write(`\n${table}`)
+  const bad = all.filter((c) => c.requests === 0 || c.non2xx > 0 || c.errors > 0)
+  if (quick) {
+    for (const c of bad)
+      process.stderr.write(
+        `bench:http: ${c.server} ${c.name}: ${c.requests} requests, ${c.non2xx} non-2xx, ${c.errors} socket errors\n`,
+      )
+    return bad.length ? 1 : 0
+  }
+  const stamp = new Date().toISOString().replace(/[:.]/g, '-').slice(0, 19)
+  fs.mkdirSync(path.join(root, 'bench/results'), { recursive: true })
+  fs.writeFileSync(
+    path.join(root, `bench/results/http-${stamp}.json`),
+    `${JSON.stringify({ machine: machine(), rounds: ROUNDS, seconds: SECONDS, connections: CONNECTIONS, cases: all }, null, 2)}\n`,
+  )
+  const section = `<!-- http:start -->\n## HTTP\n\n\`npm run bench:http\` on ${new Date().toISOString().slice(0, 10)}: ${machine()}. wrk (1 thread, ${CONNECTIONS} connections) on core ${LOAD_CORE}, each server on core ${SERVER_CORE}; ${ROUNDS} rounds of ${SECONDS} s per case after a ${WARMUP} s warm-up, medians. Cairn runs with default durability (\`always\`: a PUT is answered after fsync), ${GROUPS * 100} keys of ${VALUE.length + 2}-byte values; webdis fronts redis-server with persistence off.\n\n${table}<!-- http:end -->`
+  const file = path.join(root, 'bench/RESULTS.md')
+  const old = fs.existsSync(file) ? fs.readFileSync(file, 'utf8') : '# Benchmark results\n'
+  const next = /<!-- http:start -->[\s\S]*<!-- http:end -->/.test(old)
+    ? old.replace(/<!-- http:start -->[\s\S]*<!-- http:end -->/, section)
+    : `${old.trimEnd()}\n\n${section}\n`
+  fs.writeFileSync(file, next)
+  if (bad.length) process.stderr.write(`bench:http: ${bad.length} case(s) had failed requests\n`)
+  return 0
+}
+
+main().then(
+  (code) => process.exit(code),
+  (err) => {
+    process.stderr.write(`bench:http: ${(err as Error).stack ?? err}\n`)
+    process.exit(1)
+  },
+)

@@ -1,0 +1,85 @@
+// wrk Lua scripts. Requests are built once at start and replayed in a cycle, so wrk spends
+// its core sending rather than formatting strings; only new-key PUTs are made per request.
+import fs from 'node:fs'
+import path from 'node:path'
+
+const lua = (s: string) => JSON.stringify(s)
+
+function cycle(requests: string[]): string {
+  return `local reqs = {}
+${requests.map((r) => `reqs[#reqs+1] = ${r}`).join('\n')}
+local i = 0
+request = function()
+  i = i % #reqs + 1
+  return reqs[i]
+end
+`
+}
+
+export interface Dataset {
+  /** Keys are g0000/i00 ... : `groups` prefixes of 100 keys each. */
+  groups: number
+  value: string
+}
+
+export const keyOf = (g: number, i: number) =>
+  `g${String(g).padStart(4, '0')}/i${String(i).padStart(2, '0')}`
+
+function rand(seed: number): () => number {
+  let s = seed >>> 0
+  return () => {
+    s = (Math.imul(s, 1664525) + 1013904223) >>> 0
+    return s / 4294967296
+  }
+}
+
+export function writeScripts(dir: string, apiKey: string, d: Dataset): Record<string, string> {
+  fs.mkdirSync(dir, { recursive: true })
+  const r = rand(42)
+  // Built before wrk has set its own Host header, so each request carries one explicitly.
+  const host = '{["Host"]="127.0.0.1"}'
+  const headers = `{["Host"]="127.0.0.1", ["x-api-key"]=${lua(apiKey)}, ["content-type"]="application/json"}`
+  const body = lua(`{"value":${JSON.stringify(d.value)}}`)
+  const randomKey = () => keyOf(Math.floor(r() * d.groups), Math.floor(r() * 100))
+  const get = (k: string) => `wrk.format("GET", ${lua(`/v1/bench/${k}`)}, ${headers})`
+  const put = (k: string) => `wrk.format("PUT", ${lua(`/v1/bench/${k}`)}, ${headers}, ${body})`
+  const files: Record<string, string> = {
+    get: cycle(Array.from({ length: 5000 }, () => get(randomKey()))),
+    putExisting: cycle(Array.from({ length: 5000 }, () => put(randomKey()))),
+    putNew: `local n = 0
+request = function()
+  n = n + 1
+  return wrk.format("PUT", "/v1/bench/new/" .. n .. "-" .. math.random(1, 1000000000), ${headers}, ${body})
+end
+`,
+    list: cycle(
+      Array.from(
+        { length: 2000 },
+        () =>
+          `wrk.format("GET", ${lua(`/v1/bench?prefix=g${String(Math.floor(r() * d.groups)).padStart(4, '0')}%2F&limit=100`)}, ${headers})`,
+      ),
+    ),
+    mixed: cycle(
+      Array.from({ length: 5000 }, (_, i) => (i % 10 === 9 ? put(randomKey()) : get(randomKey()))),
+    ),
+    redisGet: cycle(
+      Array.from(
+        { length: 5000 },
+        () => `wrk.format("GET", ${lua(`/GET/${randomKey().replace('/', '_')}`)}, ${host})`,
+      ),
+    ),
+    redisSet: cycle(
+      Array.from(
+        { length: 5000 },
+        () =>
+          `wrk.format("GET", ${lua(`/SET/${randomKey().replace('/', '_')}/${d.value}`)}, ${host})`,
+      ),
+    ),
+  }
+  const paths: Record<string, string> = {}
+  for (const [name, text] of Object.entries(files)) {
+    paths[name] = path.join(dir, `${name}.lua`)
+    fs.writeFileSync(paths[name]!, text)
+  }
+  return paths
+}
