@@ -52,6 +52,7 @@ export async function serve(
     badKeys: new AddressLimiter(),
     metrics: new Metrics(svc.engine),
     log,
+    debug: config.logLevel === 'debug',
     openapi: fs.readFileSync(OPENAPI_FILE),
     lifecycle: { ready: false, stopping: false, inflight: 0 },
   }

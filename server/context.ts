@@ -30,6 +30,8 @@ export interface Context {
   badKeys: AddressLimiter
   metrics: Metrics
   log: Logger
+  /** Whether the log level is debug, looked up once rather than per request. */
+  debug: boolean
   /** The OpenAPI document's bytes, served as they are in the repository. */
   openapi: Buffer
   lifecycle: Lifecycle

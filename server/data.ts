@@ -34,12 +34,9 @@ export class Data {
     return info
   }
 
-  async get(info: NamespaceInfo, key: string): Promise<GetResult | undefined> {
-    try {
-      return await this.engine.get(info.engineName, key)
-    } catch (err) {
-      throw isGone(err) ? new ApiError('namespace_not_found') : err
-    }
+  /** The engine's own promise: a namespace dropped meanwhile rejects with NAMESPACE_NOT_FOUND. */
+  get(info: NamespaceInfo, key: string): Promise<GetResult | undefined> {
+    return this.engine.get(info.engineName, key)
   }
 
   async put(
@@ -123,17 +120,13 @@ export class Data {
     }
   }
 
-  async list(
+  list(
     info: NamespaceInfo,
     prefix: string,
     after: string | undefined,
     limit: number,
   ): Promise<ListResult> {
-    try {
-      return await this.engine.list(info.engineName, { prefix, after, limit })
-    } catch (err) {
-      throw isGone(err) ? new ApiError('namespace_not_found') : err
-    }
+    return this.engine.list(info.engineName, { prefix, after, limit })
   }
 
   private async stat(info: NamespaceInfo, key: string) {

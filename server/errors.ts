@@ -70,7 +70,20 @@ export class ApiError extends Error {
   }
 }
 
+export function errorStatus(code: ErrorCode): number {
+  return ERRORS[code].status
+}
+
+/** Error bodies with the default message, made once: errors are common answers (404s). */
+const DEFAULT_TEXT = new Map(
+  Object.entries(ERRORS).map(([code, e]) => [
+    code,
+    JSON.stringify({ error: { code, message: e.message } }),
+  ]),
+)
+
 /** The JSON text of an error body. */
-export function errorJson(code: ErrorCode, message?: string): string {
-  return JSON.stringify({ error: { code, message: message ?? ERRORS[code].message } })
+export function errorText(code: ErrorCode, message?: string): string {
+  if (message === undefined || message === ERRORS[code].message) return DEFAULT_TEXT.get(code)!
+  return `{"error":{"code":"${code}","message":${JSON.stringify(message)}}}`
 }

@@ -28,8 +28,11 @@ const BUCKETS = [
   0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5,
 ]
 
+/** Statuses are counted in a flat array indexed by route and status (100..599). */
+const STATUSES = 500
+
 export class Metrics {
-  private counts = new Map<number, number>()
+  private counts = new Float64Array(ROUTES.length * STATUSES)
   private hist = ROUTES.map(() => new Float64Array(BUCKETS.length + 1))
   private sums = new Float64Array(ROUTES.length)
   readonly registry = new client.Registry()
@@ -78,8 +81,8 @@ export class Metrics {
 
   /** Counts one answered request; `seconds` is from arrival to the last byte handed to the socket. */
   observe(route: number, status: number, seconds: number): void {
-    const k = route * 1000 + status
-    this.counts.set(k, (this.counts.get(k) ?? 0) + 1)
+    const s = status >= 100 && status < 600 ? status - 100 : 499
+    this.counts[route * STATUSES + s]!++
     const h = this.hist[route]!
     let i = 0
     while (i < BUCKETS.length && seconds > BUCKETS[i]!) i++
@@ -92,11 +95,12 @@ export class Metrics {
       '# HELP cairn_http_requests_total HTTP requests answered, by route and status.',
       '# TYPE cairn_http_requests_total counter',
     ]
-    for (const [k, n] of [...this.counts].sort((a, b) => a[0] - b[0])) {
+    this.counts.forEach((n, k) => {
+      if (n === 0) return
       lines.push(
-        `cairn_http_requests_total{route="${ROUTES[Math.floor(k / 1000)]}",status="${k % 1000}"} ${n}`,
+        `cairn_http_requests_total{route="${ROUTES[Math.floor(k / STATUSES)]}",status="${(k % STATUSES) + 100}"} ${n}`,
       )
-    }
+    })
     lines.push(
       '# HELP cairn_http_request_duration_seconds Time from a request arriving to its answer being written.',
       '# TYPE cairn_http_request_duration_seconds histogram',

@@ -20,7 +20,7 @@ export function readBody(
     call.fail(
       'value_too_large',
       `The request body is ${size > limit && declared > 0 ? declared : `over ${limit}`} bytes; at most ${limit} are read.`,
-      undefined,
+      '',
       cut,
     )
   call.unreadBody = false

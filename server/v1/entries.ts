@@ -72,12 +72,7 @@ export function getEntry(call: Call, req: HttpRequest, parsed: Parsed): void {
         if (tags !== undefined && matches(tags, got.version)) {
           return call.empty(
             304,
-            exp === undefined
-              ? [['ETag', tag]]
-              : [
-                  ['ETag', tag],
-                  ['X-Expires-At', exp],
-                ],
+            exp === undefined ? `\r\nETag: ${tag}` : `\r\nETag: ${tag}\r\nX-Expires-At: ${exp}`,
           )
         }
       }
@@ -86,8 +81,11 @@ export function getEntry(call: Call, req: HttpRequest, parsed: Parsed): void {
       HEAD.copy(body, 0)
       v.copy(body, 9)
       body[v.length + 9] = TAIL
-      if (exp === undefined) call.send(200, body, 'ETag', tag)
-      else call.send(200, body, 'ETag', tag, 'X-Expires-At', exp)
+      call.send(
+        200,
+        body,
+        exp === undefined ? `\r\nETag: ${tag}` : `\r\nETag: ${tag}\r\nX-Expires-At: ${exp}`,
+      )
     },
     (err) => call.error(err),
   )
@@ -136,8 +134,7 @@ export function putEntry(call: Call, req: HttpRequest, parsed: Parsed, plan: Pla
             call.send(
               r.created ? 201 : 200,
               `{"created":${r.created},"version":"${v}"}`,
-              'ETag',
-              `"${v}"`,
+              `\r\nETag: "${v}"`,
             )
           },
           (err) => call.error(err),

@@ -86,34 +86,26 @@ export function v1Handler(ctx: Context): (res: HttpResponse, req: HttpRequest) =
       call.unreadBody = length === '' ? req.getHeader('transfer-encoding') !== '' : length !== '0'
     }
     if (ctx.lifecycle.stopping)
-      return call.fail('unavailable', undefined, { 'Retry-After': '5' }, true)
+      return call.fail('unavailable', undefined, '\r\nRetry-After: 5', true)
     if (route === Route.NotFound) return call.fail('not_found')
     if (preflight) {
       const allowOriginValue = allowOrigin(ctx.config, origin)
-      const headers: [string, string][] = []
+      let lines = `\r\nAllow: ${ALLOW[route]}, OPTIONS`
       if (allowOriginValue !== '') {
-        headers.push(
-          ['Access-Control-Allow-Origin', allowOriginValue],
-          ['Access-Control-Allow-Methods', `${ALLOW[route]}, OPTIONS`],
-          ['Access-Control-Allow-Headers', ALLOW_HEADERS],
-          ['Access-Control-Max-Age', MAX_AGE],
-        )
+        lines += `\r\nAccess-Control-Allow-Origin: ${allowOriginValue}\r\nAccess-Control-Allow-Methods: ${ALLOW[route]}, OPTIONS\r\nAccess-Control-Allow-Headers: ${ALLOW_HEADERS}\r\nAccess-Control-Max-Age: ${MAX_AGE}`
       }
-      if (ctx.config.corsOrigins !== '*') headers.push(['Vary', 'Origin'])
-      headers.push(['Allow', `${ALLOW[route]}, OPTIONS`])
-      return call.empty(204, headers)
+      if (ctx.config.corsOrigins !== '*') lines += '\r\nVary: Origin'
+      return call.empty(204, lines)
     }
     if (!allowed(route, method)) {
       return call.fail(
         'method_not_allowed',
         `${route === Route.OpenApi ? '/v1/openapi.json' : 'This route'} takes ${ALLOW[route]}.`,
-        {
-          Allow: ALLOW[route],
-        },
+        `\r\nAllow: ${ALLOW[route]}`,
       )
     }
     if (route === Route.OpenApi)
-      return call.send(200, ctx.openapi, 'Cache-Control', 'public, max-age=300')
+      return call.send(200, ctx.openapi, '\r\nCache-Control: public, max-age=300')
 
     const secret = apiKeyOf(req)
     const key = secret === '' ? undefined : ctx.accounts.authenticate(secret)
@@ -124,9 +116,7 @@ export function v1Handler(ctx: Context): (res: HttpResponse, req: HttpRequest) =
         return call.fail(
           'rate_limited',
           'Too many requests with missing or wrong API keys from this address.',
-          {
-            'Retry-After': String(b.retryAfter),
-          },
+          `\r\nRetry-After: ${b.retryAfter}`,
         )
       }
       return call.fail(
@@ -163,7 +153,7 @@ export function v1Handler(ctx: Context): (res: HttpResponse, req: HttpRequest) =
       call.reset = bucket.reset
     }
     if (!bucket.ok)
-      return call.fail('rate_limited', undefined, { 'Retry-After': String(bucket.retryAfter) })
+      return call.fail('rate_limited', undefined, `\r\nRetry-After: ${bucket.retryAfter}`)
     if (
       plan.requestsPerDay !== null &&
       ctx.usage.today(account, now).requests >= plan.requestsPerDay
@@ -171,9 +161,7 @@ export function v1Handler(ctx: Context): (res: HttpResponse, req: HttpRequest) =
       return call.fail(
         'quota_exceeded',
         `The ${plan.id} plan allows ${plan.requestsPerDay} requests per UTC day.`,
-        {
-          'Retry-After': String(secondsToMidnight(now)),
-        },
+        `\r\nRetry-After: ${secondsToMidnight(now)}`,
       )
     }
 
