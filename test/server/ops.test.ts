@@ -94,9 +94,21 @@ t.test('SIGTERM finishes requests in flight, then stops; the data is kept', asyn
   s.write(
     `PUT /v1/g/late HTTP/1.1\r\nHost: x\r\nx-api-key: ${acct.apiKey}\r\ncontent-length: ${body.length}\r\n\r\n${body.slice(0, 10)}`,
   )
+  // A second client with a connection already open, idle when the stop begins.
+  const idle = net.connect(srv.port, '127.0.0.1')
+  await new Promise((r) => idle.on('connect', r))
+  let idleGot = ''
+  idle.on('data', (d) => {
+    idleGot += d.toString()
+  })
   await sleep(200)
   const exited = srv.terminate()
   await sleep(300)
+  idle.write(`GET /v1/g/late HTTP/1.1\r\nHost: x\r\nx-api-key: ${acct.apiKey}\r\n\r\n`)
+  await sleep(300)
+  t.match(idleGot, /^HTTP\/1\.1 503/, 'a new request while stopping gets 503')
+  t.match(idleGot, /"code":"unavailable"/)
+  t.match(idleGot, /Retry-After: \d+/i)
   const refused = await new Promise<boolean>((resolve) => {
     const c = net.connect(srv.port, '127.0.0.1')
     c.on('connect', () => {
