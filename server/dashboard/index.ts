@@ -1,2 +1,123 @@
-// The web dashboard, served by the same process under `/`. Filled in by the dashboard work.
-export function mountDashboard(_app: unknown, _ctx: unknown): void {}
+// The web dashboard, served by the same process: pages under `/`, their JSON under
+// `/dashboard/api/*`, static files under `/assets/*`. The cookie session authorises only
+// these routes, never /v1.
+import type { Context } from '../context.js'
+import type { TemplatedApp } from '../http/uws.js'
+import { ServiceError } from '../service-error.js'
+import { AccountApi } from './api-account.js'
+import { AuthApi } from './api-auth.js'
+import { DataApi } from './api-data.js'
+import { KeysApi } from './api-keys.js'
+import { NamespacesApi } from './api-namespaces.js'
+import { Assets } from './assets.js'
+import { type Caller, checkCsrf, checkSameOrigin, currentCaller } from './guard.js'
+import { type Method, type Reply, type Req, errorReply, fail, route } from './http.js'
+import { PRIVATE_PAGES, PUBLIC_PAGES, page, shell } from './pages.js'
+import { SessionStore } from './sessions.js'
+
+type ApiHandler = (req: Req, caller: Caller) => Promise<Reply>
+
+const SMALL_BODY = 64 * 1024
+const SLACK = 64 * 1024
+const UNLIMITED_BODY = 256 * 1024 * 1024
+
+export function mountDashboard(app: TemplatedApp, ctx: Context): void {
+  const assets = new Assets()
+  const sessions = new SessionStore(ctx.engine)
+  const auth = new AuthApi(ctx, sessions)
+  const account = new AccountApi(ctx)
+  const keys = new KeysApi(ctx)
+  const namespaces = new NamespacesApi(ctx)
+  const data = new DataApi(ctx)
+  // A value body may be as large as /v1 takes for the largest plan (looked up per request:
+  // plans reload on SIGHUP); each account's own plan is held to in the handler, as /v1 does.
+  const valueBody = () => {
+    let largest = 0
+    for (const p of ctx.plans.info().plans)
+      largest = Math.max(largest, p.maxValueBytes === null ? UNLIMITED_BODY : p.maxValueBytes)
+    return Math.min(UNLIMITED_BODY, largest + Math.min(largest, SLACK))
+  }
+
+  const api = (
+    method: Exclude<Method, 'any'>,
+    pattern: string,
+    handler: ApiHandler,
+    maxBody: number | (() => number) = SMALL_BODY,
+  ) => {
+    route(app, ctx, method, `/dashboard/api${pattern}`, maxBody, async (req) => {
+      try {
+        const caller = await currentCaller(req, ctx, sessions)
+        if (method !== 'get') checkSameOrigin(req)
+        if (!caller) throw new ServiceError(401, 'unauthorized', 'Please log in.')
+        if (method !== 'get') checkCsrf(req, caller)
+        return await handler(req, caller)
+      } catch (err) {
+        return errorReply(err)
+      }
+    })
+  }
+
+  const publicApi = (pattern: string, handler: (req: Req) => Promise<Reply>) => {
+    route(app, ctx, 'post', `/dashboard/api${pattern}`, SMALL_BODY, async (req) => {
+      try {
+        checkSameOrigin(req)
+        checkCsrf(req, undefined)
+        return await handler(req)
+      } catch (err) {
+        return errorReply(err)
+      }
+    })
+  }
+
+  publicApi('/signup', (req) => auth.signup(req))
+  publicApi('/login', (req) => auth.login(req))
+  api('post', '/logout', (req, c) => auth.logout(req, c))
+  api('post', '/password', (req, c) => auth.changePassword(req, c))
+  api('post', '/account/delete', (req, c) => auth.deleteAccount(req, c))
+  api('get', '/me', (req, c) => account.me(req, c))
+  api('get', '/overview', (req, c) => account.overview(req, c))
+  api('get', '/plans', (req, c) => account.plans(req, c))
+  api('post', '/plan', (req, c) => account.setPlan(req, c))
+  api('get', '/keys', (req, c) => keys.list(req, c))
+  api('post', '/keys', (req, c) => keys.create(req, c))
+  api('post', '/keys/:id/rotate', (req, c) => keys.rotate(req, c))
+  api('post', '/keys/:id/revoke', (req, c) => keys.revoke(req, c))
+  api('get', '/namespaces', (req, c) => namespaces.list(req, c))
+  api('post', '/namespaces', (req, c) => namespaces.create(req, c))
+  api('del', '/namespaces/:name', (req, c) => namespaces.drop(req, c))
+  api('get', '/namespaces/:name/keys', (req, c) => data.listKeys(req, c))
+  api('get', '/namespaces/:name/value', (req, c) => data.getValue(req, c))
+  api('put', '/namespaces/:name/value', (req, c) => data.putValue(req, c), valueBody)
+  api('del', '/namespaces/:name/value', (req, c) => data.deleteValue(req, c))
+  route(app, ctx, 'any', '/dashboard/api/*', SMALL_BODY, () =>
+    fail(404, 'not_found', 'There is no such dashboard endpoint.'),
+  )
+
+  for (const p of PUBLIC_PAGES) {
+    route(app, ctx, 'get', p, SMALL_BODY, async (req) =>
+      page(assets, req, await currentCaller(req, ctx, sessions), true),
+    )
+  }
+  for (const p of PRIVATE_PAGES) {
+    route(app, ctx, 'get', p, SMALL_BODY, async (req) =>
+      page(assets, req, await currentCaller(req, ctx, sessions), false),
+    )
+  }
+  route(
+    app,
+    ctx,
+    'get',
+    '/assets/*',
+    SMALL_BODY,
+    (req) =>
+      assets.serve(req, req.path.slice('/assets/'.length)) ??
+      fail(404, 'not_found', 'No such file.'),
+  )
+  route(app, ctx, 'get', '/favicon.ico', SMALL_BODY, (req) => assets.serve(req, 'icon.svg')!)
+  // Every other path: a page that says so, in the dashboard's own look.
+  route(app, ctx, 'any', '/*', SMALL_BODY, (req) =>
+    req.method === 'GET'
+      ? shell(assets, 'Not found', '', 404)
+      : fail(404, 'not_found', 'Not found.'),
+  )
+}

@@ -1,0 +1,107 @@
+// The data browser: list keys, read, write and delete values. Everything goes through the
+// same pieces as /v1 (key rules, the strict body scanner, ctx.data's quota and conditional
+// writes, cursors), so the browser can store nothing the API would refuse, and values keep
+// their exact text: big integers and member order survive an edit.
+import type { NamespaceInfo } from '../accounts.js'
+import type { Context } from '../context.js'
+import { ApiError } from '../errors.js'
+import { jsonContentType } from '../v1/body.js'
+import { parseTags } from '../v1/conditions.js'
+import { decodeCursor, encodeCursor } from '../v1/cursor.js'
+import { parsePutBody } from '../v1/json-body.js'
+import { decodeKey } from '../v1/paths.js'
+import type { Caller } from './guard.js'
+import { type Reply, type Req, jsonReply } from './http.js'
+
+const PAGE = 50
+const LIMIT = /^[1-9][0-9]{0,3}$/
+
+/** The key in `?key=`, held to the rules a /v1 path is (by encoding it as one). */
+function keyParam(req: Req): string {
+  const raw = req.query.get('key') ?? ''
+  let key: string | undefined
+  try {
+    key = decodeKey(encodeURIComponent(raw))
+  } catch {
+    key = undefined // a lone surrogate: not UTF-8
+  }
+  if (key === undefined) {
+    throw new ApiError(
+      'invalid_key',
+      'A key is 1 to 512 bytes of UTF-8, without control characters or "." and ".." segments.',
+    )
+  }
+  return key
+}
+
+/** Storage's "namespace dropped meanwhile" as the API's 404. */
+function gone(err: unknown): never {
+  if ((err as { code?: string }).code === 'NAMESPACE_NOT_FOUND')
+    throw new ApiError('namespace_not_found')
+  throw err
+}
+
+export class DataApi {
+  constructor(private ctx: Context) {}
+
+  private ns(req: Req, c: Caller): NamespaceInfo {
+    return this.ctx.data.namespace(c.account, req.params[0]!)
+  }
+
+  async listKeys(req: Req, c: Caller): Promise<Reply> {
+    const info = this.ns(req, c)
+    const prefix = req.query.get('prefix') ?? ''
+    const limitText = req.query.get('limit')
+    const limit = limitText === null ? PAGE : LIMIT.test(limitText) ? Number(limitText) : 0
+    if (limit < 1 || limit > 1000) throw new ApiError('invalid_limit')
+    const cursor = req.query.get('cursor')
+    const after = cursor ? decodeCursor(cursor, prefix) : undefined
+    if (cursor && after === undefined) throw new ApiError('invalid_cursor')
+    const page = await this.ctx.data.list(info, prefix, after, limit).catch(gone)
+    return jsonReply(200, {
+      keys: page.keys,
+      cursor: page.next === undefined ? null : encodeCursor(page.next, prefix),
+    })
+  }
+
+  /** The value as its JSON text in a string, so the page never rounds a number. */
+  async getValue(req: Req, c: Caller): Promise<Reply> {
+    const info = this.ns(req, c)
+    const key = keyParam(req)
+    const got = await this.ctx.data.get(info, key).catch(gone)
+    if (!got) throw new ApiError('key_not_found', 'There is no such key in this namespace.')
+    return jsonReply(200, {
+      key,
+      json: Buffer.from(got.value as Uint8Array).toString('utf8'),
+      version: String(got.version),
+      expiresAt: got.expiresAt === undefined ? null : Math.ceil(got.expiresAt / 1000),
+    })
+  }
+
+  /** The body is a /v1 PUT body; If-Match and If-None-Match work as they do there. */
+  async putValue(req: Req, c: Caller): Promise<Reply> {
+    const info = this.ns(req, c)
+    const key = keyParam(req)
+    if (!jsonContentType(req.headers['content-type']!)) throw new ApiError('unsupported_media_type')
+    const plan = this.ctx.plans.get(c.account.rec.plan)
+    const body = parsePutBody(req.body, plan.maxValueBytes, Date.now())
+    const done = await this.ctx.data.put(c.account, info, key, body.value, {
+      ttl: body.ttl,
+      expiresAt: body.expiresAt,
+      ifMatch: parseTags(req.headers['if-match']!),
+      ifNoneMatch: parseTags(req.headers['if-none-match']!),
+    })
+    return jsonReply(done.created ? 201 : 200, {
+      created: done.created,
+      version: String(done.version),
+    })
+  }
+
+  async deleteValue(req: Req, c: Caller): Promise<Reply> {
+    const info = this.ns(req, c)
+    const key = keyParam(req)
+    if (!(await this.ctx.data.delete(info, key, parseTags(req.headers['if-match']!))))
+      throw new ApiError('key_not_found', 'There is no such key in this namespace.')
+    return jsonReply(200, { deleted: true })
+  }
+}

@@ -1,0 +1,225 @@
+// The dashboard's request plumbing over uWebSockets.js. A uWS request object dies when the
+// synchronous handler returns, so everything a handler may need later (headers, cookies,
+// the client address, the body) is copied into a plain Req first; the Reply is written in
+// one cork. Every answer counts in the metrics and in the in-flight figure the shutdown
+// drain waits on.
+import type { Context } from '../context.js'
+import { ApiError } from '../errors.js'
+import { clientAddress } from '../http/address.js'
+import { statusLine } from '../http/status.js'
+import type { HttpRequest, HttpResponse, TemplatedApp } from '../http/uws.js'
+import { R } from '../metrics.js'
+import { ServiceError } from '../service-error.js'
+import { jsonContentType } from '../v1/body.js'
+
+export interface Req {
+  method: string
+  path: string
+  query: URLSearchParams
+  params: string[]
+  headers: Record<string, string>
+  cookies: Record<string, string>
+  ip: string
+  /** The browser reached us (or our trusted proxy) over TLS: cookies get Secure. */
+  secure: boolean
+  body: Buffer
+}
+
+export interface Reply {
+  status: number
+  headers?: Record<string, string>
+  setCookies?: string[]
+  body?: string | Buffer
+}
+
+export type Method = 'get' | 'post' | 'put' | 'del' | 'any'
+
+const HEADERS_WANTED = [
+  'accept-encoding',
+  'content-type',
+  'cookie',
+  'host',
+  'if-match',
+  'if-none-match',
+  'origin',
+  'referer',
+  'sec-fetch-site',
+  'x-csrf-token',
+  'x-forwarded-for',
+  'x-forwarded-proto',
+]
+
+// Pages cannot be framed and run only our own scripts. uPlot sets styles through the
+// CSSOM, which style-src 'self' allows.
+const SECURITY_HEADERS: [string, string][] = [
+  [
+    'Content-Security-Policy',
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'",
+  ],
+  ['X-Content-Type-Options', 'nosniff'],
+  ['X-Frame-Options', 'DENY'],
+  ['Referrer-Policy', 'same-origin'],
+]
+
+export function parseCookies(header: string): Record<string, string> {
+  const out: Record<string, string> = {}
+  for (const part of header.split(';')) {
+    const eq = part.indexOf('=')
+    if (eq < 1) continue
+    const name = part.slice(0, eq).trim()
+    if (!(name in out)) out[name] = part.slice(eq + 1).trim()
+  }
+  return out
+}
+
+/** The last entry of a list header: the one our own proxy wrote. */
+function lastEntry(value: string): string {
+  return value.slice(value.lastIndexOf(',') + 1).trim()
+}
+
+function safeDecode(s: string): string {
+  try {
+    return decodeURIComponent(s)
+  } catch {
+    return s
+  }
+}
+
+export function jsonReply(status: number, body: unknown, extra: Partial<Reply> = {}): Reply {
+  return {
+    ...extra,
+    status,
+    headers: {
+      'Content-Type': 'application/json; charset=utf-8',
+      'Cache-Control': 'no-store',
+      ...extra.headers,
+    },
+    body: JSON.stringify(body),
+  }
+}
+
+export function fail(status: number, code: string, message: string, extra: Partial<Reply> = {}) {
+  return jsonReply(status, { error: { code, message } }, extra)
+}
+
+/** The answer for an error the account, namespace and data services raise; others rethrow. */
+export function errorReply(err: unknown): Reply {
+  if (err instanceof ServiceError || err instanceof ApiError)
+    return fail(err.status, err.code, err.message, { headers: err.headers })
+  throw err
+}
+
+/** The body as a JSON object; ServiceError when it is not one. */
+export function readJson(req: Req): Record<string, unknown> {
+  if (!jsonContentType(req.headers['content-type']!)) {
+    throw new ServiceError(
+      415,
+      'unsupported_media_type',
+      'Send JSON with Content-Type: application/json.',
+    )
+  }
+  let body: unknown
+  try {
+    body = JSON.parse(req.body.toString('utf8') || '{}')
+  } catch {
+    throw new ServiceError(400, 'invalid_json', 'The request body is not valid JSON.')
+  }
+  if (typeof body !== 'object' || body === null || Array.isArray(body))
+    throw new ServiceError(400, 'invalid_request', 'The request body must be a JSON object.')
+  return body as Record<string, unknown>
+}
+
+function write(res: HttpResponse, reply: Reply, close: boolean): void {
+  res.writeStatus(statusLine(reply.status))
+  for (const [k, v] of SECURITY_HEADERS) res.writeHeader(k, v)
+  for (const k in reply.headers) res.writeHeader(k, reply.headers[k]!)
+  for (const c of reply.setCookies ?? []) res.writeHeader('Set-Cookie', c)
+  // No arguments: uWS then writes no Content-Length (given undefined it writes a bogus one).
+  if (reply.status === 304) res.endWithoutBody()
+  else res.end(reply.body ?? '', close)
+}
+
+/**
+ * Registers `handler` for `method pattern`. Bodies of non-GET requests are read whole, up
+ * to `maxBody` bytes (past that the answer is 413 and the connection closes); a function
+ * is asked afresh for each request.
+ */
+export function route(
+  app: TemplatedApp,
+  ctx: Context,
+  method: Method,
+  pattern: string,
+  maxBody: number | (() => number),
+  handler: (req: Req) => Promise<Reply> | Reply,
+): void {
+  const paramCount = (pattern.match(/\/:/g) ?? []).length
+  app[method](pattern, (res: HttpResponse, uwsReq: HttpRequest) => {
+    const started = performance.now()
+    const headers: Record<string, string> = {}
+    for (const h of HEADERS_WANTED) headers[h] = uwsReq.getHeader(h)
+    const params: string[] = []
+    for (let i = 0; i < paramCount; i++) params.push(safeDecode(uwsReq.getParameter(i) ?? ''))
+    const trust = ctx.config.trustProxy
+    const req: Req = {
+      method: uwsReq.getMethod().toUpperCase(),
+      path: uwsReq.getUrl(),
+      query: new URLSearchParams(uwsReq.getQuery() ?? ''),
+      params,
+      headers,
+      cookies: parseCookies(headers.cookie!),
+      ip: clientAddress(res, trust ? headers['x-forwarded-for']! : '', trust),
+      secure: trust && lastEntry(headers['x-forwarded-proto']!).toLowerCase() === 'https',
+      body: Buffer.alloc(0),
+    }
+    ctx.lifecycle.inflight++
+    let done = false
+    let aborted = false
+    const finish = (reply: Reply, close = false) => {
+      if (done) return
+      done = true
+      ctx.lifecycle.inflight--
+      if (!aborted) res.cork(() => write(res, reply, close))
+      ctx.metrics.observe(R.dashboard, reply.status, (performance.now() - started) / 1000)
+    }
+    res.onAborted(() => {
+      aborted = true
+      finish({ status: 499 })
+    })
+    if (ctx.lifecycle.stopping) {
+      return finish(
+        fail(503, 'unavailable', 'The server is shutting down; try again shortly.', {
+          headers: { 'Retry-After': '5' },
+        }),
+        true,
+      )
+    }
+    const run = () => {
+      Promise.resolve()
+        .then(() => handler(req))
+        .then(finish, (err) => {
+          ctx.log.error(
+            { err: (err as Error)?.message ?? String(err), path: req.path },
+            'dashboard request failed',
+          )
+          finish(fail(500, 'internal_error', 'Something went wrong on our side.'))
+        })
+    }
+    if (req.method === 'GET' || req.method === 'HEAD') return run()
+    const limit = typeof maxBody === 'number' ? maxBody : maxBody()
+    const chunks: Buffer[] = []
+    let size = 0
+    res.onData((chunk, isLast) => {
+      if (done) return
+      size += chunk.byteLength
+      if (size > limit) {
+        return finish(fail(413, 'value_too_large', 'The request body is too large.'), true)
+      }
+      // uWS reuses the chunk's memory once this callback returns.
+      chunks.push(Buffer.copyBytesFrom(new Uint8Array(chunk)))
+      if (isLast) {
+        req.body = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size)
+        run()
+      }
+    })
+  })
+}

@@ -1,0 +1,116 @@
+// Dashboard sessions, kept in the engine's sys/sessions namespace, which no API can name.
+// The cookie holds `<account id>.<random secret>`; storage holds the record under
+// `<account id>/<SHA-256 of the secret>`, so a copy of the data directory cannot be
+// replayed as a login, and one account's sessions list by prefix (to end them all after a
+// password change). Each session carries its own CSRF token.
+import { createHash } from 'node:crypto'
+import type { Engine } from '../../engine/types.js'
+import { randomToken, sameSecret } from '../secrets.js'
+import { SYS } from '../system.js'
+
+export const SESSION_COOKIE = 'cairn_session'
+export const PRE_SESSION_COOKIE = 'cairn_pre'
+const TTL_MS = 7 * 24 * 3600 * 1000
+const CACHE_MAX = 10_000
+const COOKIE_SHAPE = /^(acct_[a-z0-9]{1,40})\.([A-Za-z0-9_-]{43})$/
+
+export interface Session {
+  accountId: string
+  csrf: string
+  createdAt: number
+  expiresAt: number
+}
+
+const recordKey = (accountId: string, secret: string) =>
+  `${accountId}/${createHash('sha256').update(secret).digest('hex')}`
+
+export function sameToken(a: string | undefined, b: string | undefined): boolean {
+  return !!a && !!b && sameSecret(a, b)
+}
+
+export class SessionStore {
+  private cache = new Map<string, Session>()
+
+  constructor(private engine: Engine) {}
+
+  /** A new session; `cookie` is the value for the session cookie. */
+  async create(accountId: string): Promise<{ cookie: string; session: Session }> {
+    const secret = randomToken()
+    const now = Date.now()
+    const session: Session = {
+      accountId,
+      csrf: randomToken(),
+      createdAt: now,
+      expiresAt: now + TTL_MS,
+    }
+    const key = recordKey(accountId, secret)
+    await this.engine.put(SYS.sessions, key, session, { expiresAt: session.expiresAt })
+    this.remember(key, session)
+    return { cookie: `${accountId}.${secret}`, session }
+  }
+
+  async get(cookie: string | undefined): Promise<Session | undefined> {
+    const key = keyOf(cookie)
+    if (key === undefined) return undefined
+    let session = this.cache.get(key)
+    if (!session) {
+      const found = await this.engine.get(SYS.sessions, key)
+      if (!found) return undefined
+      session = found.value as Session
+      this.remember(key, session)
+    }
+    if (session.expiresAt <= Date.now()) {
+      this.cache.delete(key)
+      return undefined
+    }
+    return session
+  }
+
+  async destroy(cookie: string | undefined): Promise<void> {
+    const key = keyOf(cookie)
+    if (key === undefined) return
+    this.cache.delete(key)
+    await this.engine.delete(SYS.sessions, key)
+  }
+
+  /** Ends every session of an account but the one behind `keepCookie`. */
+  async destroyAccount(accountId: string, keepCookie?: string): Promise<void> {
+    const keep = keyOf(keepCookie)
+    for (;;) {
+      const page = await this.engine.list(SYS.sessions, { prefix: `${accountId}/`, limit: 1000 })
+      const doomed = page.keys.filter((k) => k !== keep)
+      if (doomed.length === 0) return
+      for (const k of doomed) this.cache.delete(k)
+      await this.engine.batch(
+        doomed.map((key) => ({ type: 'delete' as const, ns: SYS.sessions, key })),
+      )
+    }
+  }
+
+  private remember(key: string, s: Session): void {
+    if (this.cache.size >= CACHE_MAX) this.cache.delete(this.cache.keys().next().value!)
+    this.cache.set(key, s)
+  }
+}
+
+function keyOf(cookie: string | undefined): string | undefined {
+  const m = cookie ? COOKIE_SHAPE.exec(cookie) : null
+  return m ? recordKey(m[1]!, m[2]!) : undefined
+}
+
+const attrs = (secure: boolean) => `; Path=/; HttpOnly${secure ? '; Secure' : ''}`
+
+// Lax, not Strict: a link to the dashboard from mail or chat should arrive signed in. Every
+// state-changing call also needs the CSRF token, which SameSite does not replace.
+export function sessionCookie(value: string, secure: boolean): string {
+  return `${SESSION_COOKIE}=${value}; SameSite=Lax; Max-Age=${TTL_MS / 1000}${attrs(secure)}`
+}
+
+export function clearSessionCookie(secure: boolean): string {
+  return `${SESSION_COOKIE}=; SameSite=Lax; Max-Age=0${attrs(secure)}`
+}
+
+/** Before a session exists, the log-in and sign-up forms double-submit this token. */
+export function preSessionCookie(token: string, secure: boolean): string {
+  return `${PRE_SESSION_COOKIE}=${token}; SameSite=Strict; Max-Age=3600${attrs(secure)}`
+}
