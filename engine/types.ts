@@ -46,6 +46,13 @@ export interface GetResult {
   expiresAt?: number
 }
 
+export interface StatResult {
+  version: number
+  /** Bytes of key plus value, as the namespace byte counts count them. */
+  bytes: number
+  expiresAt?: number
+}
+
 export interface DeleteOptions {
   ifVersion?: number
 }
@@ -127,6 +134,8 @@ export interface Engine {
   namespaceStats(ns: string): NamespaceInfo | undefined
   put(ns: string, key: string, value: Value, opts?: PutOptions): Promise<PutResult>
   get(ns: string, key: string): Promise<GetResult | undefined>
+  /** The live entry's version, size (key plus value bytes) and expiry, without reading the value. */
+  stat(ns: string, key: string): Promise<StatResult | undefined>
   delete(ns: string, key: string, opts?: DeleteOptions): Promise<boolean>
   list(ns: string, opts?: ListOptions): Promise<ListResult>
   /** Atomic, also across a crash. Resolves with the version given to every write in it. */

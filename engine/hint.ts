@@ -1,0 +1,115 @@
+// Hint files: for a sealed segment, every entry's key and position without the values,
+// so opening reads a few bytes per key instead of the whole log. A hint is only a shortcut:
+// when it is missing or fails its checksum the segment itself is scanned.
+import fs from 'node:fs'
+import { type EntryInfo, crc } from './record.js'
+
+export const HINT_MAGIC = Buffer.from('CAIRNHNT')
+/** magic(8) segId(u32) segSize(u32) count(u32) reserved(u32) baseVersion(f64); see FORMAT.md */
+export const HINT_HEADER = 32
+/** type(u8) flags(u8) keyLen(u16) nsId(u32) version(f64) expiresAt(f64) off(u32) len(u32) */
+export const HINT_ENTRY = 32
+
+export class HintBuilder {
+  buf = Buffer.allocUnsafe(4096)
+  len = HINT_HEADER
+  count = 0
+
+  add(
+    type: number,
+    flags: number,
+    keyLen: number,
+    nsId: number,
+    version: number,
+    expiresAt: number,
+    off: number,
+    len: number,
+    src: Buffer,
+    keyAt: number,
+  ): void {
+    const need = this.len + HINT_ENTRY + keyLen + 4
+    if (need > this.buf.length) {
+      const b = Buffer.allocUnsafe(Math.max(need, this.buf.length * 2))
+      this.buf.copy(b, 0, 0, this.len)
+      this.buf = b
+    }
+    const b = this.buf
+    const at = this.len
+    b[at] = type
+    b[at + 1] = flags
+    b.writeUInt16LE(keyLen, at + 2)
+    b.writeUInt32LE(nsId, at + 4)
+    b.writeDoubleLE(version, at + 8)
+    b.writeDoubleLE(expiresAt, at + 16)
+    b.writeUInt32LE(off, at + 24)
+    b.writeUInt32LE(len, at + 28)
+    src.copy(b, at + HINT_ENTRY, keyAt, keyAt + keyLen)
+    this.len = at + HINT_ENTRY + keyLen
+    this.count++
+  }
+
+  /** The finished file's bytes. */
+  finish(segId: number, segSize: number, baseVersion: number): Buffer {
+    if (this.len + 4 > this.buf.length) {
+      const grown = Buffer.allocUnsafe(this.len + 4)
+      this.buf.copy(grown, 0, 0, this.len)
+      this.buf = grown
+    }
+    const b = this.buf
+    HINT_MAGIC.copy(b, 0)
+    b.writeUInt32LE(segId, 8)
+    b.writeUInt32LE(segSize, 12)
+    b.writeUInt32LE(this.count, 16)
+    b.writeUInt32LE(0, 20)
+    b.writeDoubleLE(baseVersion, 24)
+    b.writeUInt32LE(crc(b, 0, this.len), this.len)
+    return b.subarray(0, this.len + 4)
+  }
+}
+
+/** Writes a hint file via a temporary name so a reader never sees half of one. */
+export function writeHint(file: string, bytes: Buffer): void {
+  const tmp = `${file}.tmp`
+  fs.writeFileSync(tmp, bytes)
+  fs.renameSync(tmp, file)
+}
+
+/** The hint's entries, or undefined when it is missing, damaged or not for this segment. */
+export function readHint(
+  file: string,
+  segId: number,
+  segSize: number,
+): { entries: EntryInfo[]; baseVersion: number } | undefined {
+  let b: Buffer
+  try {
+    b = fs.readFileSync(file)
+  } catch {
+    return undefined
+  }
+  if (b.length < HINT_HEADER + 4) return undefined
+  const end = b.length - 4
+  if (!b.subarray(0, 8).equals(HINT_MAGIC)) return undefined
+  if (b.readUInt32LE(end) !== crc(b, 0, end)) return undefined
+  if (b.readUInt32LE(8) !== segId || b.readUInt32LE(12) !== segSize) return undefined
+  const count = b.readUInt32LE(16)
+  const out: EntryInfo[] = new Array(count)
+  let p = HINT_HEADER
+  for (let i = 0; i < count; i++) {
+    if (p + HINT_ENTRY > end) return undefined
+    const keyLen = b.readUInt16LE(p + 2)
+    const len = b.readUInt32LE(p + 28)
+    out[i] = {
+      type: b[p],
+      flags: b[p + 1],
+      nsId: b.readUInt32LE(p + 4),
+      version: b.readDoubleLE(p + 8),
+      expiresAt: b.readDoubleLE(p + 16),
+      off: b.readUInt32LE(p + 24),
+      len,
+      key: b.toString('utf8', p + HINT_ENTRY, p + HINT_ENTRY + keyLen),
+      valueLen: len - 32 - keyLen,
+    }
+    p += HINT_ENTRY + keyLen
+  }
+  return p === end ? { entries: out, baseVersion: b.readDoubleLE(24) } : undefined
+}

@@ -1,0 +1,40 @@
+// The in-memory shapes the database is built from, and the names of its files.
+import type { HintBuilder } from './hint.js'
+import type { SortedKeys } from './sorted-keys.js'
+
+export interface Namespace {
+  id: number
+  name: string
+  /** key -> slot in Slots */
+  map: Map<string, number>
+  keys: SortedKeys
+  /** Bytes of live keys and values. */
+  bytes: number
+  /** How many live keys carry an expiry; scans skip the expiry check when none do. */
+  ttl: number
+}
+
+export interface Segment {
+  id: number
+  file: string
+  fd: number
+  /** Bytes in the file. */
+  written: number
+  /** Bytes in the file plus those accepted but not yet written. */
+  end: number
+  /** Bytes of entries the index points at. */
+  live: number
+  /** Collects the hint entries until the segment is sealed and its hint file written. */
+  hint: HintBuilder | null
+  sealed: boolean
+  unsynced: boolean
+  /** The database version when the segment was started (kept in its header and hint). */
+  baseVersion: number
+}
+
+const pad = (id: number) => String(id).padStart(8, '0')
+export const segmentFile = (id: number) => `seg-${pad(id)}.seg`
+export const hintFile = (id: number) => `seg-${pad(id)}.hint`
+export const compactTmpFile = (id: number) => `compact-${pad(id)}.tmp`
+export const SEGMENT_NAME = /^seg-(\d{8})\.seg$/
+export const COMPACTED_FILE = 'COMPACTED'

@@ -1,0 +1,135 @@
+// Byte layouts of segment headers, records and entries. engine/FORMAT.md describes them.
+import { crc32 } from 'node:zlib'
+
+export const SEG_MAGIC = Buffer.from('CAIRNSEG')
+export const FORMAT_VERSION = 1
+/** magic(8) format(u32) segId(u32) baseVersion(f64) crc(u32) flags(u32); see FORMAT.md */
+export const SEG_HEADER = 32
+/** Segment flag: written by compaction (fsynced whole before it was named), never torn. */
+export const SEG_COMPACTED = 1
+/** hcrc(u32) length(u32) count(u32) */
+export const REC_HEADER = 12
+/** crc(u32) type(u8) flags(u8) keyLen(u16) nsId(u32) version(f64) expiresAt(f64) valueLen(u32) */
+export const ENTRY_HEADER = 32
+
+export const PUT = 1
+export const DEL = 2
+/** Value bytes are the caller's raw bytes, not msgpack. */
+export const FLAG_RAW = 1
+
+export const crc = (buf: Buffer, start: number, end: number): number =>
+  crc32(buf.subarray(start, end))
+
+export function segmentHeader(segId: number, baseVersion: number, flags = 0): Buffer {
+  const b = Buffer.alloc(SEG_HEADER)
+  SEG_MAGIC.copy(b, 0)
+  b.writeUInt32LE(FORMAT_VERSION, 8)
+  b.writeUInt32LE(segId, 12)
+  b.writeDoubleLE(baseVersion, 16)
+  b.writeUInt32LE(flags, 28)
+  b.writeUInt32LE((crc(b, 0, 24) ^ crc(b, 28, 32)) >>> 0, 24)
+  return b
+}
+
+export interface SegmentHeader {
+  segId: number
+  baseVersion: number
+  flags: number
+}
+
+/** The header's fields, or undefined when it is damaged or of another format. */
+export function readSegmentHeader(b: Buffer): SegmentHeader | undefined {
+  if (b.length < SEG_HEADER) return undefined
+  if (!b.subarray(0, 8).equals(SEG_MAGIC)) return undefined
+  if (b.readUInt32LE(24) !== (crc(b, 0, 24) ^ crc(b, 28, 32)) >>> 0) return undefined
+  if (b.readUInt32LE(8) !== FORMAT_VERSION) return undefined
+  return { segId: b.readUInt32LE(12), baseVersion: b.readDoubleLE(16), flags: b.readUInt32LE(28) }
+}
+
+/** Fills in an entry's header and checksum; key and value bytes are already in place. */
+export function sealEntry(
+  b: Buffer,
+  at: number,
+  type: number,
+  flags: number,
+  keyLen: number,
+  nsId: number,
+  version: number,
+  expiresAt: number,
+  valueLen: number,
+): void {
+  b[at + 4] = type
+  b[at + 5] = flags
+  b.writeUInt16LE(keyLen, at + 6)
+  b.writeUInt32LE(nsId, at + 8)
+  b.writeDoubleLE(version, at + 12)
+  b.writeDoubleLE(expiresAt, at + 20)
+  b.writeUInt32LE(valueLen, at + 28)
+  b.writeUInt32LE(crc(b, at + 4, at + ENTRY_HEADER + keyLen + valueLen), at)
+}
+
+export function sealRecord(b: Buffer, at: number, length: number, count: number): void {
+  b.writeUInt32LE(length, at + 4)
+  b.writeUInt32LE(count, at + 8)
+  b.writeUInt32LE(crc(b, at + 4, at + 12), at)
+}
+
+/** An entry as found in a segment or hint file. */
+export interface EntryInfo {
+  type: number
+  flags: number
+  nsId: number
+  version: number
+  expiresAt: number
+  /** Offset of the entry in its segment file, and its length in bytes. */
+  off: number
+  len: number
+  key: string
+  valueLen: number
+}
+
+/** Checks an entry in b at `at` (within `end`); its length, or -1 when damaged. */
+export function checkEntry(b: Buffer, at: number, end: number): number {
+  if (at + ENTRY_HEADER > end) return -1
+  const len = ENTRY_HEADER + b.readUInt16LE(at + 6) + b.readUInt32LE(at + 28)
+  if (at + len > end) return -1
+  if (b.readUInt32LE(at) !== crc(b, at + 4, at + len)) return -1
+  return len
+}
+
+/**
+ * Checks the whole record at `at`: its header checksum, that its length fits, and every
+ * entry's checksum. Returns the record's total length, or -1 when anything is wrong.
+ */
+export function checkRecord(b: Buffer, at: number, end: number): number {
+  if (at + REC_HEADER > end) return -1
+  if (b.readUInt32LE(at) !== crc(b, at + 4, at + 12)) return -1
+  const length = b.readUInt32LE(at + 4)
+  const count = b.readUInt32LE(at + 8)
+  const stop = at + REC_HEADER + length
+  if (count === 0 || stop > end) return -1
+  let p = at + REC_HEADER
+  for (let i = 0; i < count; i++) {
+    const n = checkEntry(b, p, stop)
+    if (n < 0) return -1
+    p += n
+  }
+  return p === stop ? stop - at : -1
+}
+
+/** Reads the fields of a checked entry. */
+export function entryInfo(b: Buffer, at: number, fileOff: number): EntryInfo {
+  const keyLen = b.readUInt16LE(at + 6)
+  const valueLen = b.readUInt32LE(at + 28)
+  return {
+    type: b[at + 4],
+    flags: b[at + 5],
+    nsId: b.readUInt32LE(at + 8),
+    version: b.readDoubleLE(at + 12),
+    expiresAt: b.readDoubleLE(at + 20),
+    off: fileOff,
+    len: ENTRY_HEADER + keyLen + valueLen,
+    key: b.toString('utf8', at + ENTRY_HEADER, at + ENTRY_HEADER + keyLen),
+    valueLen,
+  }
+}

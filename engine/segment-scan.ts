@@ -1,0 +1,103 @@
+// Reads a whole segment file back into entries, telling a torn tail (the last write cut
+// short by a crash) from damage in the middle (intact records follow the bad bytes).
+import path from 'node:path'
+import { EngineError } from './errors.js'
+import {
+  ENTRY_HEADER,
+  type EntryInfo,
+  REC_HEADER,
+  SEG_HEADER,
+  type SegmentHeader,
+  checkRecord,
+  entryInfo,
+  readSegmentHeader,
+} from './record.js'
+
+export interface Dropped {
+  file: string
+  from: number
+  to: number
+}
+
+export interface ScanResult {
+  header: SegmentHeader | undefined
+  entries: EntryInfo[]
+  /** Where the intact data ends; the file is cut here when shorter than the file. */
+  validEnd: number
+  /** Spans left out by repair (a torn tail is not listed: it was never acknowledged). */
+  dropped: Dropped[]
+}
+
+/**
+ * `mayBeTorn`: the segment may have been the one being appended to when the process died,
+ * so damage with nothing intact after it is a torn tail and is cut off silently. Any other
+ * damage throws CORRUPT naming the file and offset, unless `repair` is set, in which case the
+ * bad span is skipped and reported.
+ */
+export function scanSegment(
+  file: string,
+  buf: Buffer,
+  mayBeTorn: boolean,
+  repair: boolean,
+): ScanResult {
+  const name = path.basename(file)
+  const header = readSegmentHeader(buf)
+  const dropped: Dropped[] = []
+  if (!header) {
+    // A segment created just before a crash may not even hold its whole header yet.
+    if (mayBeTorn && buf.length < SEG_HEADER + REC_HEADER + ENTRY_HEADER) {
+      return { header, entries: [], validEnd: 0, dropped }
+    }
+    if (!repair) throw new EngineError('CORRUPT', `${name}: damaged segment header at offset 0`)
+    dropped.push({ file: name, from: 0, to: buf.length })
+    return { header, entries: [], validEnd: 0, dropped }
+  }
+  const entries: EntryInfo[] = []
+  let p = SEG_HEADER
+  const end = buf.length
+  let validEnd = end
+  while (p < end) {
+    const n = checkRecord(buf, p, end)
+    if (n > 0) {
+      const count = buf.readUInt32LE(p + 8)
+      let q = p + REC_HEADER
+      for (let i = 0; i < count; i++) {
+        const e = entryInfo(buf, q, q)
+        entries.push(e)
+        q += e.len
+      }
+      p += n
+      continue
+    }
+    const next = findNextRecord(buf, p + 1, end)
+    if (next < 0) {
+      if (!mayBeTorn) {
+        if (!repair)
+          throw new EngineError(
+            'CORRUPT',
+            `${name}: damaged record at offset ${p}; nothing intact follows, but this segment was complete`,
+          )
+        dropped.push({ file: name, from: p, to: end })
+      }
+      validEnd = p
+      break
+    }
+    if (!repair) {
+      throw new EngineError(
+        'CORRUPT',
+        `${name}: damaged record at offset ${p}, intact records follow at ${next}; open with repair: true to salvage`,
+      )
+    }
+    dropped.push({ file: name, from: p, to: next })
+    p = next
+  }
+  return { header, entries, validEnd, dropped }
+}
+
+/** The offset of the next intact record at or after `from`, or -1. */
+function findNextRecord(buf: Buffer, from: number, end: number): number {
+  for (let p = from; p + REC_HEADER + ENTRY_HEADER <= end; p++) {
+    if (checkRecord(buf, p, end) > 0) return p
+  }
+  return -1
+}

@@ -1,0 +1,52 @@
+/**
+ * Where each live key's newest record is, in parallel typed arrays rather than one object
+ * per key: a slot number indexes them all. Freed slots are reused.
+ */
+export class Slots {
+  seg = new Uint32Array(1024)
+  off = new Uint32Array(1024)
+  len = new Uint32Array(1024)
+  /** Bytes of key plus value, for the namespace byte counts. */
+  size = new Uint32Array(1024)
+  version = new Float64Array(1024)
+  /** 0 when the key never expires. */
+  expires = new Float64Array(1024)
+  private free: number[] = []
+  private used = 0
+
+  alloc(): number {
+    const f = this.free.pop()
+    if (f !== undefined) return f
+    if (this.used === this.seg.length) this.grow()
+    return this.used++
+  }
+
+  release(slot: number): void {
+    this.free.push(slot)
+  }
+
+  /** Bytes held by the arrays, for memory figures. */
+  bytes(): number {
+    return this.seg.length * 32 + this.free.length * 8
+  }
+
+  private grow(): void {
+    const n = this.seg.length * 2
+    const g32 = (a: Uint32Array) => {
+      const b = new Uint32Array(n)
+      b.set(a)
+      return b
+    }
+    const g64 = (a: Float64Array) => {
+      const b = new Float64Array(n)
+      b.set(a)
+      return b
+    }
+    this.seg = g32(this.seg)
+    this.off = g32(this.off)
+    this.len = g32(this.len)
+    this.size = g32(this.size)
+    this.version = g64(this.version)
+    this.expires = g64(this.expires)
+  }
+}

@@ -1,0 +1,101 @@
+import { compareKeys } from './utf8.js'
+
+const MAX_CHUNK = 512
+
+/**
+ * The keys of one namespace in UTF-8 byte order, held as a list of sorted chunks so an
+ * insert or removal moves at most one chunk's worth of references, and a scan walks
+ * plain arrays.
+ */
+export class SortedKeys {
+  chunks: string[][] = [[]]
+  size = 0
+
+  static from(sorted: string[]): SortedKeys {
+    const s = new SortedKeys()
+    if (sorted.length === 0) return s
+    s.chunks = []
+    for (let i = 0; i < sorted.length; i += MAX_CHUNK / 2)
+      s.chunks.push(sorted.slice(i, i + MAX_CHUNK / 2))
+    s.size = sorted.length
+    return s
+  }
+
+  /** Index of the first chunk whose last key is >= key (the last chunk if none). */
+  private chunkFor(key: string): number {
+    const chunks = this.chunks
+    let lo = 0
+    let hi = chunks.length - 1
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1
+      const c = chunks[mid]
+      if (compareKeys(c[c.length - 1], key) < 0) lo = mid + 1
+      else hi = mid
+    }
+    return lo
+  }
+
+  insert(key: string): void {
+    const ci = this.chunkFor(key)
+    const chunk = this.chunks[ci]
+    const i = lowerBound(chunk, key)
+    if (i < chunk.length && chunk[i] === key) return
+    chunk.splice(i, 0, key)
+    this.size++
+    if (chunk.length > MAX_CHUNK) this.chunks.splice(ci + 1, 0, chunk.splice(MAX_CHUNK / 2))
+  }
+
+  remove(key: string): void {
+    const ci = this.chunkFor(key)
+    const chunk = this.chunks[ci]
+    const i = lowerBound(chunk, key)
+    if (i >= chunk.length || chunk[i] !== key) return
+    chunk.splice(i, 1)
+    this.size--
+    if (chunk.length === 0 && this.chunks.length > 1) this.chunks.splice(ci, 1)
+  }
+
+  /** Position of the first key >= key (strict: > key). */
+  seek(key: string, strict: boolean): [number, number] {
+    const ci = this.chunkFor(key)
+    const chunk = this.chunks[ci]
+    let i = lowerBound(chunk, key)
+    if (strict && i < chunk.length && chunk[i] === key) i++
+    if (i >= chunk.length && ci < this.chunks.length - 1) return [ci + 1, 0]
+    return [ci, i]
+  }
+
+  /** Position just past the last key that sorts before `prefix` or starts with it. */
+  seekPastPrefix(prefix: string): [number, number] {
+    const chunks = this.chunks
+    const before = (k: string) => k.startsWith(prefix) || compareKeys(k, prefix) < 0
+    let lo = 0
+    let hi = chunks.length - 1
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1
+      const c = chunks[mid]
+      if (before(c[c.length - 1])) lo = mid + 1
+      else hi = mid
+    }
+    const chunk = chunks[lo]
+    let a = 0
+    let b = chunk.length
+    while (a < b) {
+      const m = (a + b) >> 1
+      if (before(chunk[m])) a = m + 1
+      else b = m
+    }
+    return [lo, a]
+  }
+}
+
+function lowerBound(arr: string[], key: string): number {
+  let lo = 0
+  let hi = arr.length
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1
+    if (compareKeys(arr[mid], key) < 0) lo = mid + 1
+    else hi = mid
+  }
+  return lo
+}
