@@ -99,7 +99,11 @@ export async function runAdmin(
       const before = svc.engine.stats()
       await svc.engine.compact()
       const after = svc.engine.stats()
-      return { diskBytesBefore: before.diskBytes, diskBytesAfter: after.diskBytes, liveBytes: after.liveBytes }
+      return {
+        diskBytesBefore: before.diskBytes,
+        diskBytesAfter: after.diskBytes,
+        liveBytes: after.liveBytes,
+      }
     }
     default:
       throw new ServiceError(404, 'unknown_command', `There is no command "${command}".`)
