@@ -1,19 +1,20 @@
 // Compaction: copies every live record out of the sealed segments into fresh ones, then
-// swaps them in and deletes the old files. It runs in slices of a few milliseconds so
-// requests keep flowing; writes made meanwhile go to the active segment and win, because
-// the swap only moves a key whose index entry still points at the copy it read.
+// points the index at the copies and deletes the old files. Requests keep flowing: files
+// are read asynchronously, and the walk over records and the swap of index entries run in
+// slices of a few milliseconds. Writes made meanwhile go to the active segment and win,
+// because a key is moved only while its index entry still points at the copy that was read.
 //
 // Every sealed segment is compacted together, so a tombstone or an expired record can be
 // dropped: every older copy of its key is in the same set and goes with it. Crash safety:
-// outputs are written under temporary names, fsynced, then renamed; only then does the
-// COMPACTED file list the old segments, which are deleted (again on the next open if the
-// process dies half-way). Before that file exists, old and new copies coexist and recovery
-// keeps the highest version of each key, which is the same data.
+// outputs are written under temporary names, fsynced, then renamed; only once every key is
+// moved does the COMPACTED file list the old segments, which are then deleted (again on the
+// next open if the process dies half-way). Before that file exists, old and new copies
+// coexist and recovery keeps the highest version of each key, which is the same data.
 import fs from 'node:fs'
 import path from 'node:path'
 import type { Db } from './db.js'
 import { fsyncDir } from './fsutil.js'
-import { HintBuilder, writeHint } from './hint.js'
+import { HintBuilder } from './hint.js'
 import {
   COMPACTED_FILE,
   type Namespace,
@@ -32,7 +33,7 @@ import {
   segmentHeader,
 } from './record.js'
 
-const SLICE_MS = 5
+const SLICE_MS = 4
 const OUT_BUFFER = 1024 * 1024
 
 interface Output {
@@ -43,105 +44,119 @@ interface Output {
   hint: HintBuilder
   buf: Buffer
   len: number
-  live: number
   baseVersion: number
+}
+
+/** Index entries to move once the outputs are durable, in parallel arrays. */
+class Moves {
+  slot = new Uint32Array(1024)
+  fromSeg = new Uint32Array(1024)
+  fromOff = new Uint32Array(1024)
+  toSeg = new Uint32Array(1024)
+  toOff = new Uint32Array(1024)
+  n = 0
+
+  push(slot: number, fromSeg: number, fromOff: number, toSeg: number, toOff: number): void {
+    if (this.n === this.slot.length) {
+      for (const k of ['slot', 'fromSeg', 'fromOff', 'toSeg', 'toOff'] as const) {
+        const b = new Uint32Array(this.n * 2)
+        b.set(this[k])
+        this[k] = b
+      }
+    }
+    const i = this.n++
+    this.slot[i] = slot
+    this.fromSeg[i] = fromSeg
+    this.fromOff[i] = fromOff
+    this.toSeg[i] = toSeg
+    this.toOff[i] = toOff
+  }
+}
+
+/** Yields to the event loop once a slice has used its time; throws if the db closed meanwhile. */
+function slicer(db: Db): () => Promise<void> {
+  let start = performance.now()
+  return async () => {
+    if (performance.now() - start < SLICE_MS) return
+    await new Promise((r) => setImmediate(r))
+    if (db.isClosed()) throw new Error('closed')
+    start = performance.now()
+  }
 }
 
 /** One pass over all sealed segments. Resolves true when it replaced them. */
 export async function compactAll(db: Db): Promise<boolean> {
   if (db.active.end > SEG_HEADER) db.rotate()
   await db.drain()
-  const old = [...db.segments.values()].filter((s) => s !== db.active)
+  const old = [...db.segments.values()].filter((s) => s !== db.active).sort((a, b) => a.id - b.id)
   if (old.length === 0) return false
-  const oldIds = new Set(old.map((s) => s.id))
   const s = db.slots
-
-  // What to copy: every key whose newest record lies in the old segments, in file order.
-  const items: number[] = []
-  const owners: Namespace[] = []
-  const keys: string[] = []
-  for (const n of db.byName.values()) {
-    for (const [key, slot] of n.map) {
-      if (oldIds.has(s.seg[slot])) {
-        items.push(items.length)
-        owners.push(n)
-        keys.push(key)
-      }
-    }
-  }
-  const slotOf = (i: number) => owners[i].map.get(keys[i])!
-  const fromSeg = new Uint32Array(items.length)
-  const fromOff = new Uint32Array(items.length)
-  for (let i = 0; i < items.length; i++) {
-    const slot = slotOf(i)
-    fromSeg[i] = s.seg[slot]
-    fromOff[i] = s.off[slot]
-  }
-  items.sort((a, b) => fromSeg[a] - fromSeg[b] || fromOff[a] - fromOff[b])
-
+  const moves = new Moves()
+  /** Keys found expired in the walk: not copied, dropped from the index after the swap. */
+  const expired: [Namespace, string][] = []
   const outputs: Output[] = []
-  const toSeg = new Uint32Array(items.length)
-  const toOff = new Uint32Array(items.length)
-  const copied = new Uint8Array(items.length)
   let out: Output | null = null
+  const tick = slicer(db)
   const now = Date.now()
-  let sliceStart = performance.now()
   try {
-    for (const i of items) {
-      const slot = owners[i].map.get(keys[i])
-      if (slot === undefined || s.seg[slot] !== fromSeg[i] || s.off[slot] !== fromOff[i]) continue
-      const exp = s.expires[slot]
-      if (exp !== 0 && exp <= now) continue
-      const len = s.len[slot]
-      const entry = db.readEntry(fromSeg[i], fromOff[i], len, false)
-      if (out && out.size + REC_HEADER + len > db.segmentBytes && out.size > SEG_HEADER) {
-        finishOutput(out)
-        out = null
-      }
-      if (!out) {
-        out = startOutput(db)
-        outputs.push(out)
-      }
-      if (out.len + REC_HEADER + len > out.buf.length) {
-        writeOut(out)
-        if (REC_HEADER + len > out.buf.length) out.buf = Buffer.allocUnsafe(REC_HEADER + len)
-      }
-      const at = out.len
-      entry.copy(out.buf, at + REC_HEADER)
-      sealRecord(out.buf, at, len, 1)
-      out.len += REC_HEADER + len
-      const off = out.size + REC_HEADER
-      out.size += REC_HEADER + len
-      const keyLen = entry.readUInt16LE(6)
-      out.hint.add(
-        PUT,
-        entry[5],
-        keyLen,
-        entry.readUInt32LE(8),
-        entry.readDoubleLE(12),
-        entry.readDoubleLE(20),
-        off,
-        len,
-        entry,
-        ENTRY_HEADER,
-      )
-      toSeg[i] = out.id
-      toOff[i] = off
-      copied[i] = 1
-      if (performance.now() - sliceStart > SLICE_MS) {
-        await new Promise((r) => setImmediate(r))
-        if (db.isClosed()) throw new Error('closed')
-        sliceStart = performance.now()
+    for (const seg of old) {
+      const buf = await readSegment(seg)
+      for (let p = SEG_HEADER; p + REC_HEADER <= buf.length; ) {
+        const recLen = buf.readUInt32LE(p + 4)
+        const count = buf.readUInt32LE(p + 8)
+        let q = p + REC_HEADER
+        for (let i = 0; i < count; i++) {
+          const keyLen = buf.readUInt16LE(q + 6)
+          const len = ENTRY_HEADER + keyLen + buf.readUInt32LE(q + 28)
+          if (buf[q + 4] === PUT) {
+            const off = q
+            const n = db.byId.get(buf.readUInt32LE(q + 8))
+            const key = buf.toString('utf8', q + ENTRY_HEADER, q + ENTRY_HEADER + keyLen)
+            const slot = n?.map.get(key)
+            const exp = slot === undefined ? 0 : s.expires[slot]!
+            const current = slot !== undefined && s.seg[slot] === seg.id && s.off[slot] === off
+            if (current && exp !== 0 && exp <= now) expired.push([n!, key])
+            else if (current) {
+              if (out && out.size + REC_HEADER + len > db.segmentBytes && out.size > SEG_HEADER) {
+                writeOut(out)
+                out = null
+              }
+              if (!out) {
+                out = startOutput(db)
+                outputs.push(out)
+              }
+              const at = appendEntry(out, buf, off, len)
+              out.hint.add(
+                PUT,
+                buf[q + 5]!,
+                keyLen,
+                buf.readUInt32LE(q + 8),
+                buf.readDoubleLE(q + 12),
+                buf.readDoubleLE(q + 20),
+                at,
+                len,
+                buf,
+                q + ENTRY_HEADER,
+              )
+              moves.push(slot, seg.id, off, out.id, at)
+            }
+          }
+          q += len
+        }
+        p += REC_HEADER + recLen
+        await tick()
       }
     }
-    if (out) finishOutput(out)
+    if (out) writeOut(out)
     for (const o of outputs) {
       await new Promise<void>((resolve, reject) =>
         fs.fdatasync(o.fd, (e) => (e ? reject(e) : resolve())),
       )
-    }
-    for (const o of outputs) {
-      writeHint(path.join(db.dir, hintFile(o.id)), o.hint.finish(o.id, o.size, o.baseVersion))
+      await fs.promises.writeFile(
+        `${path.join(db.dir, hintFile(o.id))}.tmp`,
+        o.hint.finish(o.id, o.size, o.baseVersion),
+      )
+      fs.renameSync(`${path.join(db.dir, hintFile(o.id))}.tmp`, path.join(db.dir, hintFile(o.id)))
       fs.renameSync(o.tmp, path.join(db.dir, segmentFile(o.id)))
     }
     fsyncDir(db.dir)
@@ -150,12 +165,15 @@ export async function compactAll(db: Db): Promise<boolean> {
       fs.closeSync(o.fd)
       fs.rmSync(o.tmp, { force: true })
       fs.rmSync(path.join(db.dir, hintFile(o.id)), { force: true })
+      fs.rmSync(`${path.join(db.dir, hintFile(o.id))}.tmp`, { force: true })
+      fs.rmSync(path.join(db.dir, segmentFile(o.id)), { force: true })
     }
     if (db.isClosed()) return false
     throw err
   }
 
-  // The swap: synchronous, so no request sees it half done.
+  // The outputs are durable and named: make them readable, then move the index entries over,
+  // a slice at a time. Until the COMPACTED file exists both copies stay on disk.
   const byId = new Map<number, Segment>()
   for (const o of outputs) {
     const seg: Segment = {
@@ -173,24 +191,33 @@ export async function compactAll(db: Db): Promise<boolean> {
     db.segments.set(o.id, seg)
     byId.set(o.id, seg)
   }
-  for (const i of items) {
-    const n = owners[i]
-    const slot = n.map.get(keys[i])
-    if (slot === undefined || s.seg[slot] !== fromSeg[i] || s.off[slot] !== fromOff[i]) continue
-    if (!copied[i]) {
-      n.map.has(keys[i]) && db.remove(n, keys[i]) // expired: its record is not carried over
-      continue
+  const swapTick = slicer(db)
+  for (let i = 0; i < moves.n; i++) {
+    const slot = moves.slot[i]!
+    if (s.seg[slot] === moves.fromSeg[i] && s.off[slot] === moves.fromOff[i]) {
+      db.segments.get(moves.fromSeg[i]!)!.live -= s.len[slot]!
+      s.seg[slot] = moves.toSeg[i]!
+      s.off[slot] = moves.toOff[i]!
+      byId.get(moves.toSeg[i]!)!.live += s.len[slot]!
     }
-    const seg = byId.get(toSeg[i])!
-    db.segments.get(fromSeg[i])!.live -= s.len[slot]
-    s.seg[slot] = toSeg[i]
-    s.off[slot] = toOff[i]
-    seg.live += s.len[slot]
+    if ((i & 1023) === 0) {
+      try {
+        await swapTick()
+      } catch {
+        return false // closed: the next open resolves old and new copies
+      }
+    }
+  }
+  // Expired keys were not copied; unless written again meanwhile, their entries go now.
+  const oldIds = new Set(old.map((o) => o.id))
+  for (const [n, key] of expired) {
+    const slot = n.map.get(key)
+    if (slot !== undefined && oldIds.has(s.seg[slot]!)) db.remove(n, key)
   }
 
   const marker = path.join(db.dir, COMPACTED_FILE)
   const fd = fs.openSync(marker, 'w')
-  fs.writeSync(fd, JSON.stringify([...oldIds]))
+  fs.writeSync(fd, JSON.stringify(old.map((o) => o.id)))
   fs.fsyncSync(fd)
   fs.closeSync(fd)
   fsyncDir(db.dir)
@@ -202,9 +229,24 @@ export async function compactAll(db: Db): Promise<boolean> {
   }
   fsyncDir(db.dir)
   fs.rmSync(marker, { force: true })
-  // Keep the active segment the newest one, where recovery looks for a torn tail.
+  // Keep the active segment the newest one, so ids keep the order records were written in.
   if (outputs.length > 0) db.rotate()
   return true
+}
+
+function readSegment(seg: Segment): Promise<Buffer> {
+  const buf = Buffer.allocUnsafe(seg.written)
+  return new Promise((resolve, reject) => {
+    let done = 0
+    const next = () =>
+      fs.read(seg.fd, buf, done, seg.written - done, done, (err, n) => {
+        if (err) return reject(err)
+        done += n
+        if (n === 0 || done === seg.written) resolve(buf.subarray(0, done))
+        else next()
+      })
+    next()
+  })
 }
 
 function startOutput(db: Db): Output {
@@ -222,9 +264,23 @@ function startOutput(db: Db): Output {
     hint: new HintBuilder(),
     buf: Buffer.allocUnsafe(OUT_BUFFER),
     len: 0,
-    live: 0,
     baseVersion,
   }
+}
+
+/** Appends one entry as a record of its own; returns the entry's offset in the output. */
+function appendEntry(o: Output, src: Buffer, off: number, len: number): number {
+  if (o.len + REC_HEADER + len > o.buf.length) {
+    writeOut(o)
+    if (REC_HEADER + len > o.buf.length) o.buf = Buffer.allocUnsafe(REC_HEADER + len)
+  }
+  const at = o.len
+  src.copy(o.buf, at + REC_HEADER, off, off + len)
+  sealRecord(o.buf, at, len, 1)
+  o.len += REC_HEADER + len
+  const entryOff = o.size + REC_HEADER
+  o.size += REC_HEADER + len
+  return entryOff
 }
 
 function writeOut(o: Output): void {
@@ -232,8 +288,4 @@ function writeOut(o: Output): void {
   const base = o.size - o.len
   while (done < o.len) done += fs.writeSync(o.fd, o.buf, done, o.len - done, base + done)
   o.len = 0
-}
-
-function finishOutput(o: Output): void {
-  writeOut(o)
 }

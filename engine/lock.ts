@@ -1,9 +1,11 @@
-// One process per directory. A LOCK file holds the owner's pid; a pid that no longer runs
-// (the owner was killed) does not block. Within one process a set of open directories
-// catches a second open, since the pid would match our own.
+// One process per directory. The LOCK file is created exclusively (O_EXCL) and holds the
+// owner's pid, so of two processes starting together only one gets it. A LOCK whose pid no
+// longer runs (the owner was killed) is stale and taken over. Within one process a set of
+// open directories catches a second open, since the pid would be our own.
 import fs from 'node:fs'
 import path from 'node:path'
 import { EngineError } from './errors.js'
+import { fsyncDir } from './fsutil.js'
 
 const openHere = new Set<string>()
 
@@ -22,17 +24,30 @@ export function acquireLock(dir: string): () => void {
     throw new EngineError('LOCKED', `${dir} is already open in this process`)
   }
   const file = path.join(real, 'LOCK')
-  let held = ''
-  try {
-    held = fs.readFileSync(file, 'utf8').trim()
-  } catch {}
-  const pid = Number(held)
-  if (Number.isInteger(pid) && pid > 0 && pid !== process.pid && alive(pid)) {
-    throw new EngineError('LOCKED', `${dir} is in use by process ${pid}`)
+  for (let attempt = 0; ; attempt++) {
+    try {
+      const fd = fs.openSync(file, 'wx')
+      fs.writeSync(fd, String(process.pid))
+      fs.fsyncSync(fd)
+      fs.closeSync(fd)
+      fsyncDir(real)
+      break
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST' || attempt > 2) throw err
+    }
+    let held = ''
+    try {
+      held = fs.readFileSync(file, 'utf8').trim()
+    } catch {
+      continue // removed meanwhile: try again
+    }
+    const pid = Number(held)
+    if (Number.isInteger(pid) && pid > 0 && pid !== process.pid && alive(pid)) {
+      throw new EngineError('LOCKED', `${dir} is in use by process ${pid} (see ${file})`)
+    }
+    // Stale (its process is gone, or the file is empty from a crash while writing it).
+    fs.rmSync(file, { force: true })
   }
-  const tmp = `${file}.${process.pid}`
-  fs.writeFileSync(tmp, String(process.pid))
-  fs.renameSync(tmp, file)
   openHere.add(real)
   return () => {
     openHere.delete(real)
