@@ -1,0 +1,115 @@
+// Authentication and key permissions: x-api-key, Bearer, 401, read-only and scoped keys
+// (403 forbidden), revoked and rotated keys.
+import t from 'tap'
+import { Client } from './http.js'
+import { cli } from './cli.js'
+import { freshNamespace, setup } from './setup.js'
+
+const { srv, api, email } = await setup(t)
+const ns = await freshNamespace(api)
+const other = await freshNamespace(api)
+await api.mustPut(ns, 'k', 'v')
+
+t.test('401 unauthorized without a key, with an unknown one, or a malformed header', async (t) => {
+  const cases: [string, Record<string, string>][] = [
+    ['no key', {}],
+    ['unknown key', { 'x-api-key': 'cairn_00000000000000000000000000000000' }],
+    ['garbage key', { 'x-api-key': 'nope' }],
+    ['empty key', { 'x-api-key': '' }],
+    ['unknown bearer', { authorization: 'Bearer cairn_00000000000000000000000000000000' }],
+    ['basic auth', { authorization: `Basic ${Buffer.from(`x:${api.key}`).toString('base64')}` }],
+    ['key in the wrong scheme', { authorization: `Token ${api.key}` }],
+  ]
+  for (const [what, headers] of cases) {
+    const res = await api.get(`/${ns}/k`, { key: null, headers })
+    t.equal(res.status, 401, what)
+    t.equal(res.json?.error?.code, 'unauthorized', what)
+    t.type(res.json?.error?.message, 'string')
+    t.notMatch(res.text, api.key, 'the key is never echoed')
+  }
+  const list = await api.get('/namespaces', { key: null })
+  t.equal(list.status, 401, 'namespace routes need a key too')
+  const usage = await api.get('/usage', { key: null })
+  t.equal(usage.status, 401, 'usage needs a key too')
+})
+
+t.test('Authorization: Bearer works like x-api-key', async (t) => {
+  const res = await api.get(`/${ns}/k`, {
+    key: null,
+    headers: { authorization: `Bearer ${api.key}` },
+  })
+  t.equal(res.status, 200)
+  t.equal(res.text, '{"value":"v"}')
+  const put = await api.put(
+    `/${ns}/b`,
+    { value: 1 },
+    { key: null, headers: { authorization: `Bearer ${api.key}` } },
+  )
+  t.equal(put.status, 201)
+  const lower = await api.get(`/${ns}/k`, {
+    key: null,
+    headers: { authorization: `bearer ${api.key}` },
+  })
+  t.equal(lower.status, 200, 'the scheme name is case-insensitive')
+})
+
+t.test('a read-only key reads but cannot write: 403 forbidden', async (t) => {
+  const ro = new Client(
+    srv.baseUrl,
+    (await cli(srv, ['key', 'create', '--email', email, '--name', 'ro', '--permission', 'read']))
+      .secret,
+  )
+  t.equal((await ro.get(`/${ns}/k`)).status, 200)
+  t.equal((await ro.get(`/${ns}`)).status, 200)
+  t.equal((await ro.get('/namespaces')).status, 200)
+  t.equal((await ro.get('/usage')).status, 200)
+  const attempts: [string, () => Promise<{ status: number; json: any }>][] = [
+    ['PUT', () => ro.put(`/${ns}/k`, { value: 'ro' })],
+    ['DELETE', () => ro.del(`/${ns}/k`)],
+    ['create namespace', () => ro.post('/namespaces', { name: 'ro-made' })],
+    ['delete namespace', () => ro.del(`/namespaces/${other}`)],
+  ]
+  for (const [what, go] of attempts) {
+    const res = await go()
+    t.equal(res.status, 403, what)
+    t.equal(res.json?.error?.code, 'forbidden', what)
+  }
+  t.equal((await api.get(`/${ns}/k`)).text, '{"value":"v"}', 'nothing changed')
+  t.equal((await api.get(`/${other}`)).status, 200, 'the namespace is still there')
+})
+
+t.test('a key limited to some namespaces gets 403 forbidden elsewhere', async (t) => {
+  const scoped = new Client(
+    srv.baseUrl,
+    (await cli(srv, ['key', 'create', '--email', email, '--name', 'scoped', '--namespaces', ns]))
+      .secret,
+  )
+  t.equal((await scoped.get(`/${ns}/k`)).status, 200)
+  t.equal((await scoped.put(`/${ns}/s`, { value: 1 })).status, 201)
+  for (const [what, res] of [
+    ['GET', await scoped.get(`/${other}/k`)],
+    ['PUT', await scoped.put(`/${other}/k`, { value: 1 })],
+    ['list', await scoped.get(`/${other}`)],
+    ['delete namespace', await scoped.del(`/namespaces/${other}`)],
+  ] as const) {
+    t.equal(res.status, 403, what)
+    t.equal(res.json?.error?.code, 'forbidden', what)
+  }
+  t.equal((await api.get(`/${other}/k`)).status, 404, 'the write outside the scope did not happen')
+})
+
+t.test('revoked and rotated keys get 401; the new secret works', async (t) => {
+  const made = await cli(srv, ['key', 'create', '--email', email, '--name', 'temp'])
+  const temp = new Client(srv.baseUrl, made.secret)
+  t.equal((await temp.get(`/${ns}/k`)).status, 200)
+  const rotated = await cli(srv, ['key', 'rotate', '--email', email, '--id', made.id])
+  t.not(rotated.secret, made.secret)
+  t.equal((await temp.get(`/${ns}/k`)).status, 401, 'the old secret dies at once')
+  const fresh = new Client(srv.baseUrl, rotated.secret)
+  t.equal((await fresh.get(`/${ns}/k`)).status, 200, 'the new secret works')
+  await cli(srv, ['key', 'revoke', '--email', email, '--id', made.id])
+  const res = await fresh.get(`/${ns}/k`)
+  t.equal(res.status, 401, 'a revoked key is refused')
+  t.equal(res.json.error.code, 'unauthorized')
+  t.equal((await api.get(`/${ns}/k`)).status, 200, "the account's other keys still work")
+})

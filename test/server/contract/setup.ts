@@ -1,0 +1,79 @@
+// Starts a real server for one test file and gives it an account with a client.
+import { startServer } from '../../helpers/server.js'
+import { Client } from './http.js'
+
+export interface PlanFields {
+  id: string
+  name?: string
+  requestsPerDay?: number | null
+  ratePerSecond?: number | null
+  burst?: number | null
+  maxNamespaces?: number | null
+  maxStorageBytes?: number | null
+  maxValueBytes?: number | null
+}
+
+const MiB = 1024 * 1024
+
+/** A plan roomy enough that the contract tests never meet a limit they don't test. */
+export function plan(fields: PlanFields) {
+  return {
+    name: fields.id,
+    priceUsdPerMonth: 0,
+    requestsPerDay: null,
+    ratePerSecond: 100000,
+    burst: 100000,
+    maxNamespaces: 1000,
+    maxStorageBytes: null,
+    maxValueBytes: MiB,
+    selfServe: true,
+    ...fields,
+  }
+}
+
+export function plansFile(...extra: PlanFields[]) {
+  return {
+    plans: [plan({ id: 'free', name: 'Free' }), ...extra.map(plan)],
+    default: 'free',
+    upgradeUrl: null,
+  }
+}
+
+type Server = Awaited<ReturnType<typeof startServer>>
+
+interface Tap {
+  teardown(fn: () => unknown): void
+}
+
+export async function setup(
+  t: Tap,
+  opts: { plans?: object; args?: string[]; env?: Record<string, string> } = {},
+): Promise<{ srv: Server; api: Client; email: string; accountId: string }> {
+  const srv = await startServer({
+    plans: opts.plans ?? plansFile(),
+    args: opts.args,
+    env: opts.env,
+  })
+  t.teardown(() => srv.stop())
+  const acct = await srv.createAccount()
+  return {
+    srv,
+    api: new Client(srv.baseUrl, acct.apiKey),
+    email: acct.email,
+    accountId: acct.accountId,
+  }
+}
+
+/** A second account on the same server. */
+export async function otherAccount(srv: Server, plan?: string): Promise<Client> {
+  const acct = await srv.createAccount(undefined, plan ? { plan } : undefined)
+  return new Client(srv.baseUrl, acct.apiKey)
+}
+
+let seq = 0
+/** A fresh namespace name, created on the server. */
+export async function freshNamespace(api: Client, stem = 'ns'): Promise<string> {
+  const name = `${stem}${++seq}`
+  await api.createNamespace(name)
+  return name
+}
