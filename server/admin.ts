@@ -20,6 +20,7 @@ export const COMMANDS = [
   'account.create',
   'account.list',
   'account.delete',
+  'account.password',
   'key.create',
   'key.list',
   'key.rotate',
@@ -70,6 +71,11 @@ export async function runAdmin(
       const acct = svc.accounts.require(a.email)
       await svc.deleteAccount(acct.id)
       return { deleted: acct.view() }
+    }
+    case 'account.password': {
+      const acct = svc.accounts.require(a.email)
+      await svc.accounts.setPassword(acct, a.password)
+      return { account: acct.view() }
     }
     case 'key.create':
       return svc.accounts.createKey(svc.accounts.require(a.email), keyOptions(a))

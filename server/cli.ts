@@ -21,6 +21,7 @@ const HELP = `Usage: cairn <command> [options]
                                                   make an account and its first API key
   account list                                    list accounts
   account delete --email E                        delete an account and all its data
+  account password --email E --password P         set the password for the dashboard
   key create --email E [--name N] [--permission read|read-write] [--namespaces a,b]
                                                   make another API key (secret shown once)
   key list --email E                              list an account's keys
@@ -65,9 +66,10 @@ function adminCommand(
   }
   if (
     command.startsWith('key.') ||
-    ['account.create', 'account.delete', 'plan.set'].includes(command)
+    ['account.create', 'account.delete', 'account.password', 'plan.set'].includes(command)
   )
     need('email', '--email E')
+  if (command === 'account.password') need('password', '--password P')
   if (command === 'key.rotate' || command === 'key.revoke') need('id', '--id KEYID')
   if (command === 'plan.set') need('plan', 'a plan id')
   if (command === 'backup') need('to', '--to DIR')
@@ -140,6 +142,8 @@ function show(command: string, out: any): string {
           )
           .join('\n') || 'No accounts.'
       )
+    case 'account.password':
+      return `${out.account.email} can now log in to the dashboard with that password.`
     case 'account.delete':
       return `Deleted account ${out.deleted.id} (${out.deleted.email}) and all its data.`
     case 'key.create':

@@ -42,7 +42,33 @@ t.test('with the server stopped, the commands work on the data directory', async
   t.equal(again.code, 1, 'the same email twice is refused')
   t.match(again.stderr, /already exists/)
 
+  const noPassword = json(await cairn(['account', 'list', '--data', dir, '--json']))
+  t.equal(noPassword.accounts[0].hasPassword, false, 'made without a password')
+  const weak = await cairn([
+    'account',
+    'password',
+    '--email',
+    'ops@example.com',
+    '--password',
+    'short',
+    '--data',
+    dir,
+  ])
+  t.equal(weak.code, 1, 'a password under 8 characters is refused')
+  const set = await cairn([
+    'account',
+    'password',
+    '--email',
+    'ops@example.com',
+    '--password',
+    'long enough',
+    '--data',
+    dir,
+  ])
+  t.equal(set.code, 0, set.stderr)
   const listed = json(await cairn(['account', 'list', '--data', dir, '--json']))
+  t.equal(listed.accounts[0].hasPassword, true, 'the password is set')
+  t.notMatch(JSON.stringify(listed), /scrypt|long enough/, 'and never shown')
   t.same(
     listed.accounts.map((a: { email: string }) => a.email),
     ['ops@example.com'],
