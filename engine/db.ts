@@ -2,7 +2,6 @@
 // and the glue to recovery and compaction. engine/FORMAT.md describes the files.
 import fs from 'node:fs'
 import path from 'node:path'
-import { LRUCache } from 'lru-cache'
 import { compactAll } from './compaction.js'
 import { EngineError, fail } from './errors.js'
 import { fsyncDir } from './fsutil.js'
@@ -22,6 +21,7 @@ import {
 } from './record.js'
 import type { Dropped } from './segment-scan.js'
 import { Slots } from './slots.js'
+import { ValueCache } from './value-cache.js'
 import { SortedKeys } from './sorted-keys.js'
 import type {
   BatchOp,
@@ -93,7 +93,7 @@ export class Db implements Engine {
   private dirDirty = false
   private closed = false
   private release: () => void
-  private cache: LRUCache<number, Buffer> | null
+  private cache: ValueCache | null
   private timer: NodeJS.Timeout | null = null
   private compacting: Promise<void> | null = null
   private compactAgain = false
@@ -114,13 +114,7 @@ export class Db implements Engine {
     this.durability = cfg.options.durability ?? 'always'
     this.segmentBytes = Math.min(cfg.options.segmentBytes ?? 64 * 1024 * 1024, 2 ** 31)
     const cacheBytes = cfg.options.cacheBytes ?? 64 * 1024 * 1024
-    this.cache =
-      cacheBytes > 0
-        ? new LRUCache<number, Buffer>({
-            maxSize: cacheBytes,
-            sizeCalculation: (b) => b.length + 64,
-          })
-        : null
+    this.cache = cacheBytes > 0 ? new ValueCache(cacheBytes) : null
     if (this.durability === 'interval') {
       this.timer = setInterval(() => void this.syncDirty(), cfg.options.syncIntervalMs ?? 100)
       this.timer.unref()
@@ -157,6 +151,7 @@ export class Db implements Engine {
     this.byId.delete(n.id)
     for (const slot of n.map.values()) {
       this.unlive(slot)
+      this.cache?.delete(slot)
       this.slots.release(slot)
     }
     n.map.clear()
@@ -433,8 +428,11 @@ export class Db implements Engine {
     const len = ENTRY_HEADER + keyLen + valueLen
     const off = g.base + at
     g.seg.hint!.add(type, flags, keyLen, n.id, version, expiresAt, off, len, b, at + ENTRY_HEADER)
-    if (type === PUT) this.setLive(n, key, g.seg, off, len, version, expiresAt, keyLen + valueLen)
-    else this.remove(n, key)
+    if (type === PUT) {
+      const slot = this.setLive(n, key, g.seg, off, len, version, expiresAt, keyLen + valueLen)
+      // What was just written is what is most likely read next (sessions, caches): keep it.
+      this.cache?.set(slot, b, at, len)
+    } else this.remove(n, key)
   }
 
   // ---- index ----
@@ -463,7 +461,7 @@ export class Db implements Engine {
     size: number,
     /** While opening, the sorted key list is built once at the end instead. */
     recovering = false,
-  ): void {
+  ): number {
     const s = this.slots
     let slot = n.map.get(key)
     if (slot === undefined) {
@@ -471,6 +469,7 @@ export class Db implements Engine {
       n.map.set(key, slot)
       if (!recovering) n.keys.insert(key)
     } else {
+      this.cache?.delete(slot)
       this.unlive(slot)
       n.bytes -= s.size[slot]
       if (s.expires[slot] !== 0) n.ttl--
@@ -484,6 +483,7 @@ export class Db implements Engine {
     seg.live += len
     n.bytes += size
     if (expiresAt !== 0) n.ttl++
+    return slot
   }
 
   remove(n: Namespace, key: string, recovering = false): void {
@@ -494,6 +494,7 @@ export class Db implements Engine {
     if (this.slots.expires[slot] !== 0) n.ttl--
     n.map.delete(key)
     if (!recovering) n.keys.remove(key)
+    this.cache?.delete(slot)
     this.slots.release(slot)
   }
 
@@ -545,23 +546,28 @@ export class Db implements Engine {
     }
   }
 
+  /**
+   * The value a live slot points at. The cache is keyed by slot: an entry is dropped when
+   * its slot is pointed elsewhere or freed, and compaction moves a slot only to a copy of the
+   * same bytes.
+   */
   readValue(slot: number): unknown {
-    const b = this.readEntry(this.slots.seg[slot], this.slots.off[slot], this.slots.len[slot])
+    const cache = this.cache
+    let b = cache?.get(slot)
+    if (b !== undefined) this.counters.cacheHits++
+    else {
+      b = this.readEntry(this.slots.seg[slot]!, this.slots.off[slot]!, this.slots.len[slot]!)
+      if (cache) {
+        this.counters.cacheMisses++
+        cache.set(slot, b, 0, b.length)
+      }
+    }
     const keyLen = b.readUInt16LE(6)
-    return decodeValue(b[5], b, ENTRY_HEADER + keyLen, b.length)
+    return decodeValue(b[5]!, b, ENTRY_HEADER + keyLen, b.length)
   }
 
   /** The entry's bytes, checked against its checksum. */
-  readEntry(segId: number, off: number, len: number, useCache = true): Buffer {
-    const ck = segId * 4294967296 + off
-    if (this.cache && useCache) {
-      const hit = this.cache.get(ck)
-      if (hit) {
-        this.counters.cacheHits++
-        return hit
-      }
-      this.counters.cacheMisses++
-    }
+  readEntry(segId: number, off: number, len: number): Buffer {
     const seg = this.segments.get(segId)
     if (!seg) throw new EngineError('CORRUPT', `segment ${segId} is missing`)
     let b: Buffer
@@ -580,7 +586,6 @@ export class Db implements Engine {
         )
       }
     }
-    if (useCache) this.cache?.set(ck, b)
     return b
   }
 
@@ -865,6 +870,13 @@ export class Db implements Engine {
     await this.drain()
     if (this.durability !== 'always') await this.syncDirty()
     if (this.timer) clearInterval(this.timer)
+    // Everything is on disk: the active segment gets its hint now, so the next open reads
+    // hints only instead of scanning it.
+    const active = this.active
+    if (active.end > SEG_HEADER && active.written === active.end) {
+      active.sealed = true
+      this.finishSeal(active)
+    }
     for (const seg of this.segments.values()) fs.closeSync(seg.fd)
     this.release()
   }

@@ -136,7 +136,10 @@ export function recover(db: Db, repair: boolean): Dropped[] {
     if (writeHintFrom)
       writeHint(path.join(dir, hintFile(id)), hintFor(id, end, entries, writeHintFrom, baseVersion))
   }
-  for (const n of db.byName.values()) n.keys = SortedKeys.from(sortKeys([...n.map.keys()]))
+  for (const n of db.byName.values()) {
+    const sorted = sortKeys([...n.map.keys()])
+    n.keys = SortedKeys.from(sorted.keys, sorted.wide)
+  }
   db.version = maxVersion
   return dropped
 }

@@ -18,14 +18,15 @@ export function compareKeys(a: string, b: string): number {
 
 const fixup = (u: number) => (u >= 0xe000 ? u - 0x800 : u + 0x2000)
 
-/** Sorts an array of keys in place in UTF-8 byte order, using the native sort when it agrees. */
-export function sortKeys(keys: string[]): string[] {
+/** Sorts keys in place in UTF-8 byte order (the native sort when it agrees); says which it used. */
+export function sortKeys(keys: string[]): { keys: string[]; wide: boolean } {
   let wide = false
-  for (let i = 0; i < keys.length && !wide; i++) wide = hasHighUnits(keys[i])
-  return wide ? keys.sort(compareKeys) : keys.sort()
+  for (let i = 0; i < keys.length && !wide; i++) wide = hasHighUnits(keys[i]!)
+  return { keys: wide ? keys.sort(compareKeys) : keys.sort(), wide }
 }
 
-function hasHighUnits(s: string): boolean {
+/** Whether a key holds a UTF-16 unit from U+D800 up, where `<` and UTF-8 order can differ. */
+export function hasHighUnits(s: string): boolean {
   for (let i = 0; i < s.length; i++) if (s.charCodeAt(i) >= 0xd800) return true
   return false
 }
