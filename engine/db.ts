@@ -135,7 +135,16 @@ export class Db implements Engine {
   }
 
   addNamespace(id: number, name: string): Namespace {
-    const n: Namespace = { id, name, map: new Map(), keys: new SortedKeys(), bytes: 0, ttl: 0 }
+    const n: Namespace = {
+      id,
+      name,
+      map: new Map(),
+      keys: new SortedKeys(),
+      bytes: 0,
+      ttl: 0,
+      building: null,
+      changes: null,
+    }
     this.byName.set(name, n)
     this.byId.set(id, n)
     return n
@@ -429,7 +438,7 @@ export class Db implements Engine {
     const off = g.base + at
     g.seg.hint!.add(type, flags, keyLen, n.id, version, expiresAt, off, len, b, at + ENTRY_HEADER)
     if (type === PUT) {
-      const slot = this.setLive(n, key, g.seg, off, len, version, expiresAt, keyLen + valueLen)
+      const slot = this.setLive(n, key, g.seg, off, len, version, expiresAt)
       // What was just written is what is most likely read next (sessions, caches): keep it.
       this.cache?.set(slot, b, at, len)
     } else this.remove(n, key)
@@ -458,42 +467,53 @@ export class Db implements Engine {
     len: number,
     version: number,
     expiresAt: number,
-    size: number,
     /** While opening, the sorted key list is built once at the end instead. */
     recovering = false,
+    /** The key's current slot when the caller has just looked it up. */
+    current: number | undefined = n.map.get(key),
   ): number {
     const s = this.slots
-    let slot = n.map.get(key)
+    let slot = current
     if (slot === undefined) {
       slot = s.alloc()
       n.map.set(key, slot)
-      if (!recovering) n.keys.insert(key)
+      if (!recovering) this.keyAdded(n, key)
     } else {
       this.cache?.delete(slot)
       this.unlive(slot)
-      n.bytes -= s.size[slot]
+      n.bytes -= s.len[slot]! - ENTRY_HEADER
       if (s.expires[slot] !== 0) n.ttl--
     }
     s.seg[slot] = seg.id
     s.off[slot] = off
     s.len[slot] = len
-    s.size[slot] = size
     s.version[slot] = version
     s.expires[slot] = expiresAt
     seg.live += len
-    n.bytes += size
+    n.bytes += len - ENTRY_HEADER
     if (expiresAt !== 0) n.ttl++
     return slot
+  }
+
+  /** Keeps the sorted list in step, or notes the key while it is being built after open. */
+  private keyAdded(n: Namespace, key: string): void {
+    if (n.changes) n.changes.set(key, true)
+    else n.keys.insert(key)
+  }
+
+  private keyRemoved(n: Namespace, key: string): void {
+    if (n.changes) n.changes.set(key, true)
+    else n.keys.remove(key)
   }
 
   remove(n: Namespace, key: string, recovering = false): void {
     const slot = n.map.get(key)
     if (slot === undefined) return
     this.unlive(slot)
-    n.bytes -= this.slots.size[slot]
+    n.bytes -= this.slots.len[slot]! - ENTRY_HEADER
     if (this.slots.expires[slot] !== 0) n.ttl--
     n.map.delete(key)
-    if (!recovering) n.keys.remove(key)
+    if (!recovering) this.keyRemoved(n, key)
     this.cache?.delete(slot)
     this.slots.release(slot)
   }
@@ -538,8 +558,8 @@ export class Db implements Engine {
       const exp = s.expires[slot]
       return Promise.resolve(
         exp !== 0
-          ? { version: s.version[slot], bytes: s.size[slot], expiresAt: exp }
-          : { version: s.version[slot], bytes: s.size[slot] },
+          ? { version: s.version[slot], bytes: s.len[slot]! - ENTRY_HEADER, expiresAt: exp }
+          : { version: s.version[slot], bytes: s.len[slot]! - ENTRY_HEADER },
       )
     } catch (err) {
       return Promise.reject(err)
@@ -593,6 +613,8 @@ export class Db implements Engine {
     try {
       this.checkOpen()
       const n = this.ns(ns)
+      // A large namespace's sorted list may still be in the making just after open.
+      if (n.building) return n.building.then(() => this.list(ns, opts))
       const prefix = opts?.prefix ?? ''
       const after = opts?.after
       const limit = opts?.limit ?? 1000

@@ -12,6 +12,10 @@ export interface Namespace {
   bytes: number
   /** How many live keys carry an expiry; scans skip the expiry check when none do. */
   ttl: number
+  /** While the sorted list is built after open: resolves when listings may go ahead. */
+  building: Promise<void> | null
+  /** Keys written or removed during that build (see sorted-build.ts). */
+  changes: Map<string, true> | null
 }
 
 export interface Segment {

@@ -6,13 +6,20 @@ import path from 'node:path'
 import type { Db } from './db.js'
 import { EngineError } from './errors.js'
 import { fsyncDir } from './fsutil.js'
-import { HintBuilder, readHint, writeHint } from './hint.js'
+import { HintBuilder, forEachHintEntry, readHint, writeHint } from './hint.js'
 import { readNamespaces } from './namespaces-file.js'
 import { COMPACTED_FILE, type Namespace, SEGMENT_NAME, type Segment, hintFile } from './parts.js'
-import { DEL, type EntryInfo, PUT, REC_HEADER, SEG_COMPACTED, SEG_HEADER } from './record.js'
+import {
+  DEL,
+  ENTRY_HEADER,
+  type EntryInfo,
+  PUT,
+  REC_HEADER,
+  SEG_COMPACTED,
+  SEG_HEADER,
+} from './record.js'
 import { type Dropped, scanSegment } from './segment-scan.js'
-import { SortedKeys } from './sorted-keys.js'
-import { sortKeys } from './utf8.js'
+import { SORT_NOW, sortLater, sortNow } from './sorted-build.js'
 
 const HINT_NAME = /^seg-(\d{8})\.hint$/
 const LEFTOVER = /^(compact-\d{8}\.tmp|.*\.tmp)$/
@@ -68,14 +75,12 @@ export function recover(db: Db, repair: boolean): Dropped[] {
     const file = path.join(dir, `seg-${String(id).padStart(8, '0')}.seg`)
     const size = fs.statSync(file).size
     const hint = readHint(path.join(dir, hintFile(id)), id, size)
-    let entries: EntryInfo[]
+    let entries: EntryInfo[] = []
     let baseVersion = 0
     let end = size
     let writeHintFrom: Buffer | null = null
-    if (hint) {
-      entries = hint.entries
-      baseVersion = hint.baseVersion
-    } else {
+    if (hint) baseVersion = hint.baseVersion
+    else {
       let buf: Buffer = fs.readFileSync(file)
       // Only a segment the write path was appending to can be cut short by a crash, and
       // only one without a hint: a hint is written once the segment is whole.
@@ -128,17 +133,27 @@ export function recover(db: Db, repair: boolean): Dropped[] {
     }
     db.segments.set(id, seg)
     if (id >= db.nextSegId) db.nextSegId = id + 1
-    for (const e of entries) {
-      if (e.version > maxVersion) maxVersion = e.version
-      apply(db, tombs, seg, e, now)
+    const visit = (
+      type: number,
+      nsId: number,
+      key: string,
+      version: number,
+      expiresAt: number,
+      off: number,
+      len: number,
+    ) => {
+      if (version > maxVersion) maxVersion = version
+      apply(db, tombs, seg, type, nsId, key, version, expiresAt, off, len, now)
     }
+    if (hint) forEachHintEntry(hint, visit)
+    else for (const e of entries) visit(e.type, e.nsId, e.key, e.version, e.expiresAt, e.off, e.len)
     // Every segment found at open is sealed from now on: give it a hint for the next open.
     if (writeHintFrom)
       writeHint(path.join(dir, hintFile(id)), hintFor(id, end, entries, writeHintFrom, baseVersion))
   }
   for (const n of db.byName.values()) {
-    const sorted = sortKeys([...n.map.keys()])
-    n.keys = SortedKeys.from(sorted.keys, sorted.wide)
+    if (n.map.size <= SORT_NOW) sortNow(n)
+    else sortLater(n, () => db.isClosed())
   }
   db.version = maxVersion
   return dropped
@@ -149,28 +164,34 @@ function apply(
   db: Db,
   tombs: Map<Namespace, Map<string, number>>,
   seg: Segment,
-  e: EntryInfo,
+  type: number,
+  nsId: number,
+  key: string,
+  version: number,
+  expiresAt: number,
+  off: number,
+  len: number,
   now: number,
 ): void {
-  const n = db.byId.get(e.nsId)
+  const n = db.byId.get(nsId)
   if (!n) return // a dropped namespace: dead
   let tomb = tombs.get(n)
-  const slot = n.map.get(e.key)
-  const current = slot !== undefined ? db.slots.version[slot]! : (tomb?.get(e.key) ?? -1)
-  if (e.version < current) return
-  const expired = e.type === PUT && e.expiresAt !== 0 && e.expiresAt <= now
-  if (e.type === PUT && !expired) {
-    db.setLive(n, e.key, seg, e.off, e.len, e.version, e.expiresAt, e.len - 32, true)
-    tomb?.delete(e.key)
+  const slot = n.map.get(key)
+  const current = slot !== undefined ? db.slots.version[slot]! : (tomb?.get(key) ?? -1)
+  if (version < current) return
+  const expired = type === PUT && expiresAt !== 0 && expiresAt <= now
+  if (type === PUT && !expired) {
+    db.setLive(n, key, seg, off, len, version, expiresAt, true, slot)
+    tomb?.delete(key)
     return
   }
-  if (e.type === DEL || expired) {
-    if (slot !== undefined) db.remove(n, e.key, true)
+  if (type === DEL || expired) {
+    if (slot !== undefined) db.remove(n, key, true)
     if (!tomb) {
       tomb = new Map()
       tombs.set(n, tomb)
     }
-    tomb.set(e.key, e.version)
+    tomb.set(key, version)
   }
 }
 

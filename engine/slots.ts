@@ -6,8 +6,6 @@ export class Slots {
   seg = new Uint32Array(1024)
   off = new Uint32Array(1024)
   len = new Uint32Array(1024)
-  /** Bytes of key plus value, for the namespace byte counts. */
-  size = new Uint32Array(1024)
   version = new Float64Array(1024)
   /** 0 when the key never expires. */
   expires = new Float64Array(1024)
@@ -27,7 +25,7 @@ export class Slots {
 
   /** Bytes held by the arrays, for memory figures. */
   bytes(): number {
-    return this.seg.length * 32 + this.free.length * 8
+    return this.seg.length * 28 + this.free.length * 8
   }
 
   private grow(): void {
@@ -45,7 +43,6 @@ export class Slots {
     this.seg = g32(this.seg)
     this.off = g32(this.off)
     this.len = g32(this.len)
-    this.size = g32(this.size)
     this.version = g64(this.version)
     this.expires = g64(this.expires)
   }

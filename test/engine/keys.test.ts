@@ -280,3 +280,40 @@ t.test('a closed engine rejects calls with CLOSED', async (t) => {
   t.equal(await errorCode(db.put('c', 'k', 1)), 'CLOSED')
   t.equal(await errorCode(db.get('c', 'k')), 'CLOSED')
 })
+
+t.test(
+  'a large namespace lists correctly while its sorted order is built after open',
+  async (t) => {
+    const dir = tempDir(t, 'keys')
+    let db = await open(dir, { durability: 'none' })
+    await db.createNamespace('big')
+    const n = 60_000 // above the size sorted while opening
+    const key = (i: number) => `k${String((i * 7919) % n).padStart(6, '0')}`
+    for (let i = 0; i < n; i += 1000) {
+      await Promise.all(Array.from({ length: 1000 }, (_, j) => db.put('big', key(i + j), i + j)))
+    }
+    await db.close()
+    db = await open(dir, { durability: 'none' })
+    // Writes straight after open land while the background build runs.
+    const writes = [
+      db.put('big', 'a-first', 1),
+      db.put('big', 'k999999', 1),
+      db.delete('big', 'k000000'),
+      db.delete('big', 'k000001'),
+      db.put('big', 'k000001', 'back'),
+    ]
+    const page = db.list('big', { limit: 3 })
+    await Promise.all(writes)
+    t.same(
+      (await page).keys,
+      ['a-first', 'k000001', 'k000002'],
+      'the first listing waits for the build',
+    )
+    const all = (await db.list('big', { limit: 100_000 })).keys
+    t.equal(all.length, n + 1, 'every key once')
+    t.same(all, [...all].sort(compareUtf8), 'in order')
+    t.equal(all[all.length - 1], 'k999999')
+    t.equal((await db.get('big', key(1234)))?.value, 1234, 'gets work as before')
+    await db.close()
+  },
+)
