@@ -527,21 +527,24 @@ export class Db implements Engine {
 
   get(ns: string, key: string): Promise<GetResult | undefined> {
     try {
-      this.checkOpen()
-      const n = this.ns(ns)
-      if (typeof key !== 'string') fail('INVALID_ARGUMENT', 'key must be a string')
-      const slot = this.liveSlot(n, key)
-      if (slot < 0) return Promise.resolve(undefined)
-      const value = this.readValue(slot)
-      const exp = this.slots.expires[slot]
-      const res: GetResult =
-        exp !== 0
-          ? { value, version: this.slots.version[slot], expiresAt: exp }
-          : { value, version: this.slots.version[slot] }
-      return Promise.resolve(res)
+      return Promise.resolve(this.getNow(ns, key))
     } catch (err) {
       return Promise.reject(err)
     }
+  }
+
+  /** get(), answered synchronously: the index is in memory and a value is one pread away. */
+  getNow(ns: string, key: string): GetResult | undefined {
+    this.checkOpen()
+    const n = this.ns(ns)
+    if (typeof key !== 'string') fail('INVALID_ARGUMENT', 'key must be a string')
+    const slot = this.liveSlot(n, key)
+    if (slot < 0) return undefined
+    const value = this.readValue(slot)
+    const exp = this.slots.expires[slot]!
+    return exp !== 0
+      ? { value, version: this.slots.version[slot]!, expiresAt: exp }
+      : { value, version: this.slots.version[slot]! }
   }
 
   stat(

@@ -134,6 +134,11 @@ export interface Engine {
   namespaceStats(ns: string): NamespaceInfo | undefined
   put(ns: string, key: string, value: Value, opts?: PutOptions): Promise<PutResult>
   get(ns: string, key: string): Promise<GetResult | undefined>
+  /**
+   * Optional: get() answered synchronously, for engines that can (this one keeps its index
+   * in memory). Throws what get() would reject with. A caller that finds it missing uses get().
+   */
+  getNow?(ns: string, key: string): GetResult | undefined
   /** The live entry's version, size (key plus value bytes) and expiry, without reading the value. */
   stat(ns: string, key: string): Promise<StatResult | undefined>
   delete(ns: string, key: string, opts?: DeleteOptions): Promise<boolean>

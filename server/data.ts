@@ -21,17 +21,26 @@ const isConflict = (err: unknown) => (err as { code?: string }).code === 'CONFLI
 const isGone = (err: unknown) => (err as { code?: string }).code === 'NAMESPACE_NOT_FOUND'
 
 export class Data {
+  /** Whether the engine answers reads synchronously (getNow). */
+  readonly readsNow: boolean
+
   constructor(
     private engine: Engine,
     private namespaces: Namespaces,
     private plans: PlanBook,
-  ) {}
+  ) {
+    this.readsNow = engine.getNow !== undefined
+  }
 
   namespace(account: Account, name: string): NamespaceInfo {
     const info = account.namespaces.get(name)
     if (info === undefined)
       throw new ApiError('namespace_not_found', `There is no namespace "${name}".`)
     return info
+  }
+
+  getNow(info: NamespaceInfo, key: string): GetResult | undefined {
+    return this.engine.getNow!(info.engineName, key)
   }
 
   /** The engine's own promise: a namespace dropped meanwhile rejects with NAMESPACE_NOT_FOUND. */
