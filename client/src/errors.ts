@@ -10,7 +10,10 @@ export interface CairnErrorInit {
   code: string
   /** A sentence for a person. */
   message: string
-  /** The server's `X-Request-Id`, to quote when asking for help; absent when no response arrived. */
+  /**
+   * The request's id, to quote when asking for help: the server's `X-Request-Id`, or the one
+   * the client sent when something else (a proxy) answered; absent when no response arrived.
+   */
   requestId?: string
   /** The underlying error, for network failures. */
   cause?: unknown
@@ -22,7 +25,10 @@ export class CairnError extends Error {
   readonly status: number
   /** Machine-readable code, e.g. `namespace_not_found`, `rate_limited`, `network_error`. */
   readonly code: string
-  /** The server's `X-Request-Id` for this response, when there was a response. */
+  /**
+   * The request's id: the server's `X-Request-Id`, or the one the client sent when something
+   * else (a proxy) answered; undefined when no response arrived.
+   */
   readonly requestId: string | undefined
 
   /** Builds an error; applications normally only catch these. */

@@ -43,10 +43,26 @@ export interface Reply {
   text: string
 }
 
+/**
+ * An id for one call, sent as X-Request-Id: the server logs it and sends it back, and an
+ * error carries it even when a proxy answered in the server's place.
+ */
+function newRequestId(): string {
+  const bytes = new Uint8Array(8)
+  const c = (globalThis as { crypto?: { getRandomValues?(a: Uint8Array): Uint8Array } }).crypto
+  if (c?.getRandomValues) c.getRandomValues(bytes)
+  else for (let i = 0; i < bytes.length; i++) bytes[i] = Math.floor(Math.random() * 256)
+  let hex = ''
+  for (const b of bytes) hex += b.toString(16).padStart(2, '0')
+  return `cairn-js-${hex}`
+}
+
 /** Sends the call, retrying as its mode allows; resolves for 2xx/3xx, throws a CairnError otherwise. */
 export async function send(cfg: TransportConfig, call: Call): Promise<Reply> {
+  // Every attempt of one call carries the same id, so the server's log shows the retries.
+  const id = call.headers?.['x-request-id'] ?? newRequestId()
   for (let attempt = 1; ; attempt++) {
-    const outcome = await attemptOnce(cfg, call)
+    const outcome = await attemptOnce(cfg, call, id)
     if (!('error' in outcome)) return outcome
     const delay = retryDelay(cfg.retry, call.retry, attempt, outcome.error, outcome.retryAfter)
     if (delay === undefined) throw outcome.error
@@ -57,7 +73,7 @@ export async function send(cfg: TransportConfig, call: Call): Promise<Reply> {
 
 type Outcome = Reply | { error: CairnError; retryAfter?: number }
 
-async function attemptOnce(cfg: TransportConfig, call: Call): Promise<Outcome> {
+async function attemptOnce(cfg: TransportConfig, call: Call, requestId: string): Promise<Outcome> {
   const user = call.signal
   user?.throwIfAborted()
   const ctl = new AbortController()
@@ -74,6 +90,7 @@ async function attemptOnce(cfg: TransportConfig, call: Call): Promise<Outcome> {
   const headers: Record<string, string> = {
     accept: 'application/json',
     'x-api-key': cfg.apiKey,
+    'x-request-id': requestId,
     ...call.headers,
   }
   if (call.body !== undefined) headers['content-type'] = 'application/json'
@@ -88,7 +105,7 @@ async function attemptOnce(cfg: TransportConfig, call: Call): Promise<Outcome> {
     })
     const text = await res.text()
     if (res.status < 400) return { status: res.status, headers: res.headers, text }
-    return httpError(res, text)
+    return httpError(res, text, requestId)
   } catch (err) {
     if (user?.aborted) throw user.reason
     if (timedOut) {
@@ -115,8 +132,12 @@ async function attemptOnce(cfg: TransportConfig, call: Call): Promise<Outcome> {
   }
 }
 
-function httpError(res: Response, text: string): { error: CairnError; retryAfter?: number } {
-  const requestId = res.headers.get('x-request-id') ?? undefined
+function httpError(
+  res: Response,
+  text: string,
+  sentId: string,
+): { error: CairnError; retryAfter?: number } {
+  const requestId = res.headers.get('x-request-id') ?? sentId
   const retryAfter = parseRetryAfter(res.headers.get('retry-after'))
   let code = `http_${res.status}`
   let message = `HTTP ${res.status}${res.statusText ? ` ${res.statusText}` : ''}`

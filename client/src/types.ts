@@ -141,7 +141,7 @@ export interface OperationCounts {
 export interface UsageDay {
   /** The UTC day, `YYYY-MM-DD`. */
   date: string
-  /** Authenticated requests. */
+  /** Authenticated requests served, errors included; 429s are counted in `rateLimited` instead. */
   requests: number
   /** Requests per operation. */
   operations: OperationCounts

@@ -1,0 +1,141 @@
+// The bundled client in headless Chromium, on a page from another origin than the API:
+// every call crosses origins, so this proves the server's CORS answers are enough for it
+// (preflight with x-api-key, and the exposed ETag, X-Expires-At and X-Request-Id headers).
+import fs from 'node:fs'
+import http from 'node:http'
+import type { AddressInfo } from 'node:net'
+import path from 'node:path'
+import { build } from 'esbuild'
+import { chromium } from 'playwright-core'
+import t from 'tap'
+import { account, nsName, root, server } from './helpers.js'
+
+const CHROMIUM = '/usr/bin/chromium'
+const skip = fs.existsSync(CHROMIUM)
+  ? false
+  : `needs Chromium at ${CHROMIUM} (apt-get install chromium)`
+
+async function pageServer(t: Tap): Promise<string> {
+  const bundle = await build({
+    entryPoints: [path.join(root, 'client/src/index.ts')],
+    bundle: true,
+    format: 'esm',
+    platform: 'browser',
+    target: 'es2022',
+    write: false,
+  })
+  const js = bundle.outputFiles[0]!.text
+  const srv = http.createServer((req, res) => {
+    if (req.url === '/cairn.js') {
+      res.writeHead(200, { 'content-type': 'text/javascript' })
+      res.end(js)
+    } else {
+      res.writeHead(200, { 'content-type': 'text/html' })
+      res.end('<!doctype html><title>cairn-client</title><p>client test page</p>')
+    }
+  })
+  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r))
+  t.teardown(() => new Promise((r) => srv.close(r)))
+  return `http://127.0.0.1:${(srv.address() as AddressInfo).port}/`
+}
+
+interface Tap {
+  teardown(fn: () => unknown): void
+}
+
+t.test('the client works in a browser across origins', { skip }, async (t) => {
+  const srv = await server(t)
+  const closed = await server(t, { args: ['--cors-origins', 'http://allowed.example'] })
+  const { apiKey } = await account(srv)
+  const other = await account(closed)
+  const pageUrl = await pageServer(t)
+  t.not(
+    new URL(pageUrl).origin,
+    new URL(srv.baseUrl).origin,
+    'page and API are on different origins',
+  )
+
+  const browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    args: [
+      '--headless',
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+      '--no-first-run',
+    ],
+  })
+  t.teardown(() => browser.close())
+  const page = await browser.newPage()
+  await page.goto(pageUrl)
+
+  const ns = nsName('browser')
+  const out = await page.evaluate(
+    async ({ baseUrl, apiKey, ns }) => {
+      const { Cairn, NotFoundError } = await import('/cairn.js' as string)
+      const kv = new Cairn(apiKey, { baseUrl, retries: false })
+      await kv.createNamespace(ns)
+      const put = await kv.put(
+        ns,
+        'a/b?c#d %🪨',
+        { big: 12345678901234567890n, s: 'x' },
+        { ttl: 600 },
+      )
+      const hit = await kv.get(ns, 'a/b?c#d %🪨')
+      const keys: string[] = []
+      for await (const k of kv.keys(ns)) keys.push(k)
+      const err = await kv.get(`${ns}-missing`, 'k').catch((e: unknown) => e)
+      const deleted = await kv.delete(ns, 'a/b?c#d %🪨')
+      const usage = await kv.usage()
+      return {
+        origin: location.origin,
+        created: put.created,
+        versionMatches: hit.version === put.version && put.version !== '',
+        big: String(hit.value.big),
+        s: hit.value.s,
+        expiresAt: typeof hit.expiresAt,
+        keys,
+        notFound: err instanceof NotFoundError,
+        code: err.code,
+        requestId: typeof err.requestId === 'string' && err.requestId.length > 0,
+        deleted,
+        plan: usage.plan.id,
+      }
+    },
+    { baseUrl: srv.baseUrl, apiKey, ns },
+  )
+  t.same(out, {
+    origin: new URL(pageUrl).origin,
+    created: true,
+    versionMatches: true,
+    big: '12345678901234567890',
+    s: 'x',
+    expiresAt: 'number',
+    keys: ['a/b?c#d %🪨'],
+    notFound: true,
+    code: 'namespace_not_found',
+    requestId: true,
+    deleted: true,
+    plan: 'free',
+  })
+
+  const refused = await page.evaluate(
+    async ({ baseUrl, apiKey }) => {
+      const { Cairn } = await import('/cairn.js' as string)
+      const kv = new Cairn(apiKey, { baseUrl, retries: false })
+      const e = await kv.namespaces().then(
+        () => null,
+        (e: any) => ({ name: e.name, code: e.code, status: e.status }),
+      )
+      return e
+    },
+    { baseUrl: closed.baseUrl, apiKey: other.apiKey },
+  )
+  t.same(
+    refused,
+    { name: 'NetworkError', code: 'network_error', status: 0 },
+    'an origin the server does not allow is refused by the browser',
+  )
+})

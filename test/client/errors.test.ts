@@ -1,0 +1,196 @@
+// Every error class, each provoked for real: by the server, by a gateway in front of it,
+// or by the network.
+import net from 'node:net'
+import t from 'tap'
+import {
+  AuthError,
+  BadRequestError,
+  Cairn,
+  CairnError,
+  ConflictError,
+  NetworkError,
+  NotFoundError,
+  PayloadTooLargeError,
+  QuotaExceededError,
+  RateLimitError,
+  ServerError,
+} from '../../client/src/index.js'
+import { account, cliKey, nsName, server } from './helpers.js'
+import { startProxy } from './proxy.js'
+
+type Tap = Pick<typeof t, 'ok' | 'equal' | 'match'>
+
+t.test('errors are typed', async (t) => {
+  const srv = await server(t)
+  const { kv, email } = await account(srv)
+  const ns = nsName('errors')
+  await kv.createNamespace(ns)
+  await kv.put(ns, 'k', 1)
+
+  const check = async (
+    t: Tap,
+    p: Promise<unknown>,
+    cls: typeof CairnError,
+    status: number,
+    code: string,
+  ) => {
+    const err = await p.then(
+      () => undefined,
+      (e: unknown) => e,
+    )
+    t.ok(
+      err instanceof cls,
+      `${code}: a ${cls.name} (got ${(err as Error)?.name}: ${(err as Error)?.message})`,
+    )
+    t.ok(err instanceof CairnError, `${code}: a CairnError`)
+    const e = err as CairnError
+    t.equal(e.status, status, `${code}: status`)
+    t.equal(e.code, code)
+    t.equal(e.name, cls.name)
+    t.ok(e.message.length > 0, 'has a message')
+    if (status > 0) t.match(e.requestId, /\S/, `${code}: requestId from X-Request-Id`)
+    return e
+  }
+
+  t.test('401 and 403: AuthError', async (t) => {
+    const bad = new Cairn('cairn_' + 'x'.repeat(32), { baseUrl: srv.baseUrl, retries: false })
+    await check(t, bad.get(ns, 'k'), AuthError, 401, 'unauthorized')
+    const readKey = await cliKey(srv, email, ['--permission', 'read', '--name', 'reader'])
+    const reader = new Cairn(readKey, { baseUrl: srv.baseUrl })
+    t.equal((await reader.get(ns, 'k'))?.value, 1, 'a read key reads')
+    await check(t, reader.put(ns, 'k', 2), AuthError, 403, 'forbidden')
+    await check(t, reader.createNamespace(nsName()), AuthError, 403, 'forbidden')
+    t.end()
+  })
+
+  t.test('400: BadRequestError', async (t) => {
+    await check(t, kv.put(ns, 'k', 1, { ttl: 0 }), BadRequestError, 400, 'invalid_ttl')
+    await check(
+      t,
+      kv.put(ns, 'k', 1, { ttl: 10, expiresAt: 2e9 }),
+      BadRequestError,
+      400,
+      'invalid_ttl',
+    )
+    await check(t, kv.list(ns, { limit: 0 }), BadRequestError, 400, 'invalid_limit')
+    await check(
+      t,
+      kv.list(ns, { cursor: '!!not-a-cursor' }),
+      BadRequestError,
+      400,
+      'invalid_cursor',
+    )
+    await check(t, kv.putRaw(ns, 'k', '{"a":'), BadRequestError, 400, 'invalid_json')
+    const e = await kv.put(ns, 'k', undefined).catch((e) => e)
+    t.ok(
+      e instanceof BadRequestError && e.code === 'missing_value',
+      'undefined is refused before sending',
+    )
+  })
+
+  t.test('404: NotFoundError', async (t) => {
+    const missing = nsName('missing')
+    await check(t, kv.get(missing, 'k'), NotFoundError, 404, 'namespace_not_found')
+    await check(t, kv.put(missing, 'k', 1), NotFoundError, 404, 'namespace_not_found')
+    await check(t, kv.delete(missing, 'k'), NotFoundError, 404, 'namespace_not_found')
+    await check(t, kv.list(missing), NotFoundError, 404, 'namespace_not_found')
+  })
+
+  t.test('409 and 412: ConflictError', async (t) => {
+    await check(t, kv.createNamespace(ns), ConflictError, 409, 'namespace_exists')
+    await check(
+      t,
+      kv.put(ns, 'k', 3, { ifNoneMatch: '*' }),
+      ConflictError,
+      412,
+      'precondition_failed',
+    )
+    await check(
+      t,
+      kv.put(ns, 'nope', 3, { ifMatch: '1' }),
+      ConflictError,
+      412,
+      'precondition_failed',
+    )
+  })
+
+  t.test('413 and 403 quotas: PayloadTooLargeError, QuotaExceededError', async (t) => {
+    const small = (await account(srv, { plan: 'small' })).kv
+    const a = nsName('small')
+    await small.createNamespace(a)
+    await check(
+      t,
+      small.put(a, 'big', 'x'.repeat(2000)),
+      PayloadTooLargeError,
+      413,
+      'value_too_large',
+    )
+    await small.createNamespace(nsName('small'))
+    await check(
+      t,
+      small.createNamespace(nsName('small')),
+      QuotaExceededError,
+      403,
+      'namespace_quota_exceeded',
+    )
+    let err: unknown
+    for (let i = 0; i < 20 && !err; i++) {
+      err = await small.put(a, `fill${i}`, 'y'.repeat(900)).then(
+        () => undefined,
+        (e) => e,
+      )
+    }
+    t.ok(err instanceof QuotaExceededError, 'storage fills up')
+    t.equal((err as CairnError).code, 'storage_quota_exceeded')
+    t.equal((err as CairnError).status, 403)
+    t.equal((await small.get(a, 'fill0'))?.value, 'y'.repeat(900), 'reads keep working')
+  })
+
+  t.test('429: RateLimitError', async (t) => {
+    const retried: unknown[] = []
+    const tracked = (
+      await account(srv, { plan: 'daily', client: { retries: 3, onRetry: (e) => retried.push(e) } })
+    ).kv
+    // The plan allows 3 requests a day; use them up.
+    for (let i = 0; i < 3; i++) await tracked.namespaces()
+    const e = (await check(
+      t,
+      tracked.namespaces(),
+      RateLimitError,
+      429,
+      'quota_exceeded',
+    )) as RateLimitError
+    t.ok(e.retryAfter !== undefined && e.retryAfter >= 1, `retryAfter ${e.retryAfter}`)
+    t.equal(retried.length, 0, 'a used-up daily quota is not retried')
+  })
+
+  t.test('5xx: ServerError, from a gateway answering HTML', async (t) => {
+    const proxy = await startProxy(srv.url)
+    t.teardown(() => proxy.close())
+    const { apiKey } = await account(srv)
+    const viaProxy = new Cairn(apiKey, { baseUrl: `${proxy.url}/v1`, retries: false })
+    proxy.failNext(1, 502)
+    const e = await check(t, viaProxy.namespaces(), ServerError, 502, 'http_502')
+    t.match(e.message, /502/)
+    proxy.failNext(1, 500)
+    await check(t, viaProxy.usage(), ServerError, 500, 'http_500')
+    t.ok(Array.isArray(await viaProxy.namespaces()), 'the path through the gateway works')
+  })
+
+  t.test('no server: NetworkError', async (t) => {
+    const port = await closedPort()
+    const gone = new Cairn('k', { baseUrl: `http://127.0.0.1:${port}/v1`, retries: false })
+    const e = await check(t, gone.get(ns, 'k'), NetworkError, 0, 'network_error')
+    t.equal(e.requestId, undefined)
+    t.ok(e.cause !== undefined, 'keeps the cause')
+  })
+})
+
+/** A port nothing listens on: bind, note it, close. */
+async function closedPort(): Promise<number> {
+  const s = net.createServer()
+  await new Promise<void>((r) => s.listen(0, '127.0.0.1', r))
+  const port = (s.address() as net.AddressInfo).port
+  await new Promise((r) => s.close(r))
+  return port
+}

@@ -1,0 +1,146 @@
+// The published shape: build the package with the repository's TypeScript into a temp
+// node_modules, then use it the way users do: import (ESM), require (CommonJS) and
+// type-check against its declarations, each talking to a real server.
+import { execFile } from 'node:child_process'
+import fs from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
+import { promisify } from 'node:util'
+import t from 'tap'
+import { account, nsName, root, server } from './helpers.js'
+
+const run = promisify(execFile)
+
+t.test('ESM, CommonJS and type declarations from the built package', async (t) => {
+  const manifest = JSON.parse(fs.readFileSync(path.join(root, 'client/package.json'), 'utf8'))
+  t.equal(manifest.name, 'cairn-client')
+  t.same(manifest.dependencies ?? {}, {}, 'no runtime dependencies')
+
+  const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'cairn-client-pkg-'))
+  t.teardown(() => fs.rmSync(tmp, { recursive: true, force: true }))
+  const pkg = path.join(tmp, 'node_modules', 'cairn-client')
+  fs.mkdirSync(pkg, { recursive: true })
+  fs.copyFileSync(path.join(root, 'client/package.json'), path.join(pkg, 'package.json'))
+  await run(process.execPath, [
+    path.join(root, 'client/scripts/build.mjs'),
+    '--out',
+    path.join(pkg, 'dist'),
+  ])
+  for (const f of [
+    'esm/index.js',
+    'esm/index.d.ts',
+    'cjs/index.js',
+    'cjs/index.d.ts',
+    'cjs/package.json',
+  ]) {
+    t.ok(fs.existsSync(path.join(pkg, 'dist', f)), `built ${f}`)
+  }
+
+  const srv = await server(t)
+  const { apiKey } = await account(srv)
+  const env = { ...process.env, CAIRN_URL: srv.baseUrl, CAIRN_API_KEY: apiKey }
+  const body = (ns: string) => `
+    const kv = new Cairn()
+    await kv.createNamespace('${ns}')
+    const put = await kv.put('${ns}', 'k/1', { n: 12345678901234567890n })
+    const hit = await kv.get('${ns}', 'k/1')
+    const err = await kv.get('missing-${ns}', 'k').catch((e) => e)
+    console.log(JSON.stringify({
+      created: put.created,
+      n: String(hit.value.n), bigint: typeof hit.value.n,
+      notFound: err instanceof NotFoundError && err instanceof CairnError, code: err.code,
+    }))`
+  const expected = {
+    created: true,
+    n: '12345678901234567890',
+    bigint: 'bigint',
+    notFound: true,
+    code: 'namespace_not_found',
+  }
+
+  fs.writeFileSync(
+    path.join(tmp, 'esm.mjs'),
+    `import { Cairn, CairnError, NotFoundError } from 'cairn-client'\n${body(nsName('esm'))}\n`,
+  )
+  const esm = await run(process.execPath, [path.join(tmp, 'esm.mjs')], { cwd: tmp, env })
+  t.same(JSON.parse(esm.stdout), expected, 'import() of the ESM build works against the server')
+
+  fs.writeFileSync(
+    path.join(tmp, 'cjs.cjs'),
+    `const { Cairn, CairnError, NotFoundError } = require('cairn-client')\n` +
+      `;(async () => {${body(nsName('cjs'))}\n})().catch((e) => { console.error(e); process.exit(1) })\n`,
+  )
+  const cjs = await run(process.execPath, [path.join(tmp, 'cjs.cjs')], { cwd: tmp, env })
+  t.same(
+    JSON.parse(cjs.stdout),
+    expected,
+    'require() of the CommonJS build works against the server',
+  )
+
+  const check = await run(
+    process.execPath,
+    [
+      '-e',
+      `const a = require('cairn-client'); import('cairn-client').then((b) => {
+         console.log(JSON.stringify({ cjs: typeof a.Cairn, esm: typeof b.Cairn, same: a.Cairn === b.Cairn }))
+         try { require('cairn-client/dist/cjs/client.js'); console.log('deep') } catch (e) { console.log(e.code) }
+       })`,
+    ],
+    { cwd: tmp },
+  )
+  const [formats, deep] = check.stdout.trim().split('\n')
+  t.same(
+    JSON.parse(formats!),
+    { cjs: 'function', esm: 'function', same: false },
+    'the exports map picks a format per loader',
+  )
+  t.equal(deep, 'ERR_PACKAGE_PATH_NOT_EXPORTED', 'only the exports map is public')
+
+  // TypeScript users: both module systems resolve the declarations, and they are not `any`.
+  fs.writeFileSync(path.join(tmp, 'package.json'), '{ "type": "module" }\n')
+  const typed = `
+    const kv = new Cairn('key', { baseUrl: 'http://localhost:8080/v1', retries: { limit: 2 } })
+    async function main() {
+      const hit = await kv.get<{ user: number }>('sessions', 'abc')
+      const n: number | undefined = hit?.value.user
+      const page = await kv.list('sessions', { prefix: 'a' })
+      const keys: string[] = page.keys
+      const e: unknown = null
+      if (e instanceof RateLimitError) { const s: number | undefined = e.retryAfter; void s }
+      // @ts-expect-error ttl is a number
+      await kv.put('sessions', 'abc', 1, { ttl: 'soon' })
+      // @ts-expect-error get has no such option
+      await kv.get('sessions', 'abc', { ttl: 1 })
+      return [n, keys]
+    }
+    void main`
+  fs.writeFileSync(
+    path.join(tmp, 'use.ts'),
+    `import { Cairn, RateLimitError } from 'cairn-client'\n${typed}\n`,
+  )
+  fs.writeFileSync(
+    path.join(tmp, 'use.cts'),
+    `import cairn = require('cairn-client')\nconst { Cairn, RateLimitError } = cairn\n${typed}\n`,
+  )
+  fs.writeFileSync(
+    path.join(tmp, 'tsconfig.json'),
+    JSON.stringify({
+      compilerOptions: {
+        noEmit: true,
+        strict: true,
+        module: 'nodenext',
+        moduleResolution: 'nodenext',
+        target: 'es2022',
+        lib: ['es2022', 'dom'],
+        types: [],
+      },
+      files: ['use.ts', 'use.cts'],
+    }),
+  )
+  const tsc = path.join(root, 'node_modules/typescript/bin/tsc')
+  const types = await run(process.execPath, [tsc, '-p', path.join(tmp, 'tsconfig.json')]).then(
+    () => 'ok',
+    (e) => e.stdout,
+  )
+  t.equal(types, 'ok', 'ESM and CommonJS declarations type-check, and are not `any`')
+})
