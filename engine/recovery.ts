@@ -6,18 +6,10 @@ import path from 'node:path'
 import type { Db } from './db.js'
 import { EngineError } from './errors.js'
 import { fsyncDir } from './fsutil.js'
-import { HintBuilder, forEachHintEntry, readHint, writeHint } from './hint.js'
+import { type EntryVisitor, HintBuilder, forEachHintEntry, readHint, writeHint } from './hint.js'
 import { readNamespaces } from './namespaces-file.js'
 import { COMPACTED_FILE, type Namespace, SEGMENT_NAME, type Segment, hintFile } from './parts.js'
-import {
-  DEL,
-  ENTRY_HEADER,
-  type EntryInfo,
-  PUT,
-  REC_HEADER,
-  SEG_COMPACTED,
-  SEG_HEADER,
-} from './record.js'
+import { DEL, type EntryInfo, PUT, REC_HEADER, SEG_COMPACTED, SEG_HEADER } from './record.js'
 import { type Dropped, scanSegment } from './segment-scan.js'
 import { SORT_NOW, sortLater, sortNow } from './sorted-build.js'
 
@@ -133,15 +125,7 @@ export function recover(db: Db, repair: boolean): Dropped[] {
     }
     db.segments.set(id, seg)
     if (id >= db.nextSegId) db.nextSegId = id + 1
-    const visit = (
-      type: number,
-      nsId: number,
-      key: string,
-      version: number,
-      expiresAt: number,
-      off: number,
-      len: number,
-    ) => {
+    const visit: EntryVisitor = (type, nsId, key, version, expiresAt, off, len) => {
       if (version > maxVersion) maxVersion = version
       apply(db, tombs, seg, type, nsId, key, version, expiresAt, off, len, now)
     }

@@ -1,14 +1,10 @@
-// Everything a request handler may use, built once at start (see app.ts).
-import type { Engine } from '../engine/types.js'
-import type { Accounts } from './accounts.js'
+// Everything a request handler may use, built once at start (see app.ts): the services on
+// storage (services.ts) and what serving adds to them.
 import type { Config } from './config.js'
-import type { Data } from './data.js'
 import type { AddressLimiter } from './limits.js'
 import type { Logger } from './log.js'
 import type { Metrics } from './metrics.js'
-import type { Namespaces } from './namespaces.js'
-import type { PlanBook } from './plans.js'
-import type { Usage } from './usage.js'
+import type { Services } from './services.js'
 
 export interface Lifecycle {
   /** Storage is open and requests are served. */
@@ -19,14 +15,8 @@ export interface Lifecycle {
   inflight: number
 }
 
-export interface Context {
+export interface Context extends Services {
   config: Config
-  engine: Engine
-  plans: PlanBook
-  accounts: Accounts
-  namespaces: Namespaces
-  data: Data
-  usage: Usage
   badKeys: AddressLimiter
   metrics: Metrics
   log: Logger
@@ -35,6 +25,4 @@ export interface Context {
   /** The OpenAPI document's bytes, served as they are in the repository. */
   openapi: Buffer
   lifecycle: Lifecycle
-  /** Removes an account and everything it owns. */
-  deleteAccount(accountId: string): Promise<void>
 }

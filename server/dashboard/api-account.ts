@@ -2,10 +2,9 @@
 import type { Context } from '../context.js'
 import type { Plan } from '../plans.js'
 import { ServiceError } from '../service-error.js'
+import { usageReport } from '../usage-report.js'
 import type { Caller } from './guard.js'
 import { type Reply, type Req, jsonReply, readJson } from './http.js'
-
-const DAYS = 30
 
 export class AccountApi {
   constructor(private ctx: Context) {}
@@ -20,25 +19,7 @@ export class AccountApi {
 
   /** The figures /v1/usage reports, plus each day's stored bytes for the storage chart. */
   async overview(_req: Req, c: Caller): Promise<Reply> {
-    const { ctx } = this
-    const days = await ctx.usage.days(c.account, DAYS)
-    const plan = ctx.plans.get(c.account.rec.plan)
-    const today = days[days.length - 1]!
-    const rows = ctx.namespaces.list(c.account)
-    return jsonReply(200, {
-      plan,
-      today: {
-        ...today,
-        quotaRemaining:
-          plan.requestsPerDay === null ? null : Math.max(0, plan.requestsPerDay - today.requests),
-      },
-      storage: {
-        bytes: rows.reduce((n, r) => n + r.bytes, 0),
-        keys: rows.reduce((n, r) => n + r.keys, 0),
-        namespaces: rows,
-      },
-      days,
-    })
+    return jsonReply(200, await usageReport(this.ctx, c.account))
   }
 
   async plans(_req: Req, c: Caller): Promise<Reply> {

@@ -4,6 +4,7 @@
 // `Connection: close`), closing while the client still sends would reset the connection and
 // the client would often never see the 413; so the rest is read and dropped first, up to
 // DISCARD_MAX, past which the connection is cut.
+import type { HttpRequest } from '../http/uws.js'
 import type { Call } from './call.js'
 
 const DISCARD_MAX = 64 * 1024 * 1024
@@ -52,6 +53,33 @@ export function readBody(
 /** Whether the client asked for the connection to close after this request. */
 export function closeRequested(connection: string): boolean {
   return connection !== '' && /(^|,)\s*close\s*(,|$)/i.test(connection)
+}
+
+/** Reads the request's body (see readBody) with the limits its headers declare. */
+export function readRequestBody(
+  call: Call,
+  req: HttpRequest,
+  limit: number,
+  next: (body: Buffer) => void,
+): void {
+  readBody(
+    call,
+    limit,
+    req.getHeader('content-length'),
+    closeRequested(req.getHeader('connection')),
+    next,
+  )
+}
+
+/** True when the body is JSON (any charset) or untyped; otherwise answers 415 and returns false. */
+export function acceptsJson(call: Call, req: HttpRequest): boolean {
+  const type = req.getHeader('content-type')
+  if (jsonContentType(type)) return true
+  call.fail(
+    'unsupported_media_type',
+    `Content-Type ${JSON.stringify(type.slice(0, 100))} is not accepted: send Content-Type: application/json (or none).`,
+  )
+  return false
 }
 
 /** Whether a Content-Type is JSON (any charset) or absent. */

@@ -5,7 +5,7 @@ import type { GetResult } from '../../engine/types.js'
 import type { NamespaceInfo } from '../accounts.js'
 import type { HttpRequest } from '../http/uws.js'
 import type { Plan } from '../plans.js'
-import { closeRequested, jsonContentType, readBody } from './body.js'
+import { acceptsJson, readRequestBody } from './body.js'
 import type { Call } from './call.js'
 import { matches, parseTags } from './conditions.js'
 import { type PutBody, parsePutBody } from './json-body.js'
@@ -105,51 +105,39 @@ export function putEntry(call: Call, req: HttpRequest, parsed: Parsed, plan: Pla
   if (!canUse(call, ns, true)) return
   const key = keyOf(call, parsed)
   if (key === undefined) return
-  const type = req.getHeader('content-type')
-  if (!jsonContentType(type)) {
-    return call.fail(
-      'unsupported_media_type',
-      `Content-Type ${JSON.stringify(type.slice(0, 100))} is not accepted: send Content-Type: application/json (or none).`,
-    )
-  }
+  if (!acceptsJson(call, req)) return
   const ifMatch = parseTags(req.getHeader('if-match'))
   const ifNoneMatch = parseTags(req.getHeader('if-none-match'))
   const info = namespaceOf(call, ns)
   if (info === undefined) return
   const max = plan.maxValueBytes
   const limit = max === null ? UNLIMITED_BODY : max + Math.min(max, SLACK)
-  readBody(
-    call,
-    limit,
-    req.getHeader('content-length'),
-    closeRequested(req.getHeader('connection')),
-    (body) => {
-      let parsedBody: PutBody
-      try {
-        parsedBody = parsePutBody(body, max, Date.now())
-      } catch (err) {
-        return call.error(err)
-      }
-      call.ctx.data
-        .put(call.account!, info, key, parsedBody.value, {
-          ttl: parsedBody.ttl,
-          expiresAt: parsedBody.expiresAt,
-          ifMatch,
-          ifNoneMatch,
-        })
-        .then(
-          (r) => {
-            const v = String(r.version)
-            call.send(
-              r.created ? 201 : 200,
-              `{"created":${r.created},"version":"${v}"}`,
-              `\r\nETag: "${v}"`,
-            )
-          },
-          (err) => call.error(err),
-        )
-    },
-  )
+  readRequestBody(call, req, limit, (body) => {
+    let parsedBody: PutBody
+    try {
+      parsedBody = parsePutBody(body, max, Date.now())
+    } catch (err) {
+      return call.error(err)
+    }
+    call.ctx.data
+      .put(call.account!, info, key, parsedBody.value, {
+        ttl: parsedBody.ttl,
+        expiresAt: parsedBody.expiresAt,
+        ifMatch,
+        ifNoneMatch,
+      })
+      .then(
+        (r) => {
+          const v = String(r.version)
+          call.send(
+            r.created ? 201 : 200,
+            `{"created":${r.created},"version":"${v}"}`,
+            `\r\nETag: "${v}"`,
+          )
+        },
+        (err) => call.error(err),
+      )
+  })
 }
 
 export function deleteEntry(call: Call, req: HttpRequest, parsed: Parsed): void {

@@ -16,7 +16,7 @@ import { deleteEntry, getEntry, putEntry } from './entries.js'
 import { listKeys } from './list-keys.js'
 import { createNamespace, deleteNamespace, listNamespaces } from './namespace-routes.js'
 import { ALLOW, type Parsed, Route, parsePath } from './paths.js'
-import { usageReport } from './usage-route.js'
+import { usageReportRoute } from './usage-route.js'
 
 const BEARER = /^bearer\s+(\S+)\s*$/i
 /** How often a key's last-used time is refreshed: finer would mean more writes, not more use. */
@@ -177,7 +177,7 @@ export function v1Handler(ctx: Context): (res: HttpResponse, req: HttpRequest) =
       case Route.Namespace:
         return deleteNamespace(call, parsed)
       case Route.Usage:
-        return usageReport(call)
+        return usageReportRoute(call)
     }
   }
 }

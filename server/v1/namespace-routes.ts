@@ -2,7 +2,7 @@
 import { ApiError } from '../errors.js'
 import type { HttpRequest } from '../http/uws.js'
 import { validNamespaceName } from '../namespaces.js'
-import { closeRequested, jsonContentType, readBody } from './body.js'
+import { acceptsJson, readRequestBody } from './body.js'
 import type { Call } from './call.js'
 import { parseJsonObject } from './json-body.js'
 import type { Parsed } from './paths.js'
@@ -17,34 +17,22 @@ export function listNamespaces(call: Call): void {
 
 export function createNamespace(call: Call, req: HttpRequest): void {
   if (!call.key!.canWrite) return call.fail('forbidden', 'This API key may only read.')
-  const type = req.getHeader('content-type')
-  if (!jsonContentType(type)) {
-    return call.fail(
-      'unsupported_media_type',
-      `Content-Type ${JSON.stringify(type.slice(0, 100))} is not accepted: send Content-Type: application/json (or none).`,
+  if (!acceptsJson(call, req)) return
+  readRequestBody(call, req, BODY_LIMIT, (body) => {
+    let name: unknown
+    try {
+      name = parseJsonObject(body).name
+      if (!validNamespaceName(name)) throw new ApiError('invalid_namespace')
+    } catch (err) {
+      return call.error(err)
+    }
+    if (!call.key!.allows(name))
+      return call.fail('forbidden', `This API key may not use namespace "${name}".`)
+    call.ctx.namespaces.create(call.account!, name).then(
+      (row) => call.send(201, JSON.stringify({ name: row.name, createdAt: row.createdAt })),
+      (err) => call.error(err),
     )
-  }
-  readBody(
-    call,
-    BODY_LIMIT,
-    req.getHeader('content-length'),
-    closeRequested(req.getHeader('connection')),
-    (body) => {
-      let name: unknown
-      try {
-        name = parseJsonObject(body).name
-        if (!validNamespaceName(name)) throw new ApiError('invalid_namespace')
-      } catch (err) {
-        return call.error(err)
-      }
-      if (!call.key!.allows(name))
-        return call.fail('forbidden', `This API key may not use namespace "${name}".`)
-      call.ctx.namespaces.create(call.account!, name).then(
-        (row) => call.send(201, JSON.stringify({ name: row.name, createdAt: row.createdAt })),
-        (err) => call.error(err),
-      )
-    },
-  )
+  })
 }
 
 export function deleteNamespace(call: Call, parsed: Parsed): void {
