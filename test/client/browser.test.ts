@@ -1,19 +1,13 @@
 // The bundled client in headless Chromium, on a page from another origin than the API:
 // every call crosses origins, so this proves the server's CORS answers are enough for it
 // (preflight with x-api-key, and the exposed ETag, X-Expires-At and X-Request-Id headers).
-import fs from 'node:fs'
 import http from 'node:http'
 import type { AddressInfo } from 'node:net'
 import path from 'node:path'
 import { build } from 'esbuild'
-import { chromium } from 'playwright-core'
 import t from 'tap'
+import { launchChromium, skip } from '../helpers/browser.js'
 import { account, nsName, root, server } from './helpers.js'
-
-const CHROMIUM = '/usr/bin/chromium'
-const skip = fs.existsSync(CHROMIUM)
-  ? false
-  : `needs Chromium at ${CHROMIUM} (apt-get install chromium)`
 
 async function pageServer(t: Tap): Promise<string> {
   const bundle = await build({
@@ -55,19 +49,7 @@ t.test('the client works in a browser across origins', { skip }, async (t) => {
     'page and API are on different origins',
   )
 
-  const browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    args: [
-      '--headless',
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-      '--no-first-run',
-    ],
-  })
-  t.teardown(() => browser.close())
+  const browser = await launchChromium(t)
   const page = await browser.newPage()
   await page.goto(pageUrl)
 

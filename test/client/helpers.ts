@@ -5,37 +5,20 @@ import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
 import { Cairn, type ClientOptions } from '../../client/src/index.js'
+import { plan } from '../helpers/plans.js'
 import { startServer } from '../helpers/server.js'
 
 export type Server = Awaited<ReturnType<typeof startServer>>
 
 export const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..')
 
-const MiB = 1024 * 1024
-
-function plan(id: string, fields: Record<string, number | null> = {}) {
-  return {
-    id,
-    name: id,
-    priceUsdPerMonth: 0,
-    requestsPerDay: null,
-    ratePerSecond: 100000,
-    burst: 100000,
-    maxNamespaces: 1000,
-    maxStorageBytes: null,
-    maxValueBytes: MiB,
-    selfServe: true,
-    ...fields,
-  }
-}
-
 /** Plans: `free` never gets in the way; the others each make one limit easy to reach. */
 export const plans = {
   plans: [
-    plan('free'),
-    plan('slow', { ratePerSecond: 1, burst: 3 }),
-    plan('small', { maxNamespaces: 2, maxStorageBytes: 4096, maxValueBytes: 1024 }),
-    plan('daily', { requestsPerDay: 3 }),
+    plan({ id: 'free' }),
+    plan({ id: 'slow', ratePerSecond: 1, burst: 3 }),
+    plan({ id: 'small', maxNamespaces: 2, maxStorageBytes: 4096, maxValueBytes: 1024 }),
+    plan({ id: 'daily', requestsPerDay: 3 }),
   ],
   default: 'free',
   upgradeUrl: null,

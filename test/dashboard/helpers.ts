@@ -3,13 +3,11 @@
 // repeats (sign up, wait for a page to be drawn).
 import fs from 'node:fs'
 import path from 'node:path'
-import { type Browser, type BrowserContext, type Page, chromium } from 'playwright-core'
+import type { Browser, BrowserContext, Page } from 'playwright-core'
+import { launchChromium } from '../helpers/browser.js'
 import { root } from '../helpers/server.js'
 
-export const CHROMIUM = '/usr/bin/chromium'
-export const skip = fs.existsSync(CHROMIUM)
-  ? false
-  : `needs Chromium at ${CHROMIUM} (apt-get install chromium); .ci/run installs it`
+export { skip } from '../helpers/browser.js'
 export const SHOTS = path.join(root, 'test-output', 'dashboard')
 export const PASSWORD = 'correct horse battery'
 
@@ -17,20 +15,8 @@ interface Tap {
   teardown(fn: () => unknown): void
 }
 
-export async function launch(t: Tap): Promise<Browser> {
-  const browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    args: [
-      '--headless',
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--no-first-run',
-    ],
-  })
-  t.teardown(() => browser.close())
-  return browser
+export function launch(t: Tap): Promise<Browser> {
+  return launchChromium(t)
 }
 
 /** A fresh browser profile (its own cookies) at 1440 px, able to read the clipboard. */

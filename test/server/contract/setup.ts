@@ -2,42 +2,9 @@
 import { startServer } from '../../helpers/server.js'
 import { Client } from './http.js'
 
-export interface PlanFields {
-  id: string
-  name?: string
-  requestsPerDay?: number | null
-  ratePerSecond?: number | null
-  burst?: number | null
-  maxNamespaces?: number | null
-  maxStorageBytes?: number | null
-  maxValueBytes?: number | null
-}
+import { plansFile } from '../../helpers/plans.js'
 
-const MiB = 1024 * 1024
-
-/** A plan roomy enough that the contract tests never meet a limit they don't test. */
-export function plan(fields: PlanFields) {
-  return {
-    name: fields.id,
-    priceUsdPerMonth: 0,
-    requestsPerDay: null,
-    ratePerSecond: 100000,
-    burst: 100000,
-    maxNamespaces: 1000,
-    maxStorageBytes: null,
-    maxValueBytes: MiB,
-    selfServe: true,
-    ...fields,
-  }
-}
-
-export function plansFile(...extra: PlanFields[]) {
-  return {
-    plans: [plan({ id: 'free', name: 'Free' }), ...extra.map(plan)],
-    default: 'free',
-    upgradeUrl: null,
-  }
-}
+export { plan, plansFile, type PlanFields } from '../../helpers/plans.js'
 
 type Server = Awaited<ReturnType<typeof startServer>>
 
