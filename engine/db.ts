@@ -216,7 +216,20 @@ export class Db implements Engine {
       const version = ++this.version
       const g = this.reserve(REC_HEADER + ENTRY_HEADER + keyLen + bytes.length)
       const at = g.len
-      this.writeEntry(g, at + REC_HEADER, PUT, flags, n, key, keyLen, version, expiresAt, bytes)
+      // The slot just looked up is passed on, sparing the index a second lookup.
+      this.writeEntry(
+        g,
+        at + REC_HEADER,
+        PUT,
+        flags,
+        n,
+        key,
+        keyLen,
+        version,
+        expiresAt,
+        bytes,
+        slot < 0 ? undefined : slot,
+      )
       sealRecord(g.buf, at, ENTRY_HEADER + keyLen + bytes.length, 1)
       g.len = at + REC_HEADER + ENTRY_HEADER + keyLen + bytes.length
       this.counters.writes++
@@ -428,6 +441,8 @@ export class Db implements Engine {
     version: number,
     expiresAt: number,
     value: Uint8Array | null,
+    /** The key's live slot when the caller has just looked it up. */
+    slot: number | undefined = n.map.get(key),
   ): void {
     const b = g.buf
     b.write(key, at + ENTRY_HEADER, keyLen, 'utf8')
@@ -438,9 +453,9 @@ export class Db implements Engine {
     const off = g.base + at
     g.seg.hint!.add(type, flags, keyLen, n.id, version, expiresAt, off, len, b, at + ENTRY_HEADER)
     if (type === PUT) {
-      const slot = this.setLive(n, key, g.seg, off, len, version, expiresAt)
+      const live = this.setLive(n, key, g.seg, off, len, version, expiresAt, false, slot)
       // What was just written is what is most likely read next (sessions, caches): keep it.
-      this.cache?.set(slot, b, at, len)
+      this.cache?.set(live, b, at, len)
     } else this.remove(n, key)
   }
 

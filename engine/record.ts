@@ -17,8 +17,24 @@ export const DEL = 2
 /** Value bytes are the caller's raw bytes, not msgpack. */
 export const FLAG_RAW = 1
 
-export const crc = (buf: Buffer, start: number, end: number): number =>
-  crc32(buf.subarray(start, end))
+const TABLE = new Int32Array(256)
+for (let n = 0; n < 256; n++) {
+  let c = n
+  for (let k = 0; k < 8; k++) c = c & 1 ? 0xedb88320 ^ (c >>> 1) : c >>> 1
+  TABLE[n] = c
+}
+
+/**
+ * CRC-32 (zlib's) of buf[start, end). Short spans, such as every record header, are summed
+ * here: zlib is faster per byte, but reaching it costs a Buffer view and a native call,
+ * which on a few dozen bytes is most of the work.
+ */
+export function crc(buf: Buffer, start: number, end: number): number {
+  if (end - start > 64) return crc32(buf.subarray(start, end))
+  let c = -1
+  for (let i = start; i < end; i++) c = TABLE[(c ^ buf[i]!) & 0xff]! ^ (c >>> 8)
+  return (c ^ -1) >>> 0
+}
 
 export function segmentHeader(segId: number, baseVersion: number, flags = 0): Buffer {
   const b = Buffer.alloc(SEG_HEADER)
