@@ -4,7 +4,11 @@
 
 /** Fields shared by every {@link CairnError}. */
 export interface CairnErrorInit {
-  /** HTTP status; 0 when no response arrived (network failure, timeout) or the client refused the call. */
+  /**
+   * HTTP status; 0 when no response arrived (network failure, timeout). A call the client
+   * refuses before sending (a `.` key segment, NaN in a value) gets the 400 the server would
+   * have answered.
+   */
   status: number
   /** Machine-readable code, e.g. `key_not_found`; the server's code when it sent one. */
   code: string
@@ -21,7 +25,10 @@ export interface CairnErrorInit {
 
 /** Base class of every error the client throws. */
 export class CairnError extends Error {
-  /** HTTP status; 0 when no response arrived or the client refused the call before sending it. */
+  // Spelled out rather than taken from the constructor: minifiers rename classes.
+  /** The class's name, e.g. `NotFoundError`. */
+  override name = 'CairnError'
+  /** HTTP status; 0 when no response arrived. A call refused before sending gets the server's 400. */
   readonly status: number
   /** Machine-readable code, e.g. `namespace_not_found`, `rate_limited`, `network_error`. */
   readonly code: string
@@ -34,7 +41,6 @@ export class CairnError extends Error {
   /** Builds an error; applications normally only catch these. */
   constructor(init: CairnErrorInit) {
     super(init.message, init.cause === undefined ? undefined : { cause: init.cause })
-    this.name = new.target.name
     this.status = init.status
     this.code = init.code
     this.requestId = init.requestId
@@ -42,25 +48,45 @@ export class CairnError extends Error {
 }
 
 /** 400: the request was malformed (bad key, bad TTL, bad cursor...). Also thrown before sending a request the server would refuse. */
-export class BadRequestError extends CairnError {}
+export class BadRequestError extends CairnError {
+  /** Always `'BadRequestError'`. */
+  override name = 'BadRequestError'
+}
 
 /** 401 or 403: the API key is missing, unknown, revoked, or not allowed to do this. */
-export class AuthError extends CairnError {}
+export class AuthError extends CairnError {
+  /** Always `'AuthError'`. */
+  override name = 'AuthError'
+}
 
 /** 403 `namespace_quota_exceeded` or `storage_quota_exceeded`: the plan's limit is reached; reads and deletes still work. */
-export class QuotaExceededError extends CairnError {}
+export class QuotaExceededError extends CairnError {
+  /** Always `'QuotaExceededError'`. */
+  override name = 'QuotaExceededError'
+}
 
 /** 404: the namespace (or, for calls that do not answer `null`/`false`, the key or route) does not exist. */
-export class NotFoundError extends CairnError {}
+export class NotFoundError extends CairnError {
+  /** Always `'NotFoundError'`. */
+  override name = 'NotFoundError'
+}
 
 /** 409 (`namespace_exists`) or 412 (`precondition_failed`: `ifMatch`/`ifNoneMatch` did not hold). */
-export class ConflictError extends CairnError {}
+export class ConflictError extends CairnError {
+  /** Always `'ConflictError'`. */
+  override name = 'ConflictError'
+}
 
 /** 413: the value is larger than the plan allows. */
-export class PayloadTooLargeError extends CairnError {}
+export class PayloadTooLargeError extends CairnError {
+  /** Always `'PayloadTooLargeError'`. */
+  override name = 'PayloadTooLargeError'
+}
 
 /** 429: too many requests (`rate_limited`) or the daily quota is used up (`quota_exceeded`). */
 export class RateLimitError extends CairnError {
+  /** Always `'RateLimitError'`. */
+  override name = 'RateLimitError'
   /** Seconds the server asked to wait (`Retry-After`), when it said. */
   readonly retryAfter: number | undefined
 
@@ -72,16 +98,28 @@ export class RateLimitError extends CairnError {
 }
 
 /** 5xx: the server (or a proxy in front of it) failed. */
-export class ServerError extends CairnError {}
+export class ServerError extends CairnError {
+  /** Always `'ServerError'`. */
+  override name = 'ServerError'
+}
 
 /** No response arrived: DNS, refused or reset connection, CORS refusal in a browser. `status` is 0. */
-export class NetworkError extends CairnError {}
+export class NetworkError extends CairnError {
+  /** Always `'NetworkError'`. */
+  override name = 'NetworkError'
+}
 
 /** No response arrived within `timeoutMs`. A kind of {@link NetworkError}; `code` is `timeout`. */
-export class TimeoutError extends NetworkError {}
+export class TimeoutError extends NetworkError {
+  /** Always `'TimeoutError'`. */
+  override name = 'TimeoutError'
+}
 
 /** The server answered with something that is not the JSON this client expects. */
-export class InvalidResponseError extends CairnError {}
+export class InvalidResponseError extends CairnError {
+  /** Always `'InvalidResponseError'`. */
+  override name = 'InvalidResponseError'
+}
 
 /** Picks the error class for an HTTP error response. */
 export function errorForResponse(

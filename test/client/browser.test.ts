@@ -1,6 +1,8 @@
 // The bundled client in headless Chromium, on a page from another origin than the API:
 // every call crosses origins, so this proves the server's CORS answers are enough for it
-// (preflight with x-api-key, and the exposed ETag, X-Expires-At and X-Request-Id headers).
+// (preflight with x-api-key, x-request-id, if-match and if-none-match; the exposed ETag and
+// X-Expires-At headers). The bundle is minified, as sites ship it, so the error classes
+// must keep their names through that.
 import http from 'node:http'
 import type { AddressInfo } from 'node:net'
 import path from 'node:path'
@@ -16,6 +18,7 @@ async function pageServer(t: Tap): Promise<string> {
     format: 'esm',
     platform: 'browser',
     target: 'es2022',
+    minify: true,
     write: false,
   })
   const js = bundle.outputFiles[0]!.text
@@ -66,6 +69,13 @@ t.test('the client works in a browser across origins', { skip }, async (t) => {
         { ttl: 600 },
       )
       const hit = await kv.get(ns, 'a/b?c#d %🪨')
+      const swapped = await kv.put(ns, 'a/b?c#d %🪨', 'second', { ifMatch: hit.version })
+      const lost = await kv
+        .put(ns, 'a/b?c#d %🪨', 'third', { ifMatch: hit.version })
+        .catch((e: any) => `${e.name} ${e.code}`)
+      const createOnly = await kv
+        .put(ns, 'a/b?c#d %🪨', 'fourth', { ifNoneMatch: '*' })
+        .catch((e: any) => `${e.name} ${e.code}`)
       const keys: string[] = []
       for await (const k of kv.keys(ns)) keys.push(k)
       const err = await kv.get(`${ns}-missing`, 'k').catch((e: unknown) => e)
@@ -79,7 +89,11 @@ t.test('the client works in a browser across origins', { skip }, async (t) => {
         s: hit.value.s,
         expiresAt: typeof hit.expiresAt,
         keys,
+        swapped: swapped.created,
+        lost,
+        createOnly,
         notFound: err instanceof NotFoundError,
+        name: err.name,
         code: err.code,
         requestId: typeof err.requestId === 'string' && err.requestId.length > 0,
         deleted,
@@ -96,7 +110,11 @@ t.test('the client works in a browser across origins', { skip }, async (t) => {
     s: 'x',
     expiresAt: 'number',
     keys: ['a/b?c#d %🪨'],
+    swapped: false,
+    lost: 'ConflictError precondition_failed',
+    createOnly: 'ConflictError precondition_failed',
     notFound: true,
+    name: 'NotFoundError',
     code: 'namespace_not_found',
     requestId: true,
     deleted: true,
