@@ -25,8 +25,10 @@ export interface RetryEvent {
 
 /**
  * Which failures a call may be retried after:
- * - `idempotent`: network errors, timeouts, 429 `rate_limited`, 502, 503, 504 (GET, unconditional PUT and DELETE);
- * - `unapplied`: only 429 `rate_limited`, which the server answers before doing anything (conditional writes, namespace creation).
+ * - `idempotent`: network errors, timeouts, 429, 502, 503, 504 (GET, unconditional PUT and DELETE);
+ * - `unapplied`: only 429, which is answered before anything is done (conditional writes, namespace creation).
+ *
+ * A 429 `quota_exceeded` (the daily quota is used up) is never retried.
  */
 export type RetryMode = 'idempotent' | 'unapplied'
 
@@ -36,8 +38,10 @@ export type RetryPolicy = Required<RetryOptions>
 export function retryPolicy(opt: number | false | RetryOptions | undefined): RetryPolicy {
   const o: RetryOptions =
     opt === false ? { limit: 0 } : typeof opt === 'number' ? { limit: opt } : (opt ?? {})
+  const limit = Math.floor(o.limit ?? 3)
   return {
-    limit: Math.max(0, Math.floor(o.limit ?? 3)),
+    // NaN would compare false with every attempt number and so never stop retrying.
+    limit: Number.isNaN(limit) ? 3 : Math.max(0, limit),
     baseDelayMs: o.baseDelayMs ?? 200,
     maxDelayMs: o.maxDelayMs ?? 5000,
     maxRetryAfterMs: o.maxRetryAfterMs ?? 60_000,
@@ -56,7 +60,9 @@ export function retryDelay(
   retryAfterSec: number | undefined,
 ): number | undefined {
   if (attempt > policy.limit) return undefined
-  const rateLimited = error.status === 429 && error.code === 'rate_limited'
+  // Any 429 but a spent daily quota: the server's `rate_limited`, its limit on bad keys, or
+  // a gateway's own limiter, all of which refuse the request before it does anything.
+  const rateLimited = error.status === 429 && error.code !== 'quota_exceeded'
   const transient =
     error.status === 0 || error.status === 502 || error.status === 503 || error.status === 504
   if (!rateLimited && !(mode === 'idempotent' && transient)) return undefined

@@ -98,6 +98,17 @@ t.test('gateway errors and network errors', async (t) => {
     t.equal(g.seen, 3)
   }
 
+  proxy.failNext(1, 429, { 'retry-after': '1' })
+  const limited = await attempts(() => kv.put(ns, 'k429', 429, { ifNoneMatch: '*' }))
+  t.equal(
+    (limited as any).v?.created,
+    true,
+    "a gateway's 429 is retried, for a conditional write too",
+  )
+  t.equal(limited.seen, 2)
+  t.equal(events[0]?.error.code, 'http_429', 'the 429 came from the gateway, not the server')
+  t.ok(events[0]!.delayMs >= 1000, "the gateway's Retry-After is honoured")
+
   proxy.failNext(2, 503)
   const d = await attempts(() => kv.delete(ns, 'k502'))
   t.same(d, { v: true, seen: 3 }, 'unconditional DELETE retried')
