@@ -35,6 +35,7 @@ export class Cairn {
   readonly #bigints: BigIntMode
 
   /**
+   * Makes a client; it sends nothing until a method is called.
    * @param apiKey The account's API key (`cairn_...`). Defaults to the `CAIRN_API_KEY`
    *   environment variable where the runtime has one.
    * @param options Base URL, fetch, timeout, retries; see {@link ClientOptions}.
@@ -71,7 +72,9 @@ export class Cairn {
    * same value lands either way, though `created` may then read false); conditional ones
    * (`ifMatch`, `ifNoneMatch`) only after a 429, which guarantees nothing was written.
    * @throws NotFoundError when the namespace does not exist; ConflictError when a condition fails;
-   *   PayloadTooLargeError; QuotaExceededError; BadRequestError for a bad key or TTL.
+   *   PayloadTooLargeError; QuotaExceededError; BadRequestError for a bad key or TTL, and,
+   *   before sending, for a value JSON would change (`NaN`, `Infinity`, a `Map` or `Set`)
+   *   or cannot hold (`undefined`, a function, a cycle).
    */
   async put(
     namespace: string,
@@ -79,7 +82,17 @@ export class Cairn {
     value: unknown,
     options: PutOptions = {},
   ): Promise<PutResult> {
-    const json = stringifyJson(value)
+    let json: string | undefined
+    try {
+      json = stringifyJson(value)
+    } catch (err) {
+      throw new BadRequestError({
+        status: 400,
+        code: 'invalid_json',
+        message: `The value for key ${JSON.stringify(key)} cannot be stored as JSON: ${(err as Error).message}.`,
+        cause: err,
+      })
+    }
     if (json === undefined) {
       throw new BadRequestError({
         status: 400,
@@ -142,6 +155,7 @@ export class Cairn {
 
   /**
    * Reads a key. Integers beyond 2^53 come back per the `bigints` option (default: as `bigint`).
+   * @typeParam T The value's type as you expect it; it is not checked at run time.
    * @returns `{ value, version, expiresAt? }`, or null when the key does not exist (or has expired).
    * @throws NotFoundError when the namespace does not exist.
    */
@@ -297,7 +311,8 @@ export class Cairn {
   }
 
   /**
-   * Deletes a namespace and every key in it.
+   * Deletes a namespace and every key in it. Retried on transient failures, so a delete
+   * whose first answer was lost may report false.
    * @returns true when it was deleted, false when it did not exist.
    */
   async deleteNamespace(name: string, options: CallOptions = {}): Promise<boolean> {

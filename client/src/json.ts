@@ -147,10 +147,20 @@ class Parser {
  * JSON.stringify that also writes `bigint`s as plain JSON integers (JSON.stringify throws
  * on them) and -0 as `-0`, so a value read with `bigints: 'bigint'` is written back unchanged.
  * Returns undefined for a value JSON cannot represent at all (undefined, a function).
+ * @throws TypeError for what JSON.stringify would silently change into something else (NaN
+ *   and Infinity into `null`, a Map or Set into `{}`) and for circular structures.
  */
 export function stringifyJson(value: unknown): string | undefined {
   let marker: string | undefined
-  const text = JSON.stringify(value, (_key, v) => {
+  const text = JSON.stringify(value, (key, v) => {
+    if (typeof v === 'number' && !Number.isFinite(v)) {
+      throw new TypeError(`${where(key)} is ${v}, which JSON would store as null`)
+    }
+    if (v instanceof Map || v instanceof Set) {
+      throw new TypeError(
+        `${where(key)} is a ${v instanceof Map ? 'Map' : 'Set'}, which JSON would store as {}; convert it (Object.fromEntries, Array.from) first`,
+      )
+    }
     // JSON.stringify also writes -0 as 0; the server keeps -0, so keep it too.
     const negZero = v === 0 && 1 / v < 0
     if (typeof v !== 'bigint' && !negZero) return v
@@ -162,4 +172,8 @@ export function stringifyJson(value: unknown): string | undefined {
   // strings can match this pattern.
   const escaped = JSON.stringify(marker).slice(1, -1)
   return text.replace(new RegExp(`"${escaped.replace(/\\/g, '\\\\')}(-?\\d+)"`, 'g'), '$1')
+}
+
+function where(key: string): string {
+  return key === '' ? 'the value' : `member ${JSON.stringify(key)}`
 }

@@ -61,8 +61,14 @@ function newRequestId(): string {
 export async function send(cfg: TransportConfig, call: Call): Promise<Reply> {
   // Every attempt of one call carries the same id, so the server's log shows the retries.
   const id = call.headers?.['x-request-id'] ?? newRequestId()
+  // Looked up per call, not once, so a fetch installed (or replaced by a test tool) after the
+  // client was made is used.
+  const doFetch = cfg.fetch ?? globalThis.fetch
+  if (typeof doFetch !== 'function') {
+    throw new TypeError('Cairn: this runtime has no global fetch; pass one as the `fetch` option.')
+  }
   for (let attempt = 1; ; attempt++) {
-    const outcome = await attemptOnce(cfg, call, id)
+    const outcome = await attemptOnce(cfg, doFetch, call, id)
     if (!('error' in outcome)) return outcome
     const delay = retryDelay(cfg.retry, call.retry, attempt, outcome.error, outcome.retryAfter)
     if (delay === undefined) throw outcome.error
@@ -73,7 +79,12 @@ export async function send(cfg: TransportConfig, call: Call): Promise<Reply> {
 
 type Outcome = Reply | { error: CairnError; retryAfter?: number }
 
-async function attemptOnce(cfg: TransportConfig, call: Call, requestId: string): Promise<Outcome> {
+async function attemptOnce(
+  cfg: TransportConfig,
+  doFetch: FetchLike,
+  call: Call,
+  requestId: string,
+): Promise<Outcome> {
   const user = call.signal
   user?.throwIfAborted()
   const ctl = new AbortController()
@@ -95,7 +106,6 @@ async function attemptOnce(cfg: TransportConfig, call: Call, requestId: string):
   }
   if (call.body !== undefined) headers['content-type'] = 'application/json'
   try {
-    const doFetch = cfg.fetch ?? globalThis.fetch
     const res = await doFetch(cfg.baseUrl + call.path, {
       method: call.method,
       headers,

@@ -73,7 +73,10 @@ export interface PutResult {
   version: string
 }
 
-/** A stored entry, as `get` returns it. */
+/**
+ * A stored entry, as `get` returns it.
+ * @typeParam T The value's type as the caller asserts it; nothing checks it at run time.
+ */
 export interface Entry<T> {
   /** The stored JSON value, parsed. */
   value: T
@@ -149,9 +152,9 @@ export interface UsageDay {
   errors: number
   /** 429 answers. */
   rateLimited: number
-  /** Request bytes received. */
+  /** Request body bytes received. */
   bytesIn: number
-  /** Response bytes sent. */
+  /** Response body bytes sent. */
   bytesOut: number
 }
 
@@ -191,7 +194,14 @@ export interface Usage {
     /** Live keys. */
     keys: number
     /** Per namespace. */
-    namespaces: { name: string; keys: number; bytes: number }[]
+    namespaces: {
+      /** The namespace's name. */
+      name: string
+      /** Its live keys. */
+      keys: number
+      /** Its bytes of keys plus values. */
+      bytes: number
+    }[]
   }
   /** The last 30 days, oldest first, today last. */
   days: UsageDay[]

@@ -88,6 +88,36 @@ t.test('errors are typed', async (t) => {
     )
   })
 
+  t.test('400 before sending: values JSON would silently change', async (t) => {
+    let sent = 0
+    const { apiKey } = await account(srv)
+    const counting = new Cairn(apiKey, {
+      baseUrl: srv.baseUrl,
+      fetch: (u, i) => {
+        sent++
+        return fetch(u, i)
+      },
+    })
+    const cyclic: Record<string, unknown> = {}
+    cyclic.self = cyclic
+    for (const [what, value] of [
+      ['NaN', Number.NaN],
+      ['Infinity in an array', [1, Number.POSITIVE_INFINITY]],
+      ['-Infinity in an object', { n: Number.NEGATIVE_INFINITY }],
+      ['a Map', { m: new Map([['a', 1]]) }],
+      ['a Set', new Set([1])],
+      ['a cycle', cyclic],
+    ] as const) {
+      const err = await counting.put(ns, 'k', value).catch((e: unknown) => e)
+      t.ok(err instanceof BadRequestError, `${what}: a BadRequestError`)
+      t.match(err, { status: 400, code: 'invalid_json' }, what)
+      t.equal((err as CairnError).requestId, undefined, `${what}: no request, no request id`)
+      t.ok((err as CairnError).cause instanceof TypeError, `${what}: the cause is kept`)
+    }
+    t.equal(sent, 0, 'nothing reached the network')
+    t.equal((await kv.get(ns, 'k'))?.value, 1, 'the stored value is untouched')
+  })
+
   t.test('404: NotFoundError', async (t) => {
     const missing = nsName('missing')
     await check(t, kv.get(missing, 'k'), NotFoundError, 404, 'namespace_not_found')
