@@ -1,6 +1,7 @@
-// The published shape: build the package with the repository's TypeScript into a temp
-// node_modules, then use it the way users do: import (ESM), require (CommonJS) and
-// type-check against its declarations, each talking to a real server.
+// The published shape: `npm pack` the package as a publish would (its prepack build
+// included), install the tarball into a temp node_modules, then use it the way users do:
+// import (ESM), require (CommonJS) and type-check against its declarations, each talking
+// to a real server.
 import { execFile } from 'node:child_process'
 import fs from 'node:fs'
 import os from 'node:os'
@@ -11,30 +12,38 @@ import { account, nsName, root, server } from './helpers.js'
 
 const run = promisify(execFile)
 
-t.test('ESM, CommonJS and type declarations from the built package', async (t) => {
-  const manifest = JSON.parse(fs.readFileSync(path.join(root, 'client/package.json'), 'utf8'))
-  t.equal(manifest.name, 'cairn-client')
-  t.same(manifest.dependencies ?? {}, {}, 'no runtime dependencies')
-
+t.test('ESM, CommonJS and type declarations from the packed package', async (t) => {
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'cairn-client-pkg-'))
   t.teardown(() => fs.rmSync(tmp, { recursive: true, force: true }))
+  const packed = await run('npm', ['pack', '--json', '--pack-destination', tmp], {
+    cwd: path.join(root, 'client'),
+  })
+  const [info] = JSON.parse(packed.stdout) as { filename: string; files: { path: string }[] }[]
+  const files = info!.files.map((f) => f.path).sort()
+  for (const f of [
+    'package.json',
+    'README.md',
+    'dist/esm/index.js',
+    'dist/esm/index.d.ts',
+    'dist/cjs/index.js',
+    'dist/cjs/index.d.ts',
+    'dist/cjs/package.json',
+  ]) {
+    t.ok(files.includes(f), `the tarball holds ${f}`)
+  }
+  t.same(
+    files.filter((f) => !f.startsWith('dist/') && f !== 'package.json' && f !== 'README.md'),
+    [],
+    'nothing but dist, the README and the manifest (no sources, scripts or tsconfig)',
+  )
+
   const pkg = path.join(tmp, 'node_modules', 'cairn-client')
   fs.mkdirSync(pkg, { recursive: true })
-  fs.copyFileSync(path.join(root, 'client/package.json'), path.join(pkg, 'package.json'))
-  await run(process.execPath, [
-    path.join(root, 'client/scripts/build.mjs'),
-    '--out',
-    path.join(pkg, 'dist'),
-  ])
-  for (const f of [
-    'esm/index.js',
-    'esm/index.d.ts',
-    'cjs/index.js',
-    'cjs/index.d.ts',
-    'cjs/package.json',
-  ]) {
-    t.ok(fs.existsSync(path.join(pkg, 'dist', f)), `built ${f}`)
-  }
+  await run('tar', ['-xzf', path.join(tmp, info!.filename), '-C', pkg, '--strip-components=1'])
+  const manifest = JSON.parse(fs.readFileSync(path.join(pkg, 'package.json'), 'utf8'))
+  t.equal(manifest.name, 'cairn-client')
+  t.same(manifest.dependencies ?? {}, {}, 'no runtime dependencies')
+  t.same(manifest.peerDependencies ?? {}, {}, 'no peer dependencies either')
 
   const srv = await server(t)
   const { apiKey } = await account(srv)
