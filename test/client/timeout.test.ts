@@ -14,7 +14,7 @@ async function silentServer(t: { teardown(fn: () => unknown): void }) {
       res.write('{"value":')
     }
     if (req.url?.includes('busy')) {
-      res.writeHead(503, { 'retry-after': '30' })
+      res.writeHead(503, { 'retry-after': '3600' })
       res.end()
     }
   })
@@ -70,11 +70,24 @@ t.test('an AbortSignal cancels the call and its retry wait', async (t) => {
   await t.rejects(kv.get('ns', 'k', { signal: AbortSignal.abort() }), { name: 'AbortError' })
   t.equal(s.count(), before, 'an aborted signal sends nothing')
 
+  // The server asks for an hour's wait; the abort comes once the client has started it. Were
+  // the wait not cancelled, the call would hang and the test would time out.
   const mine = new Error('stop')
   const ctl2 = new AbortController()
-  const waiting = kv.get('ns', 'busy', { signal: ctl2.signal })
-  setTimeout(() => ctl2.abort(mine), 200)
-  const started = Date.now()
+  const delays: number[] = []
+  const patient = new Cairn('k', {
+    baseUrl: s.baseUrl,
+    timeoutMs: 0,
+    retries: { limit: 1, maxRetryAfterMs: 2 * 3600_000 },
+    onRetry: (e) => {
+      delays.push(e.delayMs)
+      setImmediate(() => ctl2.abort(mine))
+    },
+  })
+  const before2 = s.count()
+  const waiting = patient.get('ns', 'busy', { signal: ctl2.signal })
   t.equal(await waiting.catch((e) => e), mine, 'a custom reason is passed through')
-  t.ok(Date.now() - started < 10_000, 'did not sit out Retry-After: 30')
+  t.equal(delays.length, 1, 'the abort came during the retry wait')
+  t.ok(delays[0]! >= 3600_000, `the wait was Retry-After's hour (${delays[0]} ms)`)
+  t.equal(s.count() - before2, 1, 'no second attempt')
 })
