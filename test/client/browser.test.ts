@@ -81,6 +81,12 @@ t.test('the client works in a browser across origins', { skip }, async (t) => {
       const err = await kv.get(`${ns}-missing`, 'k').catch((e: unknown) => e)
       const deleted = await kv.delete(ns, 'a/b?c#d %🪨')
       const usage = await kv.usage()
+      // Refused before the key is known: that answer must carry CORS headers too, or the
+      // page would only see a network error.
+      const stranger = new Cairn(`cairn_${'x'.repeat(32)}`, { baseUrl, retries: false })
+      const denied = await stranger
+        .namespaces()
+        .catch((e: any) => `${e.name} ${e.status} ${e.code}`)
       return {
         origin: location.origin,
         created: put.created,
@@ -98,6 +104,7 @@ t.test('the client works in a browser across origins', { skip }, async (t) => {
         requestId: typeof err.requestId === 'string' && err.requestId.length > 0,
         deleted,
         plan: usage.plan.id,
+        denied,
       }
     },
     { baseUrl: srv.baseUrl, apiKey, ns },
@@ -119,6 +126,7 @@ t.test('the client works in a browser across origins', { skip }, async (t) => {
     requestId: true,
     deleted: true,
     plan: 'free',
+    denied: 'AuthError 401 unauthorized',
   })
 
   const refused = await page.evaluate(
