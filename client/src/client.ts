@@ -378,6 +378,6 @@ function invalid(reply: Reply, what: string): InvalidResponseError {
     status: reply.status,
     code: 'invalid_response',
     message: `The server sent ${what}.`,
-    requestId: reply.headers.get('x-request-id') ?? undefined,
+    requestId: reply.requestId,
   })
 }

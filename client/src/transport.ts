@@ -41,6 +41,8 @@ export interface Reply {
   status: number
   headers: Headers
   text: string
+  /** The server's X-Request-Id, or the one sent when whatever answered gave none. */
+  requestId: string
 }
 
 /**
@@ -114,7 +116,10 @@ async function attemptOnce(
       // No `credentials` option: the API ignores cookies, and Workers reject the field.
     })
     const text = await res.text()
-    if (res.status < 400) return { status: res.status, headers: res.headers, text }
+    if (res.status < 400) {
+      const id = res.headers.get('x-request-id') ?? requestId
+      return { status: res.status, headers: res.headers, text, requestId: id }
+    }
     return httpError(res, text, requestId)
   } catch (err) {
     if (user?.aborted) throw user.reason
@@ -192,7 +197,7 @@ export function replyJson(reply: Reply): any {
       status: reply.status,
       code: 'invalid_response',
       message: `The server's response is not JSON: ${reply.text.slice(0, 100)}`,
-      requestId: reply.headers.get('x-request-id') ?? undefined,
+      requestId: reply.requestId,
     })
   }
 }

@@ -8,6 +8,7 @@ import {
   Cairn,
   CairnError,
   ConflictError,
+  InvalidResponseError,
   NetworkError,
   NotFoundError,
   PayloadTooLargeError,
@@ -206,6 +207,34 @@ t.test('errors are typed', async (t) => {
     await check(t, viaProxy.usage(), ServerError, 500, 'http_500')
     t.ok(Array.isArray(await viaProxy.namespaces()), 'the path through the gateway works')
   })
+
+  t.test(
+    'not our JSON: InvalidResponseError, from a gateway answering 200 with a page',
+    async (t) => {
+      const proxy = await startProxy(srv.url)
+      t.teardown(() => proxy.close())
+      const { apiKey } = await account(srv)
+      const sent: string[] = []
+      const viaProxy = new Cairn(apiKey, {
+        baseUrl: `${proxy.url}/v1`,
+        fetch: (u, i) => {
+          sent.push(new Headers(i.headers).get('x-request-id') ?? '')
+          return fetch(u, i)
+        },
+      })
+      // A captive portal or a misrouted proxy answers 200 with its own HTML.
+      proxy.failNext(1, 200)
+      const e = await check(t, viaProxy.namespaces(), InvalidResponseError, 200, 'invalid_response')
+      t.match(e.message, /not JSON/)
+      t.equal(sent.length, 1, 'a 200 is not retried, whatever its body')
+      t.equal(e.requestId, sent[0], 'no X-Request-Id came back: the id sent is quoted')
+      proxy.failNext(1, 200)
+      await check(t, viaProxy.list(nsName('gone')), InvalidResponseError, 200, 'invalid_response')
+      proxy.failNext(1, 200)
+      const page = await viaProxy.get(ns, 'k').catch((e: unknown) => e)
+      t.ok(page instanceof InvalidResponseError, 'get: a body without "value" is refused too')
+    },
+  )
 
   t.test('no server: NetworkError', async (t) => {
     const port = await closedPort()

@@ -1,6 +1,7 @@
 // A small HTTP forwarder standing in for a load balancer in front of a real server: it can
-// answer the next few requests itself with a gateway error (502/503/504) and counts every
-// request it sees, so retry behaviour is observable end to end.
+// answer the next few requests itself with an HTML page and a status of its choosing (a
+// gateway's 502/503/504 or 429, a captive portal's 200) and counts every request it sees,
+// so retry behaviour is observable end to end.
 import http from 'node:http'
 import type { AddressInfo } from 'node:net'
 
@@ -8,7 +9,7 @@ export interface Proxy {
   url: string
   /** Requests seen, by method. */
   seen: { method: string; url: string }[]
-  /** Answer the next `n` requests with `status` instead of forwarding them. */
+  /** Answer the next `n` requests with `status` and an HTML body instead of forwarding them. */
   failNext(n: number, status: number, headers?: Record<string, string>): void
   close(): Promise<void>
 }
