@@ -42,6 +42,8 @@ const KEYS = [
 const PREFIXES = ['', 'a', 'a/', 'b', '\u00e9', '\u{1F600}', 'num/', 'zz', 'nothing']
 const NAMESPACES = ['alpha', 'beta', 'gamma']
 const MARGIN = 25
+/** TTLs that run out within this many ms are waited for by settle(); longer ones never expire in a run. */
+const SHORT_TTL_HORIZON = 60_000
 
 type Rand = () => number
 const pick = <T>(r: Rand, xs: readonly T[]): T => xs[Math.floor(r() * xs.length)]
@@ -83,7 +85,11 @@ function prune(model: Model) {
     for (const [k, e] of keys) if (status(e) === 'expired') keys.delete(k)
 }
 
-/** Waits until no key with a short TTL is near its expiry, then drops the expired ones. */
+/**
+ * Waits until every key with a short TTL is surely expired, then drops the expired ones, so
+ * nothing expires while a comparison runs (a reopen or a compaction can take longer than a
+ * short TTL). Keys with long TTLs stay live throughout.
+ */
 async function settle(model: Model, ns?: string) {
   for (;;) {
     let latest = 0
@@ -91,7 +97,12 @@ async function settle(model: Model, ns?: string) {
     for (const [name, keys] of model) {
       if (ns !== undefined && name !== ns) continue
       for (const e of keys.values())
-        if (status(e, now) === 'unsure') latest = Math.max(latest, e.expHi!)
+        if (
+          e.expHi !== undefined &&
+          e.expHi - now < SHORT_TTL_HORIZON &&
+          status(e, now) !== 'expired'
+        )
+          latest = Math.max(latest, e.expHi)
     }
     if (latest === 0) break
     await sleep(latest + MARGIN + 2 - now)
