@@ -13,7 +13,6 @@
 import fs from 'node:fs'
 import path from 'node:path'
 import type { Db } from './db.js'
-import { fsyncDir } from './fsutil.js'
 import { HintBuilder } from './hint.js'
 import {
   COMPACTED_FILE,
@@ -26,6 +25,7 @@ import {
 import {
   ENTRY_HEADER,
   PUT,
+  copyBytes,
   REC_HEADER,
   SEG_COMPACTED,
   SEG_HEADER,
@@ -84,6 +84,49 @@ function slicer(db: Db): () => Promise<void> {
   }
 }
 
+/** Slot numbers in a growable typed array: one list per old segment. */
+class SlotList {
+  items = new Uint32Array(256)
+  n = 0
+  push(slot: number): void {
+    if (this.n === this.items.length) {
+      const b = new Uint32Array(this.n * 2)
+      b.set(this.items)
+      this.items = b
+    }
+    this.items[this.n++] = slot
+  }
+}
+
+/**
+ * The slots whose records sit in the old segments, grouped by segment. Walking the index
+ * rather than the log finds the live entries without making a key string or a map lookup
+ * per record, so a pass over a large database leaves little garbage for requests to pay
+ * for in GC pauses.
+ */
+async function liveSlotsBySegment(
+  db: Db,
+  old: Segment[],
+  tick: () => Promise<void>,
+): Promise<SlotList[]> {
+  const s = db.slots
+  let maxId = 0
+  for (const seg of old) maxId = Math.max(maxId, seg.id)
+  const which = new Int32Array(maxId + 1).fill(-1)
+  old.forEach((seg, i) => {
+    which[seg.id] = i
+  })
+  const lists = old.map(() => new SlotList())
+  // Slots handed out during a yield hold records in the active segment, never an old one.
+  const end = s.highWater
+  for (let slot = 0; slot < end; slot++) {
+    const id = s.seg[slot]!
+    if (id <= maxId && which[id]! >= 0) lists[which[id]!]!.push(slot)
+    if ((slot & 8191) === 0) await tick()
+  }
+  return lists
+}
+
 /** One pass over all sealed segments. Resolves true when it replaced them. */
 export async function compactAll(db: Db): Promise<boolean> {
   if (db.active.end > SEG_HEADER) db.rotate()
@@ -98,53 +141,82 @@ export async function compactAll(db: Db): Promise<boolean> {
   let out: Output | null = null
   const tick = slicer(db)
   const now = Date.now()
+  /** Makes room for `bytes` more in the current output, starting a new one when it is full. */
+  const room = (bytes: number): Output => {
+    if (out && out.size + bytes > db.segmentBytes && out.size > SEG_HEADER) {
+      writeOut(out)
+      out = null
+    }
+    if (!out) {
+      out = startOutput(db)
+      outputs.push(out)
+    }
+    return out
+  }
   try {
-    for (const seg of old) {
+    const lists = await liveSlotsBySegment(db, old, tick)
+    // Entries are at least ENTRY_HEADER (32) bytes apart, so offset / 32 tells them apart:
+    // `at` maps it to the slot (plus one) whose entry starts there.
+    let most = 0
+    for (const seg of old) most = Math.max(most, seg.written)
+    const at = new Uint32Array((most >>> 5) + 1)
+    for (let si = 0; si < old.length; si++) {
+      const seg = old[si]!
+      const list = lists[si]!
+      if (list.n === 0) continue
       const buf = await readSegment(seg)
+      at.fill(0, 0, (buf.length >>> 5) + 1)
+      for (let i = 0; i < list.n; i++) {
+        const slot = list.items[i]!
+        if (s.seg[slot] === seg.id) at[s.off[slot]! >>> 5] = slot + 1
+        // Scattered writes: a few thousand cost a millisecond.
+        if ((i & 4095) === 4095) await tick()
+      }
+      // Walk the records in file order. A record whose entries are all live is copied
+      // whole; of any other, only its live entries.
+      let records = 0
       for (let p = SEG_HEADER; p + REC_HEADER <= buf.length; ) {
-        const recLen = buf.readUInt32LE(p + 4)
+        // A call per record would make a promise per record: check the clock every few.
+        if ((++records & 31) === 0) await tick()
+        const recEnd = p + REC_HEADER + buf.readUInt32LE(p + 4)
         const count = buf.readUInt32LE(p + 8)
-        let q = p + REC_HEADER
-        for (let i = 0; i < count; i++) {
-          const keyLen = buf.readUInt16LE(q + 6)
-          const len = ENTRY_HEADER + keyLen + buf.readUInt32LE(q + 28)
-          if (buf[q + 4] === PUT) {
-            const off = q
-            const n = db.byId.get(buf.readUInt32LE(q + 8))
-            const key = buf.toString('utf8', q + ENTRY_HEADER, q + ENTRY_HEADER + keyLen)
-            const slot = n?.map.get(key)
-            const exp = slot === undefined ? 0 : s.expires[slot]!
-            const current = slot !== undefined && s.seg[slot] === seg.id && s.off[slot] === off
-            if (current && exp !== 0 && exp <= now) expired.push([n!, key])
-            else if (current) {
-              if (out && out.size + REC_HEADER + len > db.segmentBytes && out.size > SEG_HEADER) {
-                writeOut(out)
-                out = null
-              }
-              if (!out) {
-                out = startOutput(db)
-                outputs.push(out)
-              }
-              const at = appendEntry(out, buf, off, len)
-              out.hint.add(
-                PUT,
-                buf[q + 5]!,
-                keyLen,
-                buf.readUInt32LE(q + 8),
-                buf.readDoubleLE(q + 12),
-                buf.readDoubleLE(q + 20),
-                at,
-                len,
-                buf,
-                q + ENTRY_HEADER,
-              )
-              moves.push(slot, seg.id, off, out.id, at)
-            }
-          }
+        let live = 0
+        for (let i = 0, q = p + REC_HEADER; i < count; i++) {
+          const valueLen = buf.readUInt32LE(q + 28)
+          const len = ENTRY_HEADER + buf.readUInt16LE(q + 6) + valueLen
+          const slot = at[q >>> 5]! - 1
+          // Unmarked, or written again, deleted or moved during a yield: not copied.
+          if (slot >= 0 && s.seg[slot] === seg.id && s.off[slot] === q && s.len[slot] === len) {
+            const exp = s.expires[slot]!
+            if (exp !== 0 && exp <= now) {
+              const n = db.byId.get(buf.readUInt32LE(q + 8))
+              if (n) expired.push([n, buf.toString('utf8', q + ENTRY_HEADER, q + len - valueLen)])
+              at[q >>> 5] = 0
+            } else live++
+          } else at[q >>> 5] = 0
           q += len
         }
-        p += REC_HEADER + recLen
-        await tick()
+        if (live === count) {
+          const o = room(recEnd - p)
+          const base = appendRaw(o, buf, p, recEnd) - p
+          for (let i = 0, q = p + REC_HEADER; i < count; i++) {
+            const slot = at[q >>> 5]! - 1
+            const len = s.len[slot]!
+            addCopied(o, buf, q, len, base + q, slot, seg.id, moves)
+            q += len
+          }
+        } else if (live > 0) {
+          for (let i = 0, q = p + REC_HEADER; i < count; i++) {
+            const len = ENTRY_HEADER + buf.readUInt16LE(q + 6) + buf.readUInt32LE(q + 28)
+            const slot = at[q >>> 5]! - 1
+            if (slot >= 0) {
+              const o = room(REC_HEADER + len)
+              addCopied(o, buf, q, len, appendEntry(o, buf, q, len), slot, seg.id, moves)
+            }
+            q += len
+          }
+        }
+        p = recEnd
       }
     }
     if (out) writeOut(out)
@@ -159,7 +231,7 @@ export async function compactAll(db: Db): Promise<boolean> {
       fs.renameSync(`${path.join(db.dir, hintFile(o.id))}.tmp`, path.join(db.dir, hintFile(o.id)))
       fs.renameSync(o.tmp, path.join(db.dir, segmentFile(o.id)))
     }
-    fsyncDir(db.dir)
+    await fsyncDirAsync(db.dir)
   } catch (err) {
     for (const o of outputs) {
       fs.closeSync(o.fd)
@@ -171,6 +243,7 @@ export async function compactAll(db: Db): Promise<boolean> {
     if (db.isClosed()) return false
     throw err
   }
+  if (db.isClosed()) return false // the outputs stay: the next open resolves both copies
 
   // The outputs are durable and named: make them readable, then move the index entries over,
   // a slice at a time. Until the COMPACTED file exists both copies stay on disk.
@@ -215,23 +288,74 @@ export async function compactAll(db: Db): Promise<boolean> {
     if (slot !== undefined && oldIds.has(s.seg[slot]!)) db.remove(n, key)
   }
 
-  const marker = path.join(db.dir, COMPACTED_FILE)
-  const fd = fs.openSync(marker, 'w')
-  fs.writeSync(fd, JSON.stringify(old.map((o) => o.id)))
-  fs.fsyncSync(fd)
-  fs.closeSync(fd)
-  fsyncDir(db.dir)
+  // Nothing may point at the old segments any more; should anything still, they stay.
+  const check = slicer(db)
+  for (let slot = 0, end = s.highWater; slot < end; slot++) {
+    if (oldIds.has(s.seg[slot]!)) throw new Error(`compaction left slot ${slot} behind`)
+    if ((slot & 8191) === 0) {
+      try {
+        await check()
+      } catch {
+        return false
+      }
+    }
+  }
+  // Nothing points at the old segments any more: close them now, so a close() meanwhile
+  // cannot meet them, and delete their files off the event loop (a large unlink takes a
+  // while). Past this point a crash or close leaves only work the next open finishes.
   for (const seg of old) {
     db.segments.delete(seg.id)
     fs.closeSync(seg.fd)
-    fs.rmSync(seg.file, { force: true })
-    fs.rmSync(path.join(db.dir, hintFile(seg.id)), { force: true })
   }
-  fsyncDir(db.dir)
-  fs.rmSync(marker, { force: true })
   // Keep the active segment the newest one, so ids keep the order records were written in.
   if (outputs.length > 0) db.rotate()
+  const marker = path.join(db.dir, COMPACTED_FILE)
+  await fs.promises.writeFile(marker, JSON.stringify(old.map((o) => o.id)), { flush: true })
+  await fsyncDirAsync(db.dir)
+  for (const seg of old) {
+    if (db.isClosed()) return true
+    await fs.promises.rm(seg.file, { force: true })
+    await fs.promises.rm(path.join(db.dir, hintFile(seg.id)), { force: true })
+  }
+  if (db.isClosed()) return true
+  await fsyncDirAsync(db.dir)
+  if (!db.isClosed()) await fs.promises.rm(marker, { force: true })
   return true
+}
+
+async function fsyncDirAsync(dir: string): Promise<void> {
+  const h = await fs.promises.open(dir, 'r')
+  try {
+    await h.sync()
+  } finally {
+    await h.close()
+  }
+}
+
+/** Notes an entry copied into `o` at `at`: its hint, and the index move to make later. */
+function addCopied(
+  o: Output,
+  buf: Buffer,
+  q: number,
+  len: number,
+  at: number,
+  slot: number,
+  fromSeg: number,
+  moves: Moves,
+): void {
+  o.hint.add(
+    PUT,
+    buf[q + 5]!,
+    buf.readUInt16LE(q + 6),
+    buf.readUInt32LE(q + 8),
+    buf.readDoubleLE(q + 12),
+    buf.readDoubleLE(q + 20),
+    at,
+    len,
+    buf,
+    q + ENTRY_HEADER,
+  )
+  moves.push(slot, fromSeg, q, o.id, at)
 }
 
 function readSegment(seg: Segment): Promise<Buffer> {
@@ -268,19 +392,31 @@ function startOutput(db: Db): Output {
   }
 }
 
-/** Appends one entry as a record of its own; returns the entry's offset in the output. */
-function appendEntry(o: Output, src: Buffer, off: number, len: number): number {
-  if (o.len + REC_HEADER + len > o.buf.length) {
+/** Makes room for `bytes` in the output's buffer; returns where they go in it. */
+function reserve(o: Output, bytes: number): number {
+  if (o.len + bytes > o.buf.length) {
     writeOut(o)
-    if (REC_HEADER + len > o.buf.length) o.buf = Buffer.allocUnsafe(REC_HEADER + len)
+    if (bytes > o.buf.length) o.buf = Buffer.allocUnsafe(bytes)
   }
   const at = o.len
-  src.copy(o.buf, at + REC_HEADER, off, off + len)
+  o.len += bytes
+  o.size += bytes
+  return at
+}
+
+/** Appends one entry as a record of its own; returns the entry's offset in the output. */
+function appendEntry(o: Output, src: Buffer, off: number, len: number): number {
+  const at = reserve(o, REC_HEADER + len)
+  copyBytes(src, off, off + len, o.buf, at + REC_HEADER)
   sealRecord(o.buf, at, len, 1)
-  o.len += REC_HEADER + len
-  const entryOff = o.size + REC_HEADER
-  o.size += REC_HEADER + len
-  return entryOff
+  return o.size - len
+}
+
+/** Appends src[from, to), whole records, as they are; returns their offset in the output. */
+function appendRaw(o: Output, src: Buffer, from: number, to: number): number {
+  const at = reserve(o, to - from)
+  copyBytes(src, from, to, o.buf, at)
+  return o.size - (to - from)
 }
 
 function writeOut(o: Output): void {

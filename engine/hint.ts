@@ -2,7 +2,7 @@
 // so opening reads a few bytes per key instead of the whole log. A hint is only a shortcut:
 // when it is missing or fails its checksum the segment itself is scanned.
 import fs from 'node:fs'
-import { crc } from './record.js'
+import { copyBytes, crc } from './record.js'
 
 export const HINT_MAGIC = Buffer.from('CAIRNHNT')
 /** magic(8) segId(u32) segSize(u32) count(u32) reserved(u32) baseVersion(f64); see FORMAT.md */
@@ -43,7 +43,7 @@ export class HintBuilder {
     b.writeDoubleLE(expiresAt, at + 16)
     b.writeUInt32LE(off, at + 24)
     b.writeUInt32LE(len, at + 28)
-    src.copy(b, at + HINT_ENTRY, keyAt, keyAt + keyLen)
+    copyBytes(src, keyAt, keyAt + keyLen, b, at + HINT_ENTRY)
     this.len = at + HINT_ENTRY + keyLen
     this.count++
   }

@@ -36,6 +36,18 @@ export function crc(buf: Buffer, start: number, end: number): number {
   return (c ^ -1) >>> 0
 }
 
+/**
+ * Copies src[from, to) to dst at `at`. Short spans go byte by byte: Buffer#copy makes a
+ * view object per call, and per entry of a large compaction that garbage costs GC pauses.
+ */
+export function copyBytes(src: Buffer, from: number, to: number, dst: Buffer, at: number): void {
+  if (to - from > 256) {
+    src.copy(dst, at, from, to)
+    return
+  }
+  for (let i = from; i < to; i++) dst[at++] = src[i]!
+}
+
 export function segmentHeader(segId: number, baseVersion: number, flags = 0): Buffer {
   const b = Buffer.alloc(SEG_HEADER)
   SEG_MAGIC.copy(b, 0)

@@ -19,8 +19,15 @@ export class Slots {
     return this.used++
   }
 
+  /** Segment ids start at 1, so a freed slot's 0 never matches a segment. */
   release(slot: number): void {
+    this.seg[slot] = 0
     this.free.push(slot)
+  }
+
+  /** Slots handed out so far, free ones included: every slot number is below this. */
+  get highWater(): number {
+    return this.used
   }
 
   /** Bytes held by the arrays, for memory figures. */
