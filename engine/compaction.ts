@@ -33,8 +33,9 @@ import {
   segmentHeader,
 } from './record.js'
 
-const SLICE_MS = 4
+const SLICE_MS = 2
 const OUT_BUFFER = 1024 * 1024
+const WINDOW = 4 * 1024 * 1024
 
 interface Output {
   id: number
@@ -49,12 +50,28 @@ interface Output {
 
 /** Index entries to move once the outputs are durable, in parallel arrays. */
 class Moves {
-  slot = new Uint32Array(1024)
-  fromSeg = new Uint32Array(1024)
-  fromOff = new Uint32Array(1024)
-  toSeg = new Uint32Array(1024)
-  toOff = new Uint32Array(1024)
+  slot: Uint32Array
+  fromSeg: Uint32Array
+  fromOff: Uint32Array
+  toSeg: Uint32Array
+  toOff: Uint32Array
   n = 0
+
+  constructor() {
+    this.slot = this.fromSeg = this.fromOff = this.toSeg = this.toOff = new Uint32Array(0)
+  }
+
+  /** Empties the list and sizes it for `size` moves at once, rather than doubling on the way. */
+  reset(size: number): void {
+    this.n = 0
+    if (this.slot.length >= size) return
+    const n = Math.max(size, 64)
+    this.slot = new Uint32Array(n)
+    this.fromSeg = new Uint32Array(n)
+    this.fromOff = new Uint32Array(n)
+    this.toSeg = new Uint32Array(n)
+    this.toOff = new Uint32Array(n)
+  }
 
   push(slot: number, fromSeg: number, fromOff: number, toSeg: number, toOff: number): void {
     if (this.n === this.slot.length) {
@@ -127,14 +144,68 @@ async function liveSlotsBySegment(
   return lists
 }
 
+/**
+ * Buffers a pass needs, kept from one pass to the next while compactions keep coming:
+ * allocated afresh each time (tens of MB outside the JS heap), they make V8 run full
+ * collections whose pauses requests feel. Dropped after a quiet minute.
+ */
+interface Scratch {
+  at: Uint32Array
+  reader: WindowReader
+  moves: Moves
+  hints: Buffer[]
+  outs: Buffer[]
+  timer: NodeJS.Timeout | null
+}
+const scratches = new WeakMap<Db, Scratch>()
+const KEEP_SCRATCH_MS = 60_000
+const POOLED = 8
+
+function scratchFor(db: Db): Scratch {
+  let sc = scratches.get(db)
+  if (!sc) {
+    sc = {
+      at: new Uint32Array(0),
+      reader: new WindowReader(),
+      moves: new Moves(),
+      hints: [],
+      outs: [],
+      timer: null,
+    }
+    scratches.set(db, sc)
+  }
+  if (sc.timer) clearTimeout(sc.timer)
+  sc.timer = null
+  return sc
+}
+
 /** One pass over all sealed segments. Resolves true when it replaced them. */
 export async function compactAll(db: Db): Promise<boolean> {
+  const sc = scratchFor(db)
+  try {
+    return await pass(db, sc)
+  } finally {
+    if (db.isClosed()) scratches.delete(db)
+    else {
+      // A WeakRef, so the timer does not keep a closed database's index alive.
+      const ref = new WeakRef(db)
+      sc.timer = setTimeout(() => {
+        const d = ref.deref()
+        if (d) scratches.delete(d)
+      }, KEEP_SCRATCH_MS)
+      sc.timer.unref()
+    }
+  }
+}
+
+async function pass(db: Db, sc: Scratch): Promise<boolean> {
   if (db.active.end > SEG_HEADER) db.rotate()
   await db.drain()
   const old = [...db.segments.values()].filter((s) => s !== db.active).sort((a, b) => a.id - b.id)
   if (old.length === 0) return false
   const s = db.slots
-  const moves = new Moves()
+  const moves = sc.moves
+  moves.reset(0)
   /** Keys found expired in the walk: not copied, dropped from the index after the swap. */
   const expired: [Namespace, string][] = []
   const outputs: Output[] = []
@@ -148,49 +219,62 @@ export async function compactAll(db: Db): Promise<boolean> {
       out = null
     }
     if (!out) {
-      out = startOutput(db)
+      out = startOutput(db, sc)
       outputs.push(out)
     }
     return out
   }
   try {
     const lists = await liveSlotsBySegment(db, old, tick)
+    moves.reset(lists.reduce((sum, l) => sum + l.n, 0))
     // Entries are at least ENTRY_HEADER (32) bytes apart, so offset / 32 tells them apart:
     // `at` maps it to the slot (plus one) whose entry starts there.
     let most = 0
     for (const seg of old) most = Math.max(most, seg.written)
-    const at = new Uint32Array((most >>> 5) + 1)
+    if (sc.at.length < (most >>> 5) + 1) sc.at = new Uint32Array((most >>> 5) + 1)
+    const at = sc.at
+    const r = sc.reader
     for (let si = 0; si < old.length; si++) {
       const seg = old[si]!
       const list = lists[si]!
       if (list.n === 0) continue
-      const buf = await readSegment(seg)
-      at.fill(0, 0, (buf.length >>> 5) + 1)
+      r.start(seg)
+      at.fill(0, 0, (seg.written >>> 5) + 1)
       for (let i = 0; i < list.n; i++) {
         const slot = list.items[i]!
         if (s.seg[slot] === seg.id) at[s.off[slot]! >>> 5] = slot + 1
         // Scattered writes: a few thousand cost a millisecond.
         if ((i & 4095) === 4095) await tick()
       }
-      // Walk the records in file order. A record whose entries are all live is copied
-      // whole; of any other, only its live entries.
+      // Walk the records in file order, a window of the file at a time. A record whose
+      // entries are all live is copied whole; of any other, only its live entries.
+      // Offsets p and q are in the file; the window holds the file from r.base on.
       let records = 0
-      for (let p = SEG_HEADER; p + REC_HEADER <= buf.length; ) {
+      for (let p = SEG_HEADER; p + REC_HEADER <= seg.written; ) {
         // A call per record would make a promise per record: check the clock every few.
         if ((++records & 31) === 0) await tick()
-        const recEnd = p + REC_HEADER + buf.readUInt32LE(p + 4)
-        const count = buf.readUInt32LE(p + 8)
+        if (!r.has(p, REC_HEADER)) await r.load(p, REC_HEADER)
+        const recEnd = p + REC_HEADER + r.buf.readUInt32LE(p - r.base + 4)
+        if (recEnd > seg.written) break
+        if (!r.has(p, recEnd - p)) await r.load(p, recEnd - p)
+        const buf = r.buf
+        const b = r.base
+        const count = buf.readUInt32LE(p - b + 8)
         let live = 0
         for (let i = 0, q = p + REC_HEADER; i < count; i++) {
-          const valueLen = buf.readUInt32LE(q + 28)
-          const len = ENTRY_HEADER + buf.readUInt16LE(q + 6) + valueLen
+          const valueLen = buf.readUInt32LE(q - b + 28)
+          const len = ENTRY_HEADER + buf.readUInt16LE(q - b + 6) + valueLen
           const slot = at[q >>> 5]! - 1
           // Unmarked, or written again, deleted or moved during a yield: not copied.
           if (slot >= 0 && s.seg[slot] === seg.id && s.off[slot] === q && s.len[slot] === len) {
             const exp = s.expires[slot]!
             if (exp !== 0 && exp <= now) {
-              const n = db.byId.get(buf.readUInt32LE(q + 8))
-              if (n) expired.push([n, buf.toString('utf8', q + ENTRY_HEADER, q + len - valueLen)])
+              const n = db.byId.get(buf.readUInt32LE(q - b + 8))
+              if (n)
+                expired.push([
+                  n,
+                  buf.toString('utf8', q - b + ENTRY_HEADER, q - b + len - valueLen),
+                ])
               at[q >>> 5] = 0
             } else live++
           } else at[q >>> 5] = 0
@@ -198,20 +282,21 @@ export async function compactAll(db: Db): Promise<boolean> {
         }
         if (live === count) {
           const o = room(recEnd - p)
-          const base = appendRaw(o, buf, p, recEnd) - p
+          const moved = appendRaw(o, buf, p - b, recEnd - b) - p
           for (let i = 0, q = p + REC_HEADER; i < count; i++) {
             const slot = at[q >>> 5]! - 1
             const len = s.len[slot]!
-            addCopied(o, buf, q, len, base + q, slot, seg.id, moves)
+            addCopied(o, buf, q - b, len, moved + q, slot, seg.id, q, moves)
             q += len
           }
         } else if (live > 0) {
           for (let i = 0, q = p + REC_HEADER; i < count; i++) {
-            const len = ENTRY_HEADER + buf.readUInt16LE(q + 6) + buf.readUInt32LE(q + 28)
+            const len = ENTRY_HEADER + buf.readUInt16LE(q - b + 6) + buf.readUInt32LE(q - b + 28)
             const slot = at[q >>> 5]! - 1
             if (slot >= 0) {
               const o = room(REC_HEADER + len)
-              addCopied(o, buf, q, len, appendEntry(o, buf, q, len), slot, seg.id, moves)
+              const to = appendEntry(o, buf, q - b, len)
+              addCopied(o, buf, q - b, len, to, slot, seg.id, q, moves)
             }
             q += len
           }
@@ -232,6 +317,10 @@ export async function compactAll(db: Db): Promise<boolean> {
       fs.renameSync(o.tmp, path.join(db.dir, segmentFile(o.id)))
     }
     await fsyncDirAsync(db.dir)
+    for (const o of outputs) {
+      if (sc.hints.length < POOLED) sc.hints.push(o.hint.buf)
+      if (sc.outs.length < POOLED) sc.outs.push(o.buf)
+    }
   } catch (err) {
     for (const o of outputs) {
       fs.closeSync(o.fd)
@@ -341,6 +430,7 @@ function addCopied(
   at: number,
   slot: number,
   fromSeg: number,
+  fromOff: number,
   moves: Moves,
 ): void {
   o.hint.add(
@@ -355,25 +445,53 @@ function addCopied(
     buf,
     q + ENTRY_HEADER,
   )
-  moves.push(slot, fromSeg, q, o.id, at)
+  moves.push(slot, fromSeg, fromOff, o.id, at)
 }
 
-function readSegment(seg: Segment): Promise<Buffer> {
-  const buf = Buffer.allocUnsafe(seg.written)
-  return new Promise((resolve, reject) => {
+/**
+ * A segment read a window at a time into one buffer, reused across segments, so a pass
+ * does not allocate a segment's size in memory for each segment (which, outside the JS
+ * heap, still makes V8 collect garbage sooner).
+ */
+class WindowReader {
+  buf = Buffer.allocUnsafe(WINDOW)
+  /** File offset of buf[0], and how many bytes of buf hold file data. */
+  base = 0
+  len = 0
+  private seg: Segment | null = null
+
+  start(seg: Segment): void {
+    this.seg = seg
+    this.base = 0
+    this.len = 0
+  }
+
+  has(off: number, n: number): boolean {
+    return off >= this.base && off + n <= this.base + this.len
+  }
+
+  /** Reads the file from `off` on, at least `n` bytes (the segment must hold them). */
+  async load(off: number, n: number): Promise<void> {
+    const seg = this.seg!
+    if (n > this.buf.length) this.buf = Buffer.allocUnsafe(n)
+    const want = Math.min(this.buf.length, seg.written - off)
     let done = 0
-    const next = () =>
-      fs.read(seg.fd, buf, done, seg.written - done, done, (err, n) => {
-        if (err) return reject(err)
-        done += n
-        if (n === 0 || done === seg.written) resolve(buf.subarray(0, done))
-        else next()
-      })
-    next()
-  })
+    while (done < want) {
+      const got = await new Promise<number>((resolve, reject) =>
+        fs.read(seg.fd, this.buf, done, want - done, off + done, (err, k) =>
+          err ? reject(err) : resolve(k),
+        ),
+      )
+      if (got === 0) break
+      done += got
+    }
+    if (done < n) throw new Error(`${path.basename(seg.file)}: short read at ${off}`)
+    this.base = off
+    this.len = done
+  }
 }
 
-function startOutput(db: Db): Output {
+function startOutput(db: Db, sc: Scratch): Output {
   const id = db.nextSegId++
   const tmp = path.join(db.dir, compactTmpFile(id))
   const fd = fs.openSync(tmp, 'w+')
@@ -385,8 +503,8 @@ function startOutput(db: Db): Output {
     tmp,
     fd,
     size: SEG_HEADER,
-    hint: new HintBuilder(),
-    buf: Buffer.allocUnsafe(OUT_BUFFER),
+    hint: new HintBuilder(sc.hints.pop()),
+    buf: sc.outs.pop() ?? Buffer.allocUnsafe(OUT_BUFFER),
     len: 0,
     baseVersion,
   }

@@ -11,9 +11,14 @@ export const HINT_HEADER = 32
 export const HINT_ENTRY = 32
 
 export class HintBuilder {
-  buf = Buffer.allocUnsafe(4096)
+  buf: Buffer
   len = HINT_HEADER
   count = 0
+
+  /** `buf`: a buffer to build in (compaction reuses them); grown when it fills. */
+  constructor(buf?: Buffer) {
+    this.buf = buf ?? Buffer.allocUnsafe(4096)
+  }
 
   add(
     type: number,
