@@ -13,6 +13,7 @@
 import fs from 'node:fs'
 import path from 'node:path'
 import type { Db } from './db.js'
+import { fsyncDirAsync } from './fsutil.js'
 import { HintBuilder } from './hint.js'
 import {
   COMPACTED_FILE,
@@ -73,14 +74,8 @@ class Moves {
     this.toOff = new Uint32Array(n)
   }
 
+  /** Never past the size given to reset(): a slot moves at most once, and it was counted. */
   push(slot: number, fromSeg: number, fromOff: number, toSeg: number, toOff: number): void {
-    if (this.n === this.slot.length) {
-      for (const k of ['slot', 'fromSeg', 'fromOff', 'toSeg', 'toOff'] as const) {
-        const b = new Uint32Array(this.n * 2)
-        b.set(this[k])
-        this[k] = b
-      }
-    }
     const i = this.n++
     this.slot[i] = slot
     this.fromSeg[i] = fromSeg
@@ -205,7 +200,6 @@ async function pass(db: Db, sc: Scratch): Promise<boolean> {
   if (old.length === 0) return false
   const s = db.slots
   const moves = sc.moves
-  moves.reset(0)
   /** Keys found expired in the walk: not copied, dropped from the index after the swap. */
   const expired: [Namespace, string][] = []
   const outputs: Output[] = []
@@ -410,15 +404,6 @@ async function pass(db: Db, sc: Scratch): Promise<boolean> {
   await fsyncDirAsync(db.dir)
   if (!db.isClosed()) await fs.promises.rm(marker, { force: true })
   return true
-}
-
-async function fsyncDirAsync(dir: string): Promise<void> {
-  const h = await fs.promises.open(dir, 'r')
-  try {
-    await h.sync()
-  } finally {
-    await h.close()
-  }
 }
 
 /** Notes an entry copied into `o` at `at`: its hint, and the index move to make later. */

@@ -9,3 +9,13 @@ export function fsyncDir(dir: string): void {
     fs.closeSync(fd)
   }
 }
+
+/** fsyncDir, off the event loop: for compaction, which runs while requests are served. */
+export async function fsyncDirAsync(dir: string): Promise<void> {
+  const h = await fs.promises.open(dir, 'r')
+  try {
+    await h.sync()
+  } finally {
+    await h.close()
+  }
+}
