@@ -13,7 +13,7 @@
 import fs from 'node:fs'
 import path from 'node:path'
 import type { Db } from './db.js'
-import { fsyncDirAsync } from './fsutil.js'
+import { fsyncDirAsync } from './io.js'
 import { HintBuilder } from './hint.js'
 import {
   COMPACTED_FILE,
@@ -337,6 +337,7 @@ async function pass(db: Db, sc: Scratch): Promise<boolean> {
       file: path.join(db.dir, segmentFile(o.id)),
       fd: o.fd,
       written: o.size,
+      durable: o.size,
       end: o.size,
       live: 0,
       hint: null,
@@ -477,7 +478,7 @@ class WindowReader {
 }
 
 function startOutput(db: Db, sc: Scratch): Output {
-  const id = db.nextSegId++
+  const id = db.log.nextSegId++
   const tmp = path.join(db.dir, compactTmpFile(id))
   const fd = fs.openSync(tmp, 'w+')
   const baseVersion = db.version

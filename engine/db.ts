@@ -1,13 +1,11 @@
 // The database: namespaces, the in-memory index, the write path with group commit, reads,
 // and the glue to recovery and compaction. engine/FORMAT.md describes the files.
-import fs from 'node:fs'
 import path from 'node:path'
 import { compactAll } from './compaction.js'
 import { EngineError, fail } from './errors.js'
-import { fsyncDir } from './fsutil.js'
-import { HintBuilder, writeHint } from './hint.js'
-import { type NamespaceTable, writeNamespaces } from './namespaces-file.js'
-import { type Namespace, type Segment, hintFile, segmentFile } from './parts.js'
+import { fsyncDir, io } from './io.js'
+import { NAMESPACES_FILE, type NamespaceTable, writeNamespaces } from './namespaces-file.js'
+import { type Namespace, type Segment, hintFile } from './parts.js'
 import {
   DEL,
   ENTRY_HEADER,
@@ -20,6 +18,7 @@ import {
   segmentHeader,
 } from './record.js'
 import type { Dropped } from './segment-scan.js'
+import { type Group, SegmentLog, type Staged } from './segment-log.js'
 import { Slots } from './slots.js'
 import { ValueCache } from './value-cache.js'
 import { SortedKeys } from './sorted-keys.js'
@@ -29,6 +28,7 @@ import type {
   DeleteOptions,
   Durability,
   Engine,
+  EngineHealth,
   EngineStats,
   GetResult,
   ListOptions,
@@ -45,17 +45,18 @@ const MAX_KEY_BYTES = 512
 const MAX_NAMESPACE_BYTES = 512
 const GROUP_BUFFER = 256 * 1024
 
-/** Writes accepted together and written with one write call, then one fdatasync. */
-interface Group {
-  seg: Segment
-  /** File offset of buf[0]. */
-  base: number
-  buf: Buffer
-  len: number
-  resolves: ((v: any) => void)[]
-  rejects: ((e: unknown) => void)[]
-  values: unknown[]
+/** One entry of a write, checked and encoded, before it is staged. */
+interface Entry {
+  n: Namespace
+  key: string
+  keyLen: number
+  type: number
+  flags: number
+  bytes: Uint8Array | null
+  expiresAt: number
 }
+
+const stagedKey = (nsId: number, key: string) => `${nsId}\u0000${key}`
 
 export interface RepairReport {
   /** Spans of segment files that were damaged and left out. */
@@ -80,32 +81,20 @@ export class Db implements Engine {
   byName = new Map<string, Namespace>()
   byId = new Map<number, Namespace>()
   table: NamespaceTable = { nextId: 1, list: [] }
-  segments = new Map<number, Segment>()
-  active!: Segment
-  nextSegId = 1
+  readonly log: SegmentLog
   version = 0
 
-  private pending: Group[] = []
-  private cur: Group | null = null
-  private spare: Buffer[] = []
-  private flushing = false
-  private flushScheduled = false
-  private dirDirty = false
+  /** Staged writes not yet durable, newest per key: what conditional checks see. */
+  private inflight = new Map<string, { g: Group; st: Staged }>()
   private closed = false
   private release: () => void
   private cache: ValueCache | null
   private timer: NodeJS.Timeout | null = null
   private compacting: Promise<void> | null = null
   private compactAgain = false
-  private counters = {
-    compactions: 0,
-    writes: 0,
-    fsyncs: 0,
-    fsyncTotalMs: 0,
-    fsyncLastMs: 0,
-    cacheHits: 0,
-    cacheMisses: 0,
-  }
+  /** Set when compaction met a damaged record: it stops until the directory is repaired. */
+  damaged: EngineError | null = null
+  private counters = { compactions: 0, cacheHits: 0, cacheMisses: 0, corruptReads: 0 }
 
   constructor(cfg: DbConfig) {
     this.dir = cfg.dir
@@ -115,10 +104,32 @@ export class Db implements Engine {
     this.segmentBytes = Math.min(cfg.options.segmentBytes ?? 64 * 1024 * 1024, 2 ** 31)
     const cacheBytes = cfg.options.cacheBytes ?? 64 * 1024 * 1024
     this.cache = cacheBytes > 0 ? new ValueCache(cacheBytes) : null
+    this.log = new SegmentLog(this.dir, this.durability, this.segmentBytes, {
+      applied: (g) => this.applyGroup(g),
+      dropped: (g) => {
+        for (const st of g.staged) this.unstage(st)
+      },
+      idle: () => this.maybeCompact(),
+    })
+    this.log.version = () => this.version
     if (this.durability === 'interval') {
-      this.timer = setInterval(() => void this.syncDirty(), cfg.options.syncIntervalMs ?? 100)
+      this.timer = setInterval(
+        () => void this.log.syncDirty().catch(() => {}),
+        cfg.options.syncIntervalMs ?? 100,
+      )
       this.timer.unref()
     }
+  }
+
+  // The log's files, for recovery and compaction.
+  get segments(): Map<number, Segment> {
+    return this.log.segments
+  }
+  get active(): Segment {
+    return this.log.active
+  }
+  rotate(): Segment {
+    return this.log.rotate()
   }
 
   // ---- namespaces ----
@@ -127,9 +138,9 @@ export class Db implements Engine {
     this.checkOpen()
     checkName(ns)
     if (this.byName.has(ns)) return false
-    const id = this.table.nextId++
-    this.table.list.push([id, ns])
-    writeNamespaces(this.dir, this.table)
+    this.log.checkWritable()
+    const id = this.table.nextId
+    this.saveNamespaces({ nextId: id + 1, list: [...this.table.list, [id, ns]] })
     this.addNamespace(id, ns)
     return true
   }
@@ -154,8 +165,8 @@ export class Db implements Engine {
     this.checkOpen()
     const n = this.byName.get(ns)
     if (!n) return false
-    this.table.list = this.table.list.filter(([id]) => id !== n.id)
-    writeNamespaces(this.dir, this.table)
+    this.log.checkWritable()
+    this.saveNamespaces({ ...this.table, list: this.table.list.filter(([id]) => id !== n.id) })
     this.byName.delete(ns)
     this.byId.delete(n.id)
     for (const slot of n.map.values()) {
@@ -165,6 +176,16 @@ export class Db implements Engine {
     }
     n.map.clear()
     return true
+  }
+
+  /** The namespace table changes only once the new one is durable. */
+  private saveNamespaces(next: NamespaceTable): void {
+    try {
+      writeNamespaces(this.dir, next)
+    } catch (err) {
+      throw this.log.refuse(err, 'write', NAMESPACES_FILE)
+    }
+    this.table = next
   }
 
   hasNamespace(ns: string): boolean {
@@ -202,38 +223,16 @@ export class Db implements Engine {
       const keyLen = keyBytes(key)
       const expiresAt = expiry(opts?.ttlMs, opts?.expiresAt)
       const { flags, bytes } = encodeValue(value)
-      const slot = this.liveSlot(n, key)
+      const cur = this.latest(n, key)
       const ifVersion = opts?.ifVersion
       if (ifVersion !== undefined) {
         if (ifVersion !== null && typeof ifVersion !== 'number') {
           fail('INVALID_ARGUMENT', 'ifVersion must be a number or null')
         }
-        const current = slot < 0 ? null : this.slots.version[slot]
-        if (current !== ifVersion) {
-          fail('CONFLICT', `${key}: version is ${current}, expected ${ifVersion}`)
-        }
+        checkVersion(key, cur, ifVersion)
       }
-      const version = ++this.version
-      const g = this.reserve(REC_HEADER + ENTRY_HEADER + keyLen + bytes.length)
-      const at = g.len
-      // The slot just looked up is passed on, sparing the index a second lookup.
-      this.writeEntry(
-        g,
-        at + REC_HEADER,
-        PUT,
-        flags,
-        n,
-        key,
-        keyLen,
-        version,
-        expiresAt,
-        bytes,
-        slot < 0 ? undefined : slot,
-      )
-      sealRecord(g.buf, at, ENTRY_HEADER + keyLen + bytes.length, 1)
-      g.len = at + REC_HEADER + ENTRY_HEADER + keyLen + bytes.length
-      this.counters.writes++
-      return this.await<PutResult>(g, { version, created: slot < 0 })
+      const e: Entry = { n, key, keyLen, type: PUT, flags, bytes, expiresAt }
+      return this.commit([e], (version) => ({ version, created: cur < 0 }))
     } catch (err) {
       return Promise.reject(err)
     }
@@ -244,22 +243,11 @@ export class Db implements Engine {
       this.checkOpen()
       const n = this.ns(ns)
       const keyLen = keyBytes(key)
-      const slot = this.liveSlot(n, key)
-      if (opts?.ifVersion !== undefined) {
-        const current = slot < 0 ? null : this.slots.version[slot]
-        if (current !== opts.ifVersion) {
-          fail('CONFLICT', `${key}: version is ${current}, expected ${opts.ifVersion}`)
-        }
-      }
-      if (slot < 0) return Promise.resolve(false)
-      const version = ++this.version
-      const g = this.reserve(REC_HEADER + ENTRY_HEADER + keyLen)
-      const at = g.len
-      this.writeEntry(g, at + REC_HEADER, DEL, 0, n, key, keyLen, version, 0, null)
-      sealRecord(g.buf, at, ENTRY_HEADER + keyLen, 1)
-      g.len = at + REC_HEADER + ENTRY_HEADER + keyLen
-      this.counters.writes++
-      return this.await<boolean>(g, true)
+      const cur = this.latest(n, key)
+      if (opts?.ifVersion !== undefined) checkVersion(key, cur, opts.ifVersion)
+      if (cur < 0) return Promise.resolve(false)
+      const e: Entry = { n, key, keyLen, type: DEL, flags: 0, bytes: null, expiresAt: 0 }
+      return this.commit([e], () => true)
     } catch (err) {
       return Promise.reject(err)
     }
@@ -269,29 +257,26 @@ export class Db implements Engine {
     try {
       this.checkOpen()
       if (!Array.isArray(ops)) fail('INVALID_ARGUMENT', 'batch takes an array of operations')
-      // Everything is checked before anything is written: all or nothing.
-      const prepared: {
-        n: Namespace
-        key: string
-        keyLen: number
-        type: number
-        flags: number
-        bytes: Uint8Array | null
-        expiresAt: number
-      }[] = []
-      let total = REC_HEADER
+      // Everything is checked before anything is staged: all or nothing.
+      const entries: Entry[] = []
       for (const op of ops) {
         const n = this.ns(op.ns)
         const keyLen = keyBytes(op.key)
         if (op.type === 'put') {
           const expiresAt = expiry(op.ttlMs, op.expiresAt)
           const { flags, bytes } = encodeValue(op.value)
-          const copy = Buffer.from(bytes) // the encoder reuses its buffer
-          prepared.push({ n, key: op.key, keyLen, type: PUT, flags, bytes: copy, expiresAt })
-          total += ENTRY_HEADER + keyLen + copy.length
+          // The encoder reuses its buffer: keep a copy of this one.
+          entries.push({
+            n,
+            key: op.key,
+            keyLen,
+            type: PUT,
+            flags,
+            bytes: Buffer.from(bytes),
+            expiresAt,
+          })
         } else if (op.type === 'delete') {
-          prepared.push({ n, key: op.key, keyLen, type: DEL, flags: 0, bytes: null, expiresAt: 0 })
-          total += ENTRY_HEADER + keyLen
+          entries.push({ n, key: op.key, keyLen, type: DEL, flags: 0, bytes: null, expiresAt: 0 })
         } else {
           fail(
             'INVALID_ARGUMENT',
@@ -302,8 +287,8 @@ export class Db implements Engine {
       for (const c of opts?.checks ?? []) {
         const n = this.ns(c.ns)
         keyBytes(c.key)
-        const slot = this.liveSlot(n, c.key)
-        const current = slot < 0 ? null : this.slots.version[slot]
+        const cur = this.latest(n, c.key)
+        const current = cur < 0 ? null : cur
         if (current !== c.version) {
           fail(
             'CONFLICT',
@@ -311,19 +296,8 @@ export class Db implements Engine {
           )
         }
       }
-      const version = ++this.version
-      if (prepared.length === 0) return Promise.resolve({ version })
-      const g = this.reserve(total)
-      const at = g.len
-      let p = at + REC_HEADER
-      for (const e of prepared) {
-        this.writeEntry(g, p, e.type, e.flags, e.n, e.key, e.keyLen, version, e.expiresAt, e.bytes)
-        p += ENTRY_HEADER + e.keyLen + (e.bytes ? e.bytes.length : 0)
-      }
-      sealRecord(g.buf, at, total - REC_HEADER, prepared.length)
-      g.len = at + total
-      this.counters.writes += prepared.length
-      return this.await(g, { version })
+      if (entries.length === 0) return Promise.resolve({ version: ++this.version })
+      return this.commit(entries, (version) => ({ version }))
     } catch (err) {
       return Promise.reject(err)
     }
@@ -337,126 +311,126 @@ export class Db implements Engine {
       if (typeof delta !== 'number' || !Number.isFinite(delta)) {
         fail('INVALID_ARGUMENT', 'delta must be a finite number')
       }
-      const slot = this.liveSlot(n, key)
       let current = 0
       let expiresAt = 0
-      if (slot >= 0) {
-        const v = this.readValue(slot)
+      if (this.latest(n, key) >= 0) {
+        const v = this.latestValue(n, key)
         if (typeof v !== 'number') fail('NOT_A_NUMBER', `${key} does not hold a number`)
         current = v as number
-        expiresAt = this.slots.expires[slot]
+        expiresAt = this.latestExpiry(n, key)
       }
       const next = current + delta
       if (!Number.isFinite(next)) fail('INVALID_ARGUMENT', 'the result is not a finite number')
       const { flags, bytes } = encodeValue(next)
-      const version = ++this.version
-      const g = this.reserve(REC_HEADER + ENTRY_HEADER + keyLen + bytes.length)
-      const at = g.len
-      this.writeEntry(g, at + REC_HEADER, PUT, flags, n, key, keyLen, version, expiresAt, bytes)
-      sealRecord(g.buf, at, ENTRY_HEADER + keyLen + bytes.length, 1)
-      g.len = at + REC_HEADER + ENTRY_HEADER + keyLen + bytes.length
-      this.counters.writes++
-      return this.await<number>(g, next)
+      const e: Entry = { n, key, keyLen, type: PUT, flags, bytes, expiresAt }
+      return this.commit([e], () => next)
     } catch (err) {
       return Promise.reject(err)
     }
   }
 
-  /** Room for `bytes` more in the current group, starting a new segment when this one is full. */
-  private reserve(bytes: number): Group {
-    let seg = this.active
-    if (seg.end + bytes > this.segmentBytes && seg.end > SEG_HEADER) seg = this.rotate()
-    let g = this.cur
-    if (!g || g.seg !== seg) {
-      g = {
-        seg,
-        base: seg.end,
-        buf: this.spare.pop() ?? Buffer.allocUnsafe(GROUP_BUFFER),
-        len: 0,
-        resolves: [],
-        rejects: [],
-        values: [],
-      }
-      this.cur = g
-      this.pending.push(g)
-    }
-    if (g.len + bytes > g.buf.length) {
-      const b = Buffer.allocUnsafe(Math.max(g.len + bytes, g.buf.length * 2))
-      g.buf.copy(b, 0, 0, g.len)
-      g.buf = b
-    }
-    seg.end += bytes
-    return g
-  }
-
-  /** Seals the active segment (its hint is written once its bytes are on disk) and starts a new one. */
-  rotate(): Segment {
-    const old = this.active
-    old.sealed = true
-    const seg = this.createSegment(this.nextSegId++)
-    this.active = seg
-    if (old.written === old.end) this.finishSeal(old)
-    return seg
-  }
-
-  createSegment(id: number): Segment {
-    const file = path.join(this.dir, segmentFile(id))
-    const fd = fs.openSync(file, 'w+')
-    const header = segmentHeader(id, this.version)
-    fs.writeSync(fd, header, 0, header.length, 0)
-    const seg: Segment = {
-      id,
-      file,
-      fd,
-      written: SEG_HEADER,
-      end: SEG_HEADER,
-      live: 0,
-      hint: new HintBuilder(),
-      sealed: false,
-      unsynced: true,
-      baseVersion: this.version,
-    }
-    this.segments.set(id, seg)
-    this.dirDirty = true
-    return seg
-  }
-
-  finishSeal(seg: Segment): void {
-    if (!seg.hint) return
-    writeHint(
-      path.join(this.dir, hintFile(seg.id)),
-      seg.hint.finish(seg.id, seg.end, seg.baseVersion),
-    )
-    seg.hint = null
-  }
-
-  private writeEntry(
-    g: Group,
-    at: number,
-    type: number,
-    flags: number,
-    n: Namespace,
-    key: string,
-    keyLen: number,
-    version: number,
-    expiresAt: number,
-    value: Uint8Array | null,
-    /** The key's live slot when the caller has just looked it up. */
-    slot: number | undefined = n.map.get(key),
-  ): void {
+  /**
+   * The one write path: the entries get the next version, are staged as one record in the
+   * current group, and become visible when the group is durable (applyGroup). Until then a
+   * staged entry is seen only by the checks of later writes (latest), so conditional writes
+   * stay exact with writes in flight, while reads never see what may yet fail.
+   */
+  private commit<T>(entries: Entry[], result: (version: number) => T): Promise<T> {
+    this.log.checkWritable()
+    let total = REC_HEADER
+    for (const e of entries) total += ENTRY_HEADER + e.keyLen + (e.bytes ? e.bytes.length : 0)
+    const g = this.log.reserve(total)
+    const version = ++this.version
+    const at = g.len
+    let p = at + REC_HEADER
     const b = g.buf
-    b.write(key, at + ENTRY_HEADER, keyLen, 'utf8')
-    const valueLen = value ? value.length : 0
-    if (value) b.set(value, at + ENTRY_HEADER + keyLen)
-    sealEntry(b, at, type, flags, keyLen, n.id, version, expiresAt, valueLen)
-    const len = ENTRY_HEADER + keyLen + valueLen
-    const off = g.base + at
-    g.seg.hint!.add(type, flags, keyLen, n.id, version, expiresAt, off, len, b, at + ENTRY_HEADER)
-    if (type === PUT) {
-      const live = this.setLive(n, key, g.seg, off, len, version, expiresAt, false, slot)
-      // What was just written is what is most likely read next (sessions, caches): keep it.
-      this.cache?.set(live, b, at, len)
-    } else this.remove(n, key)
+    for (const e of entries) {
+      b.write(e.key, p + ENTRY_HEADER, e.keyLen, 'utf8')
+      const valueLen = e.bytes ? e.bytes.length : 0
+      if (e.bytes) b.set(e.bytes, p + ENTRY_HEADER + e.keyLen)
+      sealEntry(b, p, e.type, e.flags, e.keyLen, e.n.id, version, e.expiresAt, valueLen)
+      const len = ENTRY_HEADER + e.keyLen + valueLen
+      const st: Staged = {
+        nsId: e.n.id,
+        key: e.key,
+        type: e.type,
+        version,
+        expiresAt: e.expiresAt,
+        at: p,
+        len,
+      }
+      g.staged.push(st)
+      this.inflight.set(stagedKey(e.n.id, e.key), { g, st })
+      p += len
+    }
+    sealRecord(b, at, total - REC_HEADER, entries.length)
+    g.len = at + total
+    this.log.counters.writes += entries.length
+    return this.log.await(g, result(version))
+  }
+
+  /** A durable group's entries become visible: index, hint, value cache. */
+  private applyGroup(g: Group): void {
+    const seg = g.seg
+    const b = g.buf
+    for (const st of g.staged) {
+      const keyLen = b.readUInt16LE(st.at + 6)
+      seg.hint?.add(
+        st.type,
+        b[st.at + 5]!,
+        keyLen,
+        st.nsId,
+        st.version,
+        st.expiresAt,
+        g.base + st.at,
+        st.len,
+        b,
+        st.at + ENTRY_HEADER,
+      )
+      this.unstage(st)
+      const n = this.byId.get(st.nsId)
+      if (!n) continue // dropped meanwhile
+      if (st.type === PUT) {
+        const live = this.setLive(n, st.key, seg, g.base + st.at, st.len, st.version, st.expiresAt)
+        // What was just written is what is most likely read next (sessions, caches): keep it.
+        this.cache?.set(live, b, st.at, st.len)
+      } else this.remove(n, st.key)
+    }
+  }
+
+  private unstage(st: Staged): void {
+    const k = stagedKey(st.nsId, st.key)
+    if (this.inflight.get(k)?.st === st) this.inflight.delete(k)
+  }
+
+  /**
+   * The version a write must be checked against: the newest staged entry for the key, else
+   * the index. -1 when the key is missing (deleted, or expired).
+   */
+  private latest(n: Namespace, key: string): number {
+    const f = this.inflight.size > 0 ? this.inflight.get(stagedKey(n.id, key)) : undefined
+    if (f) {
+      const { st } = f
+      if (st.type !== PUT || (st.expiresAt !== 0 && st.expiresAt <= Date.now())) return -1
+      return st.version
+    }
+    const slot = this.liveSlot(n, key)
+    return slot < 0 ? -1 : this.slots.version[slot]!
+  }
+
+  private latestValue(n: Namespace, key: string): unknown {
+    const f = this.inflight.get(stagedKey(n.id, key))
+    if (f) {
+      const b = f.g.buf
+      const keyLen = b.readUInt16LE(f.st.at + 6)
+      return decodeValue(b[f.st.at + 5]!, b, f.st.at + ENTRY_HEADER + keyLen, f.st.at + f.st.len)
+    }
+    return this.readValue(this.liveSlot(n, key))
+  }
+
+  private latestExpiry(n: Namespace, key: string): number {
+    const f = this.inflight.get(stagedKey(n.id, key))
+    return f ? f.st.expiresAt : this.slots.expires[this.liveSlot(n, key)]!
   }
 
   // ---- index ----
@@ -604,25 +578,18 @@ export class Db implements Engine {
     return decodeValue(b[5]!, b, ENTRY_HEADER + keyLen, b.length)
   }
 
-  /** The entry's bytes, checked against its checksum. */
+  /** The entry's bytes, checked against its checksum: damage is named, never returned. */
   readEntry(segId: number, off: number, len: number): Buffer {
     const seg = this.segments.get(segId)
     if (!seg) throw new EngineError('CORRUPT', `segment ${segId} is missing`)
-    let b: Buffer
-    if (off >= seg.written) {
-      const g = this.pending.find((p) => p.seg === seg && off >= p.base && off < p.base + p.len)
-      if (!g)
-        throw new EngineError('CORRUPT', `${path.basename(seg.file)}: no record at offset ${off}`)
-      b = Buffer.from(g.buf.subarray(off - g.base, off - g.base + len))
-    } else {
-      b = Buffer.allocUnsafe(len)
-      const got = fs.readSync(seg.fd, b, 0, len, off)
-      if (got !== len || checkEntry(b, 0, len) !== len) {
-        throw new EngineError(
-          'CORRUPT',
-          `${path.basename(seg.file)}: damaged record at offset ${off}`,
-        )
-      }
+    const b = Buffer.allocUnsafe(len)
+    const got = io.readSync(seg.fd, b, 0, len, off)
+    if (got !== len || checkEntry(b, 0, len) !== len) {
+      this.counters.corruptReads++
+      throw new EngineError(
+        'CORRUPT',
+        `${path.basename(seg.file)}: damaged record at offset ${off}; run \`cairn repair --data ${this.dir}\` to keep every intact record`,
+      )
     }
     return b
   }
@@ -709,99 +676,21 @@ export class Db implements Engine {
     return { keys }
   }
 
-  // ---- group commit ----
-
-  private await<T>(g: Group, value: T): Promise<T> {
-    const p = new Promise<T>((resolve, reject) => {
-      g.resolves.push(resolve)
-      g.rejects.push(reject)
-    })
-    g.values.push(value)
-    if (!this.flushScheduled && !this.flushing) {
-      this.flushScheduled = true
-      setImmediate(this.runFlush)
-    }
-    return p
-  }
-
-  private runFlush = async (): Promise<void> => {
-    this.flushScheduled = false
-    if (this.flushing) return
-    this.flushing = true
-    while (this.pending.length > 0) {
-      const groups = this.pending
-      this.pending = []
-      this.cur = null
-      try {
-        for (const g of groups) {
-          let done = 0
-          while (done < g.len)
-            done += fs.writeSync(g.seg.fd, g.buf, done, g.len - done, g.base + done)
-          g.seg.written = g.base + g.len
-          g.seg.unsynced = true
-        }
-        if (this.durability === 'always') {
-          if (this.dirDirty) {
-            this.dirDirty = false
-            fsyncDir(this.dir)
-          }
-          const seen = new Set<Segment>()
-          for (const g of groups) {
-            if (seen.has(g.seg)) continue
-            seen.add(g.seg)
-            await this.sync(g.seg)
-          }
-        }
-        for (const g of groups) {
-          if (g.seg.sealed && g.seg.written === g.seg.end) this.finishSeal(g.seg)
-        }
-        for (const g of groups) {
-          for (let i = 0; i < g.resolves.length; i++) g.resolves[i](g.values[i])
-          if (g.buf.length === GROUP_BUFFER && this.spare.length < 2) this.spare.push(g.buf)
-        }
-      } catch (err) {
-        const e = new EngineError('CORRUPT', `write failed: ${(err as Error).message}`)
-        for (const g of groups) for (const r of g.rejects) r(e)
-      }
-    }
-    this.flushing = false
-    this.maybeCompact()
-  }
-
-  private sync(seg: Segment): Promise<void> {
-    const t0 = performance.now()
-    seg.unsynced = false
-    return new Promise((resolve, reject) => {
-      fs.fdatasync(seg.fd, (err) => {
-        if (err) return reject(err)
-        const ms = performance.now() - t0
-        this.counters.fsyncs++
-        this.counters.fsyncTotalMs += ms
-        this.counters.fsyncLastMs = ms
-        resolve()
-      })
-    })
-  }
-
-  private async syncDirty(): Promise<void> {
-    if (this.dirDirty) {
-      this.dirDirty = false
-      fsyncDir(this.dir)
-    }
-    for (const seg of this.segments.values()) if (seg.unsynced) await this.sync(seg)
-  }
+  // ---- durability ----
 
   /** Resolves once every write accepted so far is on disk. */
   async flush(): Promise<void> {
     this.checkOpen()
-    await this.drain()
-    await this.syncDirty()
+    await this.log.drain()
+    await this.log.syncDirty()
   }
 
   drain(): Promise<void> {
-    const last = this.pending[this.pending.length - 1]
-    if (!last) return Promise.resolve()
-    return this.await<void>(last, undefined)
+    return this.log.drain()
+  }
+
+  health(): EngineHealth {
+    return this.log.health
   }
 
   // ---- compaction ----
@@ -831,6 +720,7 @@ export class Db implements Engine {
           this.compactAgain = false
           await this.drain()
           if (this.closed) return
+          if (this.damaged) throw this.damaged
           if (await compactAll(this)) this.counters.compactions++
         } while (this.compactAgain && !this.closed)
       } finally {
@@ -867,6 +757,11 @@ export class Db implements Engine {
       deadBytes: Math.max(0, diskBytes - live),
       segments: this.segments.size,
       ...this.counters,
+      writes: this.log.counters.writes,
+      fsyncs: this.log.counters.fsyncs,
+      fsyncTotalMs: this.log.counters.fsyncTotalMs,
+      fsyncLastMs: this.log.counters.fsyncLastMs,
+      writeFailures: this.log.counters.writeFailures,
     }
   }
 
@@ -874,56 +769,58 @@ export class Db implements Engine {
     this.checkOpen()
     await this.flush()
     // Copied in one synchronous step, so no write or compaction swap happens half-way.
-    fs.mkdirSync(toDir, { recursive: true })
+    io.mkdirSync(toDir)
     const copy = (from: string, name: string, bytes: number) => {
-      const to = path.join(toDir, name)
-      const src = fs.openSync(from, 'r')
-      const dst = fs.openSync(to, 'w')
+      const src = io.openSync(from, 'r')
+      const dst = io.openSync(path.join(toDir, name), 'w')
       try {
         const buf = Buffer.allocUnsafe(1024 * 1024)
         for (let off = 0; off < bytes; ) {
-          const n = fs.readSync(src, buf, 0, Math.min(buf.length, bytes - off), off)
+          const n = io.readSync(src, buf, 0, Math.min(buf.length, bytes - off), off)
           if (n === 0) break
-          fs.writeSync(dst, buf, 0, n, off)
+          io.writeAllSync(dst, buf, 0, n, off)
           off += n
         }
-        fs.fsyncSync(dst)
+        io.fsyncSync(dst)
       } finally {
-        fs.closeSync(src)
-        fs.closeSync(dst)
+        io.closeSync(src)
+        io.closeSync(dst)
       }
     }
     for (const seg of this.segments.values()) {
       copy(seg.file, path.basename(seg.file), seg.written)
       const hint = path.join(this.dir, hintFile(seg.id))
-      if (!seg.hint && fs.existsSync(hint)) copy(hint, hintFile(seg.id), fs.statSync(hint).size)
+      if (!seg.hint && io.existsSync(hint)) copy(hint, hintFile(seg.id), io.sizeOf(hint))
     }
     writeNamespaces(toDir, this.table)
     fsyncDir(toDir)
   }
 
+  /** Works in every state, a failing disk included, and always lets go of the directory. */
   async close(): Promise<void> {
     if (this.closed) return
     await this.drain()
     this.closed = true
-    if (this.compacting) await this.compacting.catch(() => {})
-    await this.drain()
-    if (this.durability !== 'always') await this.syncDirty()
-    if (this.timer) clearInterval(this.timer)
-    // Everything is on disk: the active segment gets its hint now, so the next open reads
-    // hints only instead of scanning it.
-    const active = this.active
-    if (active.end > SEG_HEADER && active.written === active.end) {
-      active.sealed = true
-      this.finishSeal(active)
+    try {
+      if (this.compacting) await this.compacting.catch(() => {})
+      if (this.timer) clearInterval(this.timer)
+      // Everything is on disk: the active segment gets its hint now, so the next open reads
+      // hints only instead of scanning it.
+      await this.log.close()
+    } finally {
+      this.release()
     }
-    for (const seg of this.segments.values()) fs.closeSync(seg.fd)
-    this.release()
   }
 
   checkOpen(): void {
     if (this.closed) throw new EngineError('CLOSED', 'the database is closed')
   }
+}
+
+/** CONFLICT unless the key is at `expected` (null: absent); `current` is -1 when absent. */
+function checkVersion(key: string, current: number, expected: number | null): void {
+  const now = current < 0 ? null : current
+  if (now !== expected) fail('CONFLICT', `${key}: version is ${now}, expected ${expected}`)
 }
 
 function checkName(ns: string): void {

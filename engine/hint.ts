@@ -1,7 +1,7 @@
 // Hint files: for a sealed segment, every entry's key and position without the values,
 // so opening reads a few bytes per key instead of the whole log. A hint is only a shortcut:
 // when it is missing or fails its checksum the segment itself is scanned.
-import fs from 'node:fs'
+import { io } from './io.js'
 import { copyBytes, crc } from './record.js'
 
 export const HINT_MAGIC = Buffer.from('CAIRNHNT')
@@ -74,9 +74,7 @@ export class HintBuilder {
 
 /** Writes a hint file via a temporary name so a reader never sees half of one. */
 export function writeHint(file: string, bytes: Buffer): void {
-  const tmp = `${file}.tmp`
-  fs.writeFileSync(tmp, bytes)
-  fs.renameSync(tmp, file)
+  io.writeFileAtomicSync(file, bytes)
 }
 
 /** A hint file that checked out: its bytes and how many entries they hold. */
@@ -90,7 +88,7 @@ export interface Hint {
 export function readHint(file: string, segId: number, segSize: number): Hint | undefined {
   let b: Buffer
   try {
-    b = fs.readFileSync(file)
+    b = io.readFileSync(file)
   } catch {
     return undefined
   }

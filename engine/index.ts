@@ -2,7 +2,7 @@
 // and engine/FORMAT.md for the files it keeps.
 import fs from 'node:fs'
 import { Db } from './db.js'
-import { fsyncDir } from './fsutil.js'
+import { fsyncDir } from './io.js'
 import { acquireLock } from './lock.js'
 import { checkOptions, recover } from './recovery.js'
 import type { OpenOptions } from './types.js'
@@ -25,7 +25,7 @@ export async function open(dir: string, options: OpenOptions = {}): Promise<Db> 
   const db = new Db({ dir, options, release })
   try {
     db.repairReport = { dropped: recover(db, options.repair === true) }
-    db.active = db.createSegment(db.nextSegId++)
+    db.log.active = db.log.createSegment(db.log.nextSegId++)
     fsyncDir(dir)
     return db
   } catch (err) {

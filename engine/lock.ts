@@ -5,7 +5,7 @@
 import fs from 'node:fs'
 import path from 'node:path'
 import { EngineError } from './errors.js'
-import { fsyncDir } from './fsutil.js'
+import { fsyncDir, io } from './io.js'
 
 const openHere = new Set<string>()
 
@@ -26,10 +26,14 @@ export function acquireLock(dir: string): () => void {
   const file = path.join(real, 'LOCK')
   for (let attempt = 0; ; attempt++) {
     try {
-      const fd = fs.openSync(file, 'wx')
-      fs.writeSync(fd, String(process.pid))
-      fs.fsyncSync(fd)
-      fs.closeSync(fd)
+      const fd = io.openSync(file, 'wx')
+      const pid = Buffer.from(String(process.pid))
+      try {
+        io.writeAllSync(fd, pid, 0, pid.length, 0)
+        io.fsyncSync(fd)
+      } finally {
+        io.closeSync(fd)
+      }
       fsyncDir(real)
       break
     } catch (err) {
@@ -37,7 +41,7 @@ export function acquireLock(dir: string): () => void {
     }
     let held = ''
     try {
-      held = fs.readFileSync(file, 'utf8').trim()
+      held = io.readFileSync(file).toString('utf8').trim()
     } catch {
       continue // removed meanwhile: try again
     }
@@ -46,13 +50,13 @@ export function acquireLock(dir: string): () => void {
       throw new EngineError('LOCKED', `${dir} is in use by process ${pid} (see ${file})`)
     }
     // Stale (its process is gone, or the file is empty from a crash while writing it).
-    fs.rmSync(file, { force: true })
+    io.rmSync(file)
   }
   openHere.add(real)
   return () => {
     openHere.delete(real)
     try {
-      if (fs.readFileSync(file, 'utf8').trim() === String(process.pid)) fs.rmSync(file)
+      if (io.readFileSync(file).toString('utf8').trim() === String(process.pid)) io.rmSync(file)
     } catch {}
   }
 }

@@ -1,11 +1,10 @@
 // The list of live namespaces and their ids, rewritten whole on create and drop (rare), via
 // a temporary file, fsync and rename. Records name a namespace by id, and ids are never
 // reused, so records of a dropped namespace are dead the moment this file stops listing it.
-import fs from 'node:fs'
 import path from 'node:path'
 import { crc32 } from 'node:zlib'
 import { EngineError } from './errors.js'
-import { fsyncDir } from './fsutil.js'
+import { fsyncDir, io } from './io.js'
 
 export const NAMESPACES_FILE = 'NAMESPACES'
 
@@ -18,7 +17,7 @@ export function readNamespaces(dir: string): NamespaceTable {
   const file = path.join(dir, NAMESPACES_FILE)
   let text: string
   try {
-    text = fs.readFileSync(file, 'utf8')
+    text = io.readFileSync(file).toString('utf8')
   } catch {
     return { nextId: 1, list: [] }
   }
@@ -33,14 +32,6 @@ export function readNamespaces(dir: string): NamespaceTable {
 export function writeNamespaces(dir: string, table: NamespaceTable): void {
   const file = path.join(dir, NAMESPACES_FILE)
   const body = JSON.stringify(table)
-  const tmp = `${file}.tmp`
-  const fd = fs.openSync(tmp, 'w')
-  try {
-    fs.writeSync(fd, `${crc32(body)}\n${body}`)
-    fs.fsyncSync(fd)
-  } finally {
-    fs.closeSync(fd)
-  }
-  fs.renameSync(tmp, file)
+  io.writeFileAtomicSync(file, Buffer.from(`${crc32(body)}\n${body}`))
   fsyncDir(dir)
 }

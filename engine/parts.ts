@@ -24,6 +24,8 @@ export interface Segment {
   fd: number
   /** Bytes in the file. */
   written: number
+  /** Bytes whose entries the index has been given: the hint covers exactly these. */
+  durable: number
   /** Bytes in the file plus those accepted but not yet written. */
   end: number
   /** Bytes of entries the index points at. */

@@ -5,7 +5,7 @@ import fs from 'node:fs'
 import path from 'node:path'
 import type { Db } from './db.js'
 import { EngineError } from './errors.js'
-import { fsyncDir } from './fsutil.js'
+import { fsyncDir } from './io.js'
 import { type EntryVisitor, HintBuilder, forEachHintEntry, readHint, writeHint } from './hint.js'
 import { readNamespaces } from './namespaces-file.js'
 import { COMPACTED_FILE, type Namespace, SEGMENT_NAME, type Segment, hintFile } from './parts.js'
@@ -116,6 +116,7 @@ export function recover(db: Db, repair: boolean): Dropped[] {
       file,
       fd: fs.openSync(file, 'r+'),
       written: end,
+      durable: end,
       end,
       live: 0,
       hint: null,
@@ -124,7 +125,7 @@ export function recover(db: Db, repair: boolean): Dropped[] {
       baseVersion,
     }
     db.segments.set(id, seg)
-    if (id >= db.nextSegId) db.nextSegId = id + 1
+    if (id >= db.log.nextSegId) db.log.nextSegId = id + 1
     const visit: EntryVisitor = (type, nsId, key, version, expiresAt, off, len) => {
       if (version > maxVersion) maxVersion = version
       apply(db, tombs, seg, type, nsId, key, version, expiresAt, off, len, now)

@@ -111,6 +111,10 @@ export interface EngineStats {
   fsyncLastMs: number
   cacheHits: number
   cacheMisses: number
+  /** Reads that met a damaged record. */
+  corruptReads: number
+  /** Writes that failed because storage did (disk full or an I/O error). */
+  writeFailures: number
 }
 
 export type EngineErrorCode =
@@ -122,6 +126,16 @@ export type EngineErrorCode =
   | 'LOCKED'
   | 'CORRUPT'
   | 'CLOSED'
+  /** The disk is full: writes are refused until one fits again; reads go on. */
+  | 'NO_SPACE'
+  /** Storage failed (EIO, EROFS, EMFILE, a failed fsync): writes are refused until a retry works. */
+  | 'IO_ERROR'
+
+/** Whether the engine takes writes, and if not, why (see FORMAT.md, "Faults"). */
+export type EngineHealth =
+  | { state: 'ok' }
+  | { state: 'no_space'; reason: string }
+  | { state: 'failed'; reason: string }
 
 export interface Engine {
   /** Resolves true if it was created, false if it already existed. */
@@ -147,6 +161,8 @@ export interface Engine {
   batch(ops: BatchOp[], opts?: BatchOptions): Promise<{ version: number }>
   increment(ns: string, key: string, delta: number): Promise<number>
   stats(): EngineStats
+  /** Synchronous and cheap: whether writes are taken now. */
+  health(): EngineHealth
   compact(): Promise<void>
   flush(): Promise<void>
   backup(toDir: string): Promise<void>

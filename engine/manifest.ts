@@ -1,0 +1,58 @@
+// The MANIFEST: which sealed segments the database holds, how long each is, and the checksum
+// of its hint, plus which segment was being appended to. Without it, a sealed segment that
+// went missing or was cut short looks like one that never existed or a torn tail, and its
+// keys vanish without a word. FORMAT.md gives the layout and the rules open applies.
+import path from 'node:path'
+import { crc32 } from 'node:zlib'
+import { EngineError } from './errors.js'
+import { fsyncDir, io } from './io.js'
+
+export const MANIFEST_FILE = 'MANIFEST'
+
+export interface SealedSegment {
+  id: number
+  /** Bytes in the segment file when it was sealed. */
+  size: number
+  /** The CRC-32C stored at the end of its hint file. */
+  hintCrc: number
+}
+
+export interface Manifest {
+  /** The segment the write path was appending to when this was written (0: none). */
+  active: number
+  sealed: SealedSegment[]
+}
+
+/** The manifest, undefined when the directory has none (new, or made by an older version). */
+export function readManifest(dir: string): Manifest | undefined {
+  const file = path.join(dir, MANIFEST_FILE)
+  if (!io.existsSync(file)) return undefined
+  const text = io.readFileSync(file).toString('utf8')
+  const nl = text.indexOf('\n')
+  const body = text.slice(nl + 1)
+  let m: Manifest | undefined
+  if (nl > 0 && Number(text.slice(0, nl)) === crc32(body)) {
+    try {
+      m = JSON.parse(body) as Manifest
+    } catch {}
+  }
+  if (!m || !Array.isArray(m.sealed) || typeof m.active !== 'number') {
+    throw new EngineError(
+      'CORRUPT',
+      `${MANIFEST_FILE}: damaged (checksum mismatch at offset 0); run \`cairn repair --data ${dir}\` to rebuild it from the segments`,
+    )
+  }
+  return m
+}
+
+/** Replaces the manifest durably: a reader sees the old one or the new one, never half. */
+export function writeManifest(dir: string, m: Manifest): void {
+  const body = JSON.stringify(m)
+  io.writeFileAtomicSync(path.join(dir, MANIFEST_FILE), Buffer.from(`${crc32(body)}\n${body}`))
+  fsyncDir(dir)
+}
+
+/** The checksum a hint file ends with, which names that exact hint. */
+export function hintCrcOf(hint: Buffer): number {
+  return hint.readUInt32LE(hint.length - 4)
+}

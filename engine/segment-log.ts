@@ -1,0 +1,425 @@
+// The segment log: the files records are appended to, group commit, fsync, sealing, and what
+// happens when the disk refuses. Writes are staged in groups; a group's entries become visible
+// (the key directory is told through `applied`) only once its bytes are written and, with
+// durability `always`, synced. A group that fails is cut off its segment, so the log never
+// holds a hole or a write nobody was told about, and it is never applied. FORMAT.md argues
+// the rules ("Faults").
+import path from 'node:path'
+import { EngineError } from './errors.js'
+import { HintBuilder, writeHint } from './hint.js'
+import { errnoOf, fsyncDir, io } from './io.js'
+import { type SealedSegment, hintCrcOf, writeManifest } from './manifest.js'
+import { type Segment, hintFile, segmentFile } from './parts.js'
+import { SEG_HEADER, segmentHeader } from './record.js'
+import type { Durability, EngineHealth } from './types.js'
+
+const GROUP_BUFFER = 256 * 1024
+const RETRY_FIRST_MS = 200
+const RETRY_MAX_MS = 5000
+
+/** An entry staged in a group; the key directory applies it once the group is durable. */
+export interface Staged {
+  nsId: number
+  key: string
+  type: number
+  version: number
+  expiresAt: number
+  /** Where the entry starts in the group's buffer. */
+  at: number
+  len: number
+}
+
+/** Writes accepted together and written with one write call, then one fdatasync. */
+export interface Group {
+  seg: Segment
+  /** File offset of buf[0]. */
+  base: number
+  buf: Buffer
+  len: number
+  staged: Staged[]
+  resolves: ((v: any) => void)[]
+  rejects: ((e: unknown) => void)[]
+  values: unknown[]
+}
+
+export interface LogHooks {
+  /** The group is durable: make its entries visible. */
+  applied(g: Group): void
+  /** The group failed and was cut off: forget its entries. */
+  dropped(g: Group): void
+  /** A flush pass ended (compaction may want to start). */
+  idle(): void
+}
+
+export class SegmentLog {
+  segments = new Map<number, Segment>()
+  active!: Segment
+  nextSegId = 1
+  /** Sealed segments as the manifest records them, by id. */
+  sealed = new Map<number, SealedSegment>()
+  health: EngineHealth = { state: 'ok' }
+  counters = { writes: 0, fsyncs: 0, fsyncTotalMs: 0, fsyncLastMs: 0, writeFailures: 0 }
+
+  private pending: Group[] = []
+  /** The groups being written and synced now. */
+  private writing: Group[] = []
+  private cur: Group | null = null
+  private spare: Buffer[] = []
+  private flushing = false
+  private flushScheduled = false
+  private dirDirty = false
+  private closed = false
+  /** Segments whose failed tail could not be cut yet: the offset to cut them at. */
+  private cuts = new Map<Segment, number>()
+  private retryTimer: NodeJS.Timeout | null = null
+  private retryMs = RETRY_FIRST_MS
+  /** The database version a new segment's header records. */
+  version = () => 0
+
+  constructor(
+    readonly dir: string,
+    readonly durability: Durability,
+    readonly segmentBytes: number,
+    private hooks: LogHooks,
+  ) {}
+
+  /** Refuses at once while storage is failing: nothing is staged that could not be kept. */
+  checkWritable(): void {
+    if (this.health.state === 'failed') throw new EngineError('IO_ERROR', this.health.reason)
+  }
+
+  /** Room for `bytes` more in the current group, starting a new segment when this one is full. */
+  reserve(bytes: number): Group {
+    let seg = this.active
+    if (seg.end + bytes > this.segmentBytes && seg.end > SEG_HEADER) {
+      try {
+        seg = this.rotate()
+      } catch (err) {
+        throw this.refuse(err, 'start a new segment after', seg.file)
+      }
+    }
+    let g = this.cur
+    if (!g || g.seg !== seg) {
+      g = {
+        seg,
+        base: seg.end,
+        buf: this.spare.pop() ?? Buffer.allocUnsafe(GROUP_BUFFER),
+        len: 0,
+        staged: [],
+        resolves: [],
+        rejects: [],
+        values: [],
+      }
+      this.cur = g
+      this.pending.push(g)
+    }
+    if (g.len + bytes > g.buf.length) {
+      const b = Buffer.allocUnsafe(Math.max(g.len + bytes, g.buf.length * 2))
+      g.buf.copy(b, 0, 0, g.len)
+      g.buf = b
+    }
+    seg.end += bytes
+    return g
+  }
+
+  /** Resolves with `value` once the group is durable; rejects if it fails. */
+  await<T>(g: Group, value: T): Promise<T> {
+    const p = new Promise<T>((resolve, reject) => {
+      g.resolves.push(resolve)
+      g.rejects.push(reject)
+    })
+    g.values.push(value)
+    if (!this.flushScheduled && !this.flushing) {
+      this.flushScheduled = true
+      setImmediate(this.runFlush)
+    }
+    return p
+  }
+
+  /** Seals the active segment (its hint is written once its bytes are on disk) and starts a new one. */
+  rotate(): Segment {
+    const old = this.active
+    const seg = this.createSegment(this.nextSegId++)
+    old.sealed = true
+    this.active = seg
+    if (old.durable === old.end) this.finishSeal(old)
+    return seg
+  }
+
+  createSegment(id: number): Segment {
+    const file = path.join(this.dir, segmentFile(id))
+    const fd = io.openSync(file, 'w+')
+    const baseVersion = this.version()
+    const header = segmentHeader(id, baseVersion)
+    try {
+      io.writeAllSync(fd, header, 0, header.length, 0)
+    } catch (err) {
+      io.closeSync(fd)
+      try {
+        io.rmSync(file)
+      } catch {}
+      throw err
+    }
+    const seg: Segment = {
+      id,
+      file,
+      fd,
+      written: SEG_HEADER,
+      durable: SEG_HEADER,
+      end: SEG_HEADER,
+      live: 0,
+      hint: new HintBuilder(),
+      sealed: false,
+      unsynced: true,
+      baseVersion,
+    }
+    this.segments.set(id, seg)
+    this.dirDirty = true
+    return seg
+  }
+
+  /**
+   * Writes a sealed segment's hint and records it in the manifest. A hint is a shortcut, so
+   * a failure here fails no write: the segment keeps its builder and is sealed again later
+   * (the next open scans it meanwhile).
+   */
+  finishSeal(seg: Segment): void {
+    if (!seg.hint || this.cuts.has(seg)) return
+    try {
+      const bytes = seg.hint.finish(seg.id, seg.end, seg.baseVersion)
+      writeHint(path.join(this.dir, hintFile(seg.id)), bytes)
+      this.sealed.set(seg.id, { id: seg.id, size: seg.end, hintCrc: hintCrcOf(bytes) })
+      seg.hint = null
+      this.writeManifest()
+    } catch {
+      // Retried by the next seal or by close.
+    }
+  }
+
+  writeManifest(): void {
+    const sealed = [...this.sealed.values()].sort((a, b) => a.id - b.id)
+    writeManifest(this.dir, { active: this.active?.id ?? 0, sealed })
+  }
+
+  private runFlush = async (): Promise<void> => {
+    this.flushScheduled = false
+    if (this.flushing) return
+    this.flushing = true
+    while (this.pending.length > 0) {
+      const groups = this.pending
+      this.writing = groups
+      this.pending = []
+      this.cur = null
+      let step = 'write'
+      try {
+        for (const g of groups) {
+          io.writeAllSync(g.seg.fd, g.buf, 0, g.len, g.base)
+          g.seg.written = g.base + g.len
+          g.seg.unsynced = true
+        }
+        if (this.durability === 'always') {
+          step = 'sync'
+          if (this.dirDirty) {
+            fsyncDir(this.dir)
+            this.dirDirty = false
+          }
+          const seen = new Set<Segment>()
+          for (const g of groups) {
+            if (seen.has(g.seg)) continue
+            seen.add(g.seg)
+            await this.sync(g.seg)
+          }
+        }
+      } catch (err) {
+        this.fail(groups, err, step)
+        continue
+      }
+      if (this.health.state === 'no_space') this.health = { state: 'ok' }
+      for (const g of groups) {
+        this.hooks.applied(g)
+        g.seg.durable = g.base + g.len
+      }
+      for (const g of groups) {
+        if (g.seg.sealed && g.seg.durable === g.seg.end) this.finishSeal(g.seg)
+      }
+      for (const g of groups) {
+        for (let i = 0; i < g.resolves.length; i++) g.resolves[i](g.values[i])
+        if (g.buf.length === GROUP_BUFFER && this.spare.length < 2) this.spare.push(g.buf)
+      }
+    }
+    this.writing = []
+    this.flushing = false
+    this.hooks.idle()
+  }
+
+  /**
+   * A write or sync failed: every group not yet acknowledged fails with it, and each segment is
+   * cut back to where the first of them began. With durability `always` nothing past that point
+   * was acknowledged; after a failed fsync the kernel may have dropped those pages, so none of
+   * them is trusted, and the cut removes exactly them.
+   */
+  private fail(groups: Group[], err: unknown, step: string): void {
+    const all = groups.concat(this.pending)
+    this.pending = []
+    this.cur = null
+    const cutAt = new Map<Segment, number>()
+    for (const g of all) {
+      const c = cutAt.get(g.seg)
+      if (c === undefined || g.base < c) cutAt.set(g.seg, g.base)
+    }
+    for (const [seg, at] of cutAt) {
+      seg.end = at
+      if (seg.written > at) seg.written = at
+      if (seg.durable > at) seg.durable = at
+      this.cuts.set(seg, at)
+    }
+    this.cutTails()
+    const e = this.refuse(err, step, all[0]!.seg.file)
+    for (const g of all) {
+      this.counters.writeFailures += g.rejects.length
+      this.hooks.dropped(g)
+      for (const r of g.rejects) r(e)
+    }
+  }
+
+  /** Cuts failed tails off their segments; those it cannot cut stay listed for the retry. */
+  private cutTails(): void {
+    for (const [seg, at] of this.cuts) {
+      try {
+        io.ftruncateSync(seg.fd, at)
+        io.fsyncSync(seg.fd)
+        this.cuts.delete(seg)
+        if (seg.sealed && seg.durable === seg.end) this.finishSeal(seg)
+      } catch {
+        if (this.health.state !== 'failed')
+          this.health = {
+            state: 'failed',
+            reason: `cannot cut a failed write off ${path.basename(seg.file)}`,
+          }
+      }
+    }
+  }
+
+  /**
+   * The engine error for an I/O failure, with the health it leaves: a full disk refuses writes
+   * until one succeeds again; anything else refuses them until a retry proves the disk works.
+   */
+  refuse(err: unknown, step: string, file: string): EngineError {
+    if (err instanceof EngineError) return err
+    const code = errnoOf(err) ?? 'EIO'
+    const where = `${step} of ${path.basename(file)}`
+    if ((code === 'ENOSPC' || code === 'EDQUOT') && step !== 'sync' && this.cuts.size === 0) {
+      const reason = `disk full (${code}) during ${where}; writes resume once space is freed`
+      this.health = { state: 'no_space', reason }
+      return new EngineError('NO_SPACE', reason)
+    }
+    const reason = `${code} during ${where}; writes are refused until storage works again`
+    this.health = { state: 'failed', reason }
+    this.scheduleRetry()
+    return new EngineError('IO_ERROR', reason)
+  }
+
+  private scheduleRetry(): void {
+    if (this.retryTimer || this.closed) return
+    this.retryTimer = setTimeout(() => {
+      this.retryTimer = null
+      this.retry()
+    }, this.retryMs)
+    this.retryTimer.unref()
+    this.retryMs = Math.min(this.retryMs * 2, RETRY_MAX_MS)
+  }
+
+  /**
+   * Proves the disk works again before taking writes: cuts what is left to cut, syncs, and
+   * moves the write path to a fresh segment (open, write, sync, directory sync all succeed).
+   */
+  private retry(): void {
+    if (this.closed || this.health.state !== 'failed' || this.flushing) {
+      if (this.health.state === 'failed') this.scheduleRetry()
+      return
+    }
+    try {
+      for (const [seg, at] of this.cuts) {
+        io.ftruncateSync(seg.fd, at)
+        io.fsyncSync(seg.fd)
+        this.cuts.delete(seg)
+      }
+      io.fsyncSync(this.active.fd)
+      this.rotate()
+      io.fsyncSync(this.active.fd)
+      fsyncDir(this.dir)
+      this.dirDirty = false
+      for (const seg of this.segments.values())
+        if (seg.sealed && seg.hint && seg.durable === seg.end) this.finishSeal(seg)
+      this.health = { state: 'ok' }
+      this.retryMs = RETRY_FIRST_MS
+    } catch (err) {
+      const code = errnoOf(err) ?? 'EIO'
+      this.health = {
+        state: 'failed',
+        reason: `${code} while retrying storage; writes are refused until it works again`,
+      }
+      this.scheduleRetry()
+    }
+  }
+
+  private sync(seg: Segment): Promise<void> {
+    const t0 = performance.now()
+    return io.fdatasync(seg.fd).then(() => {
+      seg.unsynced = false
+      const ms = performance.now() - t0
+      this.counters.fsyncs++
+      this.counters.fsyncTotalMs += ms
+      this.counters.fsyncLastMs = ms
+    })
+  }
+
+  /** Syncs what durability `interval` and `none` left unsynced; failing puts storage in `failed`. */
+  async syncDirty(): Promise<void> {
+    try {
+      if (this.dirDirty) {
+        fsyncDir(this.dir)
+        this.dirDirty = false
+      }
+      for (const seg of this.segments.values()) if (seg.unsynced) await this.sync(seg)
+    } catch (err) {
+      throw this.refuse(err, 'sync', this.active.file)
+    }
+  }
+
+  /** Resolves once every write accepted so far has settled (durable or failed). */
+  drain(): Promise<void> {
+    const last = this.pending[this.pending.length - 1] ?? this.writing[this.writing.length - 1]
+    if (!last) return Promise.resolve()
+    return this.await<void>(last, undefined).catch(() => {})
+  }
+
+  /**
+   * Stops for good. Works in every state: what cannot be written now (the active segment's
+   * hint, say) is left to the next open, which scans instead.
+   */
+  async close(): Promise<void> {
+    this.closed = true
+    if (this.retryTimer) clearTimeout(this.retryTimer)
+    await this.drain()
+    // A failed tail still on disk would come back at the next open: one more try to cut it.
+    this.cutTails()
+    if (this.durability !== 'always' && this.health.state === 'ok')
+      await this.syncDirty().catch(() => {})
+    const active = this.active
+    if (
+      active &&
+      active.end > SEG_HEADER &&
+      active.durable === active.end &&
+      this.health.state === 'ok'
+    ) {
+      active.sealed = true
+      this.finishSeal(active)
+    }
+    for (const seg of this.segments.values()) {
+      try {
+        io.closeSync(seg.fd)
+      } catch {}
+    }
+  }
+}
