@@ -10,11 +10,12 @@
 // moved does the COMPACTED file list the old segments, which are then deleted (again on the
 // next open if the process dies half-way). Before that file exists, old and new copies
 // coexist and recovery keeps the highest version of each key, which is the same data.
-import fs from 'node:fs'
 import path from 'node:path'
 import type { Db } from './db.js'
-import { fsyncDirAsync } from './io.js'
-import { HintBuilder } from './hint.js'
+import { EngineError } from './errors.js'
+import { fsyncDirAsync, io } from './io.js'
+import { hintCrcOf } from './manifest.js'
+import { HintBuilder, writeHint } from './hint.js'
 import {
   COMPACTED_FILE,
   type Namespace,
@@ -29,6 +30,7 @@ import {
   copyBytes,
   REC_HEADER,
   SEG_COMPACTED,
+  checkRecord,
   SEG_HEADER,
   sealRecord,
   segmentHeader,
@@ -47,6 +49,8 @@ interface Output {
   buf: Buffer
   len: number
   baseVersion: number
+  /** The checksum its hint ends with, for the manifest. */
+  hintCrc: number
 }
 
 /** Index entries to move once the outputs are durable, in parallel arrays. */
@@ -249,10 +253,19 @@ async function pass(db: Db, sc: Scratch): Promise<boolean> {
         if ((++records & 31) === 0) await tick()
         if (!r.has(p, REC_HEADER)) await r.load(p, REC_HEADER)
         const recEnd = p + REC_HEADER + r.buf.readUInt32LE(p - r.base + 4)
-        if (recEnd > seg.written) break
-        if (!r.has(p, recEnd - p)) await r.load(p, recEnd - p)
+        const fits = recEnd <= seg.written
+        if (fits && !r.has(p, recEnd - p)) await r.load(p, recEnd - p)
         const buf = r.buf
         const b = r.base
+        // Damage is never copied forward: the pass stops, names it, and waits for repair.
+        if (!fits || checkRecord(buf, p - b, recEnd - b) <= 0) {
+          db.damaged = new EngineError(
+            'CORRUPT',
+            `${path.basename(seg.file)}: damaged record at offset ${p}, met by compaction; run \`cairn repair --data ${db.dir}\``,
+          )
+          db.noteCorrupt()
+          throw db.damaged
+        }
         const count = buf.readUInt32LE(p - b + 8)
         let live = 0
         for (let i = 0, q = p + REC_HEADER; i < count; i++) {
@@ -300,15 +313,11 @@ async function pass(db: Db, sc: Scratch): Promise<boolean> {
     }
     if (out) writeOut(out)
     for (const o of outputs) {
-      await new Promise<void>((resolve, reject) =>
-        fs.fdatasync(o.fd, (e) => (e ? reject(e) : resolve())),
-      )
-      await fs.promises.writeFile(
-        `${path.join(db.dir, hintFile(o.id))}.tmp`,
-        o.hint.finish(o.id, o.size, o.baseVersion),
-      )
-      fs.renameSync(`${path.join(db.dir, hintFile(o.id))}.tmp`, path.join(db.dir, hintFile(o.id)))
-      fs.renameSync(o.tmp, path.join(db.dir, segmentFile(o.id)))
+      await io.fdatasync(o.fd)
+      const hint = o.hint.finish(o.id, o.size, o.baseVersion)
+      o.hintCrc = hintCrcOf(hint)
+      writeHint(path.join(db.dir, hintFile(o.id)), hint)
+      io.renameSync(o.tmp, path.join(db.dir, segmentFile(o.id)))
     }
     await fsyncDirAsync(db.dir)
     for (const o of outputs) {
@@ -317,11 +326,15 @@ async function pass(db: Db, sc: Scratch): Promise<boolean> {
     }
   } catch (err) {
     for (const o of outputs) {
-      fs.closeSync(o.fd)
-      fs.rmSync(o.tmp, { force: true })
-      fs.rmSync(path.join(db.dir, hintFile(o.id)), { force: true })
-      fs.rmSync(`${path.join(db.dir, hintFile(o.id))}.tmp`, { force: true })
-      fs.rmSync(path.join(db.dir, segmentFile(o.id)), { force: true })
+      // Best effort: on a failing disk what is left is removed by the next open.
+      for (const f of [o.tmp, hintFile(o.id), `${hintFile(o.id)}.tmp`, segmentFile(o.id)]) {
+        try {
+          io.rmSync(path.resolve(db.dir, f))
+        } catch {}
+      }
+      try {
+        io.closeSync(o.fd)
+      } catch {}
     }
     if (db.isClosed()) return false
     throw err
@@ -384,26 +397,36 @@ async function pass(db: Db, sc: Scratch): Promise<boolean> {
       }
     }
   }
+  // The manifest names the outputs instead of the old segments before any of those goes.
+  const before = new Map(db.log.sealed)
+  for (const seg of old) db.log.sealed.delete(seg.id)
+  for (const o of outputs) db.log.sealed.set(o.id, { id: o.id, size: o.size, hintCrc: o.hintCrc })
+  try {
+    db.log.writeManifest()
+  } catch (err) {
+    db.log.sealed = before
+    throw err
+  }
   // Nothing points at the old segments any more: close them now, so a close() meanwhile
   // cannot meet them, and delete their files off the event loop (a large unlink takes a
   // while). Past this point a crash or close leaves only work the next open finishes.
   for (const seg of old) {
     db.segments.delete(seg.id)
-    fs.closeSync(seg.fd)
+    io.closeSync(seg.fd)
   }
   // Keep the active segment the newest one, so ids keep the order records were written in.
   if (outputs.length > 0) db.rotate()
   const marker = path.join(db.dir, COMPACTED_FILE)
-  await fs.promises.writeFile(marker, JSON.stringify(old.map((o) => o.id)), { flush: true })
+  io.writeFileAtomicSync(marker, Buffer.from(JSON.stringify(old.map((o) => o.id))))
   await fsyncDirAsync(db.dir)
   for (const seg of old) {
     if (db.isClosed()) return true
-    await fs.promises.rm(seg.file, { force: true })
-    await fs.promises.rm(path.join(db.dir, hintFile(seg.id)), { force: true })
+    await io.rm(seg.file)
+    await io.rm(path.join(db.dir, hintFile(seg.id)))
   }
   if (db.isClosed()) return true
   await fsyncDirAsync(db.dir)
-  if (!db.isClosed()) await fs.promises.rm(marker, { force: true })
+  if (!db.isClosed()) await io.rm(marker)
   return true
 }
 
@@ -463,11 +486,7 @@ class WindowReader {
     const want = Math.min(this.buf.length, seg.written - off)
     let done = 0
     while (done < want) {
-      const got = await new Promise<number>((resolve, reject) =>
-        fs.read(seg.fd, this.buf, done, want - done, off + done, (err, k) =>
-          err ? reject(err) : resolve(k),
-        ),
-      )
+      const got = await io.read(seg.fd, this.buf, done, want - done, off + done)
       if (got === 0) break
       done += got
     }
@@ -480,10 +499,10 @@ class WindowReader {
 function startOutput(db: Db, sc: Scratch): Output {
   const id = db.log.nextSegId++
   const tmp = path.join(db.dir, compactTmpFile(id))
-  const fd = fs.openSync(tmp, 'w+')
+  const fd = io.openSync(tmp, 'w+')
   const baseVersion = db.version
   const header = segmentHeader(id, baseVersion, SEG_COMPACTED)
-  fs.writeSync(fd, header, 0, header.length, 0)
+  io.writeAllSync(fd, header, 0, header.length, 0)
   return {
     id,
     tmp,
@@ -493,6 +512,7 @@ function startOutput(db: Db, sc: Scratch): Output {
     buf: sc.outs.pop() ?? Buffer.allocUnsafe(OUT_BUFFER),
     len: 0,
     baseVersion,
+    hintCrc: 0,
   }
 }
 
@@ -524,8 +544,7 @@ function appendRaw(o: Output, src: Buffer, from: number, to: number): number {
 }
 
 function writeOut(o: Output): void {
-  let done = 0
   const base = o.size - o.len
-  while (done < o.len) done += fs.writeSync(o.fd, o.buf, done, o.len - done, base + done)
+  io.writeAllSync(o.fd, o.buf, 0, o.len, base)
   o.len = 0
 }

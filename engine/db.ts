@@ -58,9 +58,11 @@ interface Entry {
 
 const stagedKey = (nsId: number, key: string) => `${nsId}\u0000${key}`
 
+/** What repair kept and left out: a line per damaged key where one is legible, else per span. */
 export interface RepairReport {
-  /** Spans of segment files that were damaged and left out. */
-  dropped: Dropped[]
+  /** Live and superseded records read and kept. */
+  kept: number
+  dropped: { file: string; offset: number; namespace?: string; key?: string; reason: string }[]
 }
 
 export interface DbConfig {
@@ -75,7 +77,7 @@ export class Db implements Engine {
   readonly segmentBytes: number
   readonly options: OpenOptions
   /** What `repair: true` left out when opening; empty when nothing was damaged. */
-  repairReport: RepairReport = { dropped: [] }
+  repairReport: RepairReport = { kept: 0, dropped: [] }
 
   slots = new Slots()
   byName = new Map<string, Namespace>()
@@ -576,6 +578,11 @@ export class Db implements Engine {
     }
     const keyLen = b.readUInt16LE(6)
     return decodeValue(b[5]!, b, ENTRY_HEADER + keyLen, b.length)
+  }
+
+  /** Counts a read (or compaction) that met a damaged record. */
+  noteCorrupt(): void {
+    this.counters.corruptReads++
   }
 
   /** The entry's bytes, checked against its checksum: damage is named, never returned. */

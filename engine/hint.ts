@@ -82,6 +82,8 @@ export interface Hint {
   buf: Buffer
   count: number
   baseVersion: number
+  /** The checksum the file ends with, as the manifest records it. */
+  crc: number
 }
 
 /** The hint, or undefined when it is missing, damaged or not for this segment as it is now. */
@@ -104,7 +106,13 @@ export function readHint(file: string, segId: number, segSize: number): Hint | u
     if (p + HINT_ENTRY > end) return undefined
     p += HINT_ENTRY + b.readUInt16LE(p + 2)
   }
-  return p === end ? { buf: b.subarray(0, end), count, baseVersion: b.readDoubleLE(24) } : undefined
+  if (p !== end) return undefined
+  return {
+    buf: b.subarray(0, end),
+    count,
+    baseVersion: b.readDoubleLE(24),
+    crc: b.readUInt32LE(end),
+  }
 }
 
 export type EntryVisitor = (

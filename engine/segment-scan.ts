@@ -17,6 +17,26 @@ export interface Dropped {
   file: string
   from: number
   to: number
+  reason: string
+  /** The keys the damaged span still names legibly (its entry headers survived). */
+  keys?: { nsId: number; key: string }[]
+}
+
+/** Whatever keys a damaged span still names: entry headers read without trusting checksums. */
+function legibleKeys(buf: Buffer, from: number, to: number): { nsId: number; key: string }[] {
+  const out: { nsId: number; key: string }[] = []
+  let q = from + REC_HEADER
+  while (q + ENTRY_HEADER <= to && out.length < 1000) {
+    const keyLen = buf.readUInt16LE(q + 6)
+    const valueLen = buf.readUInt32LE(q + 28)
+    if (keyLen === 0 || keyLen > 512 || q + ENTRY_HEADER + keyLen > to) break
+    out.push({
+      nsId: buf.readUInt32LE(q + 8),
+      key: buf.toString('utf8', q + ENTRY_HEADER, q + ENTRY_HEADER + keyLen),
+    })
+    q += ENTRY_HEADER + keyLen + valueLen
+  }
+  return out
 }
 
 export interface ScanResult {
@@ -49,7 +69,7 @@ export function scanSegment(
       return { header, entries: [], validEnd: 0, dropped }
     }
     if (!repair) throw new EngineError('CORRUPT', `${name}: damaged segment header at offset 0`)
-    dropped.push({ file: name, from: 0, to: buf.length })
+    dropped.push({ file: name, from: 0, to: buf.length, reason: 'damaged segment header' })
     return { header, entries: [], validEnd: 0, dropped }
   }
   const entries: EntryInfo[] = []
@@ -77,7 +97,13 @@ export function scanSegment(
             'CORRUPT',
             `${name}: damaged record at offset ${p}; nothing intact follows, but this segment was complete`,
           )
-        dropped.push({ file: name, from: p, to: end })
+        dropped.push({
+          file: name,
+          from: p,
+          to: end,
+          reason: 'damaged record at the end',
+          keys: legibleKeys(buf, p, end),
+        })
       }
       validEnd = p
       break
@@ -88,7 +114,13 @@ export function scanSegment(
         `${name}: damaged record at offset ${p}, intact records follow at ${next}; open with repair: true to salvage`,
       )
     }
-    dropped.push({ file: name, from: p, to: next })
+    dropped.push({
+      file: name,
+      from: p,
+      to: next,
+      reason: 'damaged record',
+      keys: legibleKeys(buf, p, next),
+    })
     p = next
   }
   return { header, entries, validEnd, dropped }

@@ -132,48 +132,57 @@ t.test('with hint files intact, a damaged value is never returned as data', asyn
   for (const f of res.failed) t.match(f, /CORRUPT$/, 'a damaged record reads as CORRUPT')
 })
 
-t.test('a torn tail is truncated and everything before it kept', async (t) => {
-  const seed = seedFromEnv('CAIRN_SEED')
-  t.comment(`seed ${seed}`)
-  const r = rng(seed)
-  for (const segmentBytes of [undefined, 8 * 1024]) {
-    for (let round = 0; round < 4; round++) {
-      const dir = tempDir(t, 'torn')
-      const options = { segmentBytes }
-      await fill(dir, 300, options)
-      const segs = segments(dir)
-      const last = segs[segs.length - 1]
-      const size = fs.statSync(last).size
-      const cut = 1 + Math.floor(r() * Math.min(size - 64, 1500))
-      fs.truncateSync(last, size - cut)
-      const res = await survey(dir, 300, options)
-      const label = `segmentBytes ${segmentBytes}, cut ${cut} of ${size} bytes`
-      t.same(res.wrong, [], `${label}: no wrong values`)
-      t.same(res.failed, [], `${label}: no failed reads`)
-      const firstMissing = res.missing[0] ?? 300
-      t.same(
-        res.missing,
-        Array.from({ length: 300 - firstMissing }, (_, i) => firstMissing + i),
-        `${label}: survivors are a prefix`,
-      )
-      t.ok(
-        res.missing.length <= Math.ceil(cut / 100) + 1,
-        `${label}: only the torn records lost (${res.missing.length})`,
-      )
-      // Appends after the truncation must be readable after another reopen.
-      const db = await open(dir, options)
-      await db.put('d', 'after-tear', 1)
-      await db.close()
-      const db2 = await open(dir, options)
-      t.equal(
-        (await db2.get('d', 'after-tear'))?.value,
-        1,
-        `${label}: writes after recovery survive`,
-      )
-      await db2.close()
+t.test(
+  'a torn tail of the segment being appended is cut and everything before it kept',
+  async (t) => {
+    const seed = seedFromEnv('CAIRN_SEED')
+    t.comment(`seed ${seed}`)
+    const r = rng(seed)
+    for (const segmentBytes of [undefined, 8 * 1024]) {
+      for (let round = 0; round < 4; round++) {
+        const options = { segmentBytes }
+        // The files as a crash leaves them: the last segment still being appended to.
+        const live = tempDir(t, 'torn-live')
+        const writer = await open(live, options)
+        await writer.createNamespace('d')
+        for (let i = 0; i < 300; i++) await writer.put('d', key(i), valueFor(i))
+        const dir = tempDir(t, 'torn')
+        fs.cpSync(live, dir, { recursive: true, filter: (src) => path.basename(src) !== 'LOCK' })
+        await writer.close()
+        const segs = segments(dir)
+        const last = segs[segs.length - 1]
+        const size = fs.statSync(last).size
+        const cut = 1 + Math.floor(r() * Math.min(size - 64, 1500))
+        fs.truncateSync(last, size - cut)
+        const res = await survey(dir, 300, options)
+        const label = `segmentBytes ${segmentBytes}, cut ${cut} of ${size} bytes`
+        t.same(res.wrong, [], `${label}: no wrong values`)
+        t.same(res.failed, [], `${label}: no failed reads`)
+        const firstMissing = res.missing[0] ?? 300
+        t.same(
+          res.missing,
+          Array.from({ length: 300 - firstMissing }, (_, i) => firstMissing + i),
+          `${label}: survivors are a prefix`,
+        )
+        t.ok(
+          res.missing.length <= Math.ceil(cut / 100) + 1,
+          `${label}: only the torn records lost (${res.missing.length})`,
+        )
+        // Appends after the truncation must be readable after another reopen.
+        const db = await open(dir, options)
+        await db.put('d', 'after-tear', 1)
+        await db.close()
+        const db2 = await open(dir, options)
+        t.equal(
+          (await db2.get('d', 'after-tear'))?.value,
+          1,
+          `${label}: writes after recovery survive`,
+        )
+        await db2.close()
+      }
     }
-  }
-})
+  },
+)
 
 t.test('missing or damaged hint files fall back to scanning', async (t) => {
   const damage: [string, (f: string) => void][] = [
