@@ -1,0 +1,232 @@
+// Injected disk faults: the engine's file-I/O module fails the Nth open, write, fsync or rename
+// with the errno a real disk gives. For every write kind: a write that failed is never
+// visible, every acknowledged write survives a reopen, and the engine takes writes again
+// by itself once the fault clears. Nothing but the I/O calls is faked.
+import t, { type Test } from 'tap'
+import { open } from '../../engine/index.js'
+import { type IoOp, clearFaults, injectFault } from '../../engine/io.js'
+import type { Db } from '../../engine/index.js'
+import { errorCode, sleep, tempDir } from './helpers.js'
+
+const OPTIONS = { segmentBytes: 4 * 1024, autoCompact: false }
+
+/** Every acknowledged key and its value (null once deleted). */
+type Model = Map<string, unknown>
+
+interface Kind {
+  name: string
+  /** One write of this kind; resolves with the keys it changed, as the model should see them. */
+  run(db: Db, i: number): Promise<[string, unknown][]>
+  /** The keys the write would change if it succeeded (to prove a failed one invisible). */
+  touches(i: number): string[]
+}
+
+const KINDS: Kind[] = [
+  {
+    name: 'put',
+    run: async (db, i) => {
+      await db.put('f', `p${i}`, { i, pad: 'x'.repeat(300) })
+      return [[`p${i}`, { i, pad: 'x'.repeat(300) }]]
+    },
+    touches: (i) => [`p${i}`],
+  },
+  {
+    name: 'delete',
+    run: async (db, i) => {
+      await db.delete('f', `seed${i % 20}`)
+      return [[`seed${i % 20}`, null]]
+    },
+    touches: (i) => [`seed${i % 20}`],
+  },
+  {
+    name: 'batch',
+    run: async (db, i) => {
+      await db.batch([
+        { type: 'put', ns: 'f', key: `b${i}a`, value: i },
+        { type: 'put', ns: 'f', key: `b${i}b`, value: 'y'.repeat(400) },
+      ])
+      return [
+        [`b${i}a`, i],
+        [`b${i}b`, 'y'.repeat(400)],
+      ]
+    },
+    touches: (i) => [`b${i}a`, `b${i}b`],
+  },
+  {
+    name: 'increment',
+    run: async (db) => {
+      const n = await db.increment('f', 'counter', 1)
+      return [['counter', n]]
+    },
+    touches: () => [],
+  },
+]
+
+async function seed(db: Db, model: Model): Promise<void> {
+  await db.createNamespace('f')
+  for (let i = 0; i < 20; i++) {
+    await db.put('f', `seed${i}`, `seed value ${i}`)
+    model.set(`seed${i}`, `seed value ${i}`)
+  }
+}
+
+async function check(t: Test, db: Db, model: Model, label: string): Promise<void> {
+  const bad: string[] = []
+  for (const [key, value] of model) {
+    const got = await db.get('f', key)
+    if (value === null ? got !== undefined : JSON.stringify(got?.value) !== JSON.stringify(value))
+      bad.push(`${key}: ${JSON.stringify(got?.value)?.slice(0, 40)}`)
+  }
+  t.same(bad, [], `${label}: every acknowledged write is there`)
+}
+
+/** A failed disk heals by a retry in the background; a full one on the next write that fits. */
+async function healed(db: Db): Promise<boolean> {
+  for (let i = 0; i < 100; i++) {
+    if (db.health().state !== 'failed') return true
+    await sleep(100)
+  }
+  return false
+}
+
+// Which calls a write makes: writes and fsyncs always; opens when it starts a segment.
+const FAULTS: { op: IoOp; codes: string[] }[] = [
+  { op: 'write', codes: ['ENOSPC', 'EIO', 'EROFS'] },
+  { op: 'fsync', codes: ['EIO', 'ENOSPC'] },
+  { op: 'open', codes: ['EMFILE', 'ENOSPC', 'EROFS'] },
+]
+
+for (const kind of KINDS) {
+  for (const { op, codes } of FAULTS) {
+    for (const code of codes) {
+      t.test(`${kind.name}: ${op} fails with ${code}`, async (t) => {
+        const dir = tempDir(t, 'faults')
+        t.teardown(clearFaults)
+        const model: Model = new Map()
+        let db = await open(dir, OPTIONS)
+        await seed(db, model)
+        model.set('counter', null)
+        // Leave the active segment nearly full, so the next writes start a new one (an open).
+        const room =
+          OPTIONS.segmentBytes - (db as unknown as { active: { end: number } }).active.end
+        if (room > 300) {
+          await db.put('f', 'pad', 'z'.repeat(room - 250))
+          model.set('pad', 'z'.repeat(room - 250))
+        }
+        // Fail every call of this kind from now on, until cleared: a disk that stays bad.
+        injectFault({ op, code, times: Number.POSITIVE_INFINITY })
+        const failed: string[] = []
+        let refusals = 0
+        for (let i = 0; i < 20; i++) {
+          const before = kind.name === 'increment' ? (await db.get('f', 'counter'))?.value : 0
+          try {
+            for (const [k, v] of await kind.run(db, i)) model.set(k, v)
+          } catch (err) {
+            refusals++
+            const c = (err as { code?: string }).code
+            const want = code === 'ENOSPC' && op !== 'fsync' ? 'NO_SPACE' : 'IO_ERROR'
+            if (c !== want && !(want === 'NO_SPACE' && c === 'IO_ERROR'))
+              t.fail(`refused with ${c}, expected ${want}: ${(err as Error).message}`)
+            failed.push(...kind.touches(i))
+            if (kind.name === 'increment') {
+              const after = (await db.get('f', 'counter'))?.value
+              t.same(after, before, 'a failed increment changes nothing')
+            }
+          }
+        }
+        // Opens happen only when a segment starts: a small segment makes them happen.
+        t.ok(refusals > 0, `the fault was met (${refusals} of 20 refused)`)
+        const state = db.health().state
+        t.not(state, 'ok', `health names the fault (${state})`)
+        if (state !== 'ok') t.type((db.health() as { reason: string }).reason, 'string')
+        const listed = new Set((await db.list('f', { limit: 10_000 })).keys)
+        for (const k of failed) {
+          if (model.has(k)) continue
+          t.equal(await db.get('f', k), undefined, `failed write to ${k} is not visible`)
+          t.notOk(listed.has(k), `failed write to ${k} is not listed`)
+        }
+        await check(t, db, model, 'during the fault')
+
+        clearFaults()
+        t.ok(await healed(db), 'storage heals by itself once the fault clears')
+        await db.put('f', 'probe', 'after')
+        model.set('probe', 'after')
+        for (const [k, v] of await kind.run(db, 100)) model.set(k, v)
+        t.pass('writes work again without a reopen')
+        t.equal(db.health().state, 'ok', 'and health says so')
+        await check(t, db, model, 'after healing')
+        await db.close()
+        db = await open(dir, OPTIONS)
+        await check(t, db, model, 'after reopen')
+        for (const k of failed)
+          if (!model.has(k)) t.equal(await db.get('f', k), undefined, `${k} still absent`)
+        await db.close()
+      })
+    }
+  }
+}
+
+t.test('a fault while sealing (hint or manifest) fails no write', async (t) => {
+  for (const op of ['write', 'rename'] as const) {
+    const dir = tempDir(t, 'faults-hint')
+    t.teardown(clearFaults)
+    const model: Model = new Map()
+    let db = await open(dir, OPTIONS)
+    await seed(db, model)
+    injectFault({ op, code: 'EIO', path: /\.hint|MANIFEST/, times: Number.POSITIVE_INFINITY })
+    for (let i = 0; i < 40; i++) for (const [k, v] of await KINDS[0]!.run(db, i)) model.set(k, v)
+    t.ok(db.stats().segments > 3, `${op}: several segments sealed meanwhile`)
+    clearFaults()
+    await db.close()
+    db = await open(dir, OPTIONS)
+    await check(t, db, model, `${op} of hints failed`)
+    await db.close()
+  }
+})
+
+t.test('a fault during compaction leaves every key readable and nothing lost', async (t) => {
+  for (const { op, code } of [
+    { op: 'write', code: 'ENOSPC' },
+    { op: 'fsync', code: 'EIO' },
+    { op: 'rename', code: 'EROFS' },
+    { op: 'open', code: 'EMFILE' },
+  ] as const) {
+    const dir = tempDir(t, 'faults-compact')
+    t.teardown(clearFaults)
+    const model: Model = new Map()
+    let db = await open(dir, OPTIONS)
+    await seed(db, model)
+    for (let round = 0; round < 3; round++)
+      for (let i = 0; i < 30; i++) for (const [k, v] of await KINDS[0]!.run(db, i)) model.set(k, v)
+    injectFault({ op, code, path: /compact|\.hint|seg-|MANIFEST|COMPACTED/, nth: 2, times: 1 })
+    const res = await errorCode(db.compact())
+    t.comment(`${op} ${code}: compact ${res}`)
+    await check(t, db, model, `${op} ${code}: after the failed compaction`)
+    clearFaults()
+    t.ok(await healed(db), `${op} ${code}: healthy again`)
+    for (const [k, v] of await KINDS[0]!.run(db, 99)) model.set(k, v)
+    await db.compact()
+    await check(t, db, model, `${op} ${code}: after a compaction that worked`)
+    await db.close()
+    db = await open(dir, OPTIONS)
+    await check(t, db, model, `${op} ${code}: after reopen`)
+    await db.close()
+  }
+})
+
+t.test('close works while storage is failing, and lets go of the directory', async (t) => {
+  const dir = tempDir(t, 'faults-close')
+  t.teardown(clearFaults)
+  const db = await open(dir, OPTIONS)
+  await db.createNamespace('f')
+  await db.put('f', 'kept', 1)
+  injectFault({ op: 'fsync', code: 'EIO', times: Number.POSITIVE_INFINITY })
+  t.equal(await errorCode(db.put('f', 'lost', 2)), 'IO_ERROR')
+  t.equal(await errorCode(db.put('f', 'lost2', 2)), 'IO_ERROR', 'refused at once while failed')
+  await db.close()
+  clearFaults()
+  const again = await open(dir, OPTIONS)
+  t.equal((await again.get('f', 'kept'))?.value, 1)
+  t.equal(await again.get('f', 'lost'), undefined)
+  await again.close()
+})
