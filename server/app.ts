@@ -147,7 +147,13 @@ export async function serve(
         log.error({ err: (err as Error).message }, 'writing usage failed'),
       )
       await ctx.engine.close()
-      fs.rmSync(path.join(config.dataDir, SERVER_FILE), { force: true })
+      try {
+        fs.rmSync(path.join(config.dataDir, SERVER_FILE), { force: true })
+      } catch (err) {
+        // A read-only data directory must not turn a clean stop into a failed one: the file
+        // only helps the command line find this server, and names a pid that is now gone.
+        log.warn({ err: (err as Error).message }, 'could not remove server.json')
+      }
       ;(app as unknown as { close(): void }).close()
       log.info({ inflight: ctx.lifecycle.inflight }, 'stopped')
     })()

@@ -5,6 +5,7 @@
 import fs from 'node:fs'
 import path from 'node:path'
 import { type AdminArgs, runAdmin } from './admin.js'
+import { type RepairReport, repair } from '../engine/index.js'
 import { SERVER_FILE, TOKEN_FILE, serve } from './app.js'
 import { ConfigError, parseArgs, serveConfig } from './config.js'
 import { createLogger, errFields } from './log.js'
@@ -30,6 +31,8 @@ const HELP = `Usage: cairn <command> [options]
   plan set --email E PLAN                         move an account to another plan
   backup --to DIR                                 write a consistent copy of the data
   compact                                         reclaim the space of overwritten and deleted data now
+  repair                                          (server stopped) keep every intact record, drop
+                                                  damaged ones, rebuild the index files; lists what it dropped
 
 Every command takes --data DIR (default ./data) and --json. With the server running, the
 commands go through its operator endpoint (token in <data>/${TOKEN_FILE}, or
@@ -162,6 +165,34 @@ function show(command: string, out: any): string {
   }
 }
 
+/** `cairn repair`: offline, because it rewrites the files a running server holds open. */
+async function repairCommand(dataDir: string, json: boolean): Promise<number> {
+  if (!fs.existsSync(dataDir)) throw new UsageError(`${dataDir} does not exist`)
+  let report: RepairReport
+  try {
+    report = await repair(dataDir)
+  } catch (err) {
+    if ((err as { code?: string }).code !== 'LOCKED') throw err
+    throw new ServiceError(
+      409,
+      'locked',
+      `${dataDir} is in use by a running server; stop it, then run cairn repair again.`,
+    )
+  }
+  if (json) {
+    process.stdout.write(`${JSON.stringify(report)}\n`)
+    return 0
+  }
+  const lines = report.dropped.map(
+    (d) =>
+      `  ${d.file} at offset ${d.offset}: ${d.reason}${d.namespace === undefined ? '' : ` (namespace ${d.namespace}${d.key === undefined ? '' : `, key ${JSON.stringify(d.key)}`})`}`,
+  )
+  process.stdout.write(
+    `Repaired ${dataDir}: kept ${report.kept} records, dropped ${report.dropped.length}.\n${lines.join('\n')}${lines.length ? '\n' : ''}`,
+  )
+  return 0
+}
+
 async function main(argv: string[]): Promise<number> {
   const { flags, words } = parseArgs(argv, ['--trust-proxy', '--json', '--help'])
   if (words.length === 0 || flags.has('--help') || words[0] === 'help') {
@@ -194,8 +225,9 @@ async function main(argv: string[]): Promise<number> {
     })
     return -1
   }
-  const { command, args } = adminCommand(words, flags)
   const dataDir = path.resolve(flags.get('--data') ?? process.env.CAIRN_DATA ?? './data')
+  if (words[0] === 'repair') return repairCommand(dataDir, flags.has('--json'))
+  const { command, args } = adminCommand(words, flags)
   const plansFile = path.resolve(
     flags.get('--plans') ?? process.env.CAIRN_PLANS ?? DEFAULT_PLANS_FILE,
   )

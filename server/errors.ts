@@ -52,6 +52,10 @@ export const ERRORS = {
   },
   internal_error: { status: 500, message: 'Something went wrong on our side.' },
   unavailable: { status: 503, message: 'The server is shutting down; try again shortly.' },
+  insufficient_storage: {
+    status: 507,
+    message: 'The server has run out of disk space; reads work, writes resume once space is freed.',
+  },
 } as const satisfies Record<string, { status: number; message: string }>
 
 export type ErrorCode = keyof typeof ERRORS

@@ -77,6 +77,26 @@ export class Metrics {
     )
     gauge('cairn_engine_cache_hits_total', 'Value cache hits.', (s) => s.cacheHits)
     gauge('cairn_engine_cache_misses_total', 'Value cache misses.', (s) => s.cacheMisses)
+    gauge(
+      'cairn_engine_corrupt_reads_total',
+      'Reads that met a damaged record (run cairn repair).',
+      (s) => s.corruptReads,
+    )
+    gauge(
+      'cairn_engine_write_failures_total',
+      'Writes the storage failed to make durable (disk full or an I/O error).',
+      (s) => s.writeFailures,
+    )
+    new client.Gauge({
+      name: 'cairn_storage_state',
+      help: 'The storage state: 1 for the current one of ok, no_space (disk full) and failed.',
+      labelNames: ['state'],
+      registers: [this.registry],
+      collect() {
+        const now = engine.health().state
+        for (const state of ['ok', 'no_space', 'failed']) this.set({ state }, now === state ? 1 : 0)
+      },
+    })
   }
 
   /** Counts one answered request; `seconds` is from arrival to the last byte handed to the socket. */

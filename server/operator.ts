@@ -10,6 +10,7 @@ import type { HttpRequest, HttpResponse, TemplatedApp } from './http/uws.js'
 import { R } from './metrics.js'
 import { sameSecret } from './secrets.js'
 import { ServiceError } from './service-error.js'
+import { storageFault } from './storage-faults.js'
 import { ApiError } from './errors.js'
 import { parseJsonObject } from './v1/json-body.js'
 
@@ -75,8 +76,9 @@ export function mountOperator(
           reply(200, out)
         },
         (err) => {
-          if (err instanceof ServiceError || err instanceof ApiError)
-            return fail(err.status, err.code, err.message)
+          const known = err instanceof ServiceError || err instanceof ApiError
+          const shown = known ? err : storageFault(err)
+          if (shown) return fail(shown.status, shown.code, shown.message)
           ctx.log.error({ command, err: (err as Error).message }, 'operator command failed')
           fail(500, 'internal_error', 'The command failed; see the server log.')
         },

@@ -16,13 +16,12 @@ export function mountOps(app: TemplatedApp, ctx: Context): void {
     ctx.metrics.observe(R.ops, 200, 0)
   })
   app.get('/readyz', (res) => {
-    const ready = ctx.lifecycle.ready && !ctx.lifecycle.stopping
-    const status = ready ? 200 : 503
+    const { status, body } = readiness(ctx)
     res.cork(() =>
       res
         .writeStatus(statusLine(status))
         .writeHeader('Content-Type', 'application/json')
-        .end(ready ? '{"status":"ready"}' : '{"status":"not ready"}'),
+        .end(JSON.stringify(body)),
     )
     ctx.metrics.observe(R.ops, status, 0)
   })
@@ -48,4 +47,29 @@ export function mountOps(app: TemplatedApp, ctx: Context): void {
       },
     )
   })
+}
+
+/**
+ * Ready means writes can be taken. A full disk still serves reads, so it is reported but
+ * keeps the server in rotation (taking the only node out would fail reads too); a storage
+ * failure that refuses writes until it clears takes the server out, with the reason.
+ */
+function readiness(ctx: Context): { status: number; body: Record<string, string> } {
+  if (!ctx.lifecycle.ready || ctx.lifecycle.stopping)
+    return {
+      status: 503,
+      body: { status: 'not ready', reason: ctx.lifecycle.stopping ? 'stopping' : 'starting' },
+    }
+  const health = ctx.engine.health()
+  if (health.state === 'ok') return { status: 200, body: { status: 'ready' } }
+  if (health.state === 'no_space')
+    return {
+      status: 200,
+      body: {
+        status: 'ready',
+        storage: 'no_space',
+        reason: 'disk full: writes are refused until space is freed',
+      },
+    }
+  return { status: 503, body: { status: 'not ready', storage: 'failed', reason: health.reason } }
 }

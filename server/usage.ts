@@ -165,7 +165,20 @@ export class Usage {
         value: c.toDay(),
       })
     }
-    if (ops.length > 0) await this.engine.batch(ops)
+    if (ops.length > 0) {
+      try {
+        await this.engine.batch(ops)
+      } catch (err) {
+        // A full or failing disk: keep the counters to write on a later pass rather than
+        // lose them (a batch that failed left nothing behind).
+        for (const c of batch) {
+          if (c.dirty) continue
+          c.dirty = true
+          this.dirty.push(c)
+        }
+        throw err
+      }
+    }
     await this.prune()
   }
 

@@ -10,6 +10,7 @@ import { statusLine } from '../http/status.js'
 import type { HttpRequest, HttpResponse, TemplatedApp } from '../http/uws.js'
 import { R } from '../metrics.js'
 import { ServiceError } from '../service-error.js'
+import { storageFault } from '../storage-faults.js'
 import { jsonContentType } from '../v1/body.js'
 
 export interface Req {
@@ -106,6 +107,8 @@ export function fail(status: number, code: string, message: string, extra: Parti
 export function errorReply(err: unknown): Reply {
   if (err instanceof ServiceError || err instanceof ApiError)
     return fail(err.status, err.code, err.message, { headers: err.headers })
+  const fault = storageFault(err)
+  if (fault) return fail(fault.status, fault.code, fault.message, { headers: fault.headers })
   throw err
 }
 

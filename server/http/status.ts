@@ -17,6 +17,7 @@ const TEXT: Record<number, string> = {
   429: 'Too Many Requests',
   500: 'Internal Server Error',
   503: 'Service Unavailable',
+  507: 'Insufficient Storage',
 }
 
 const LINES = new Map(Object.entries(TEXT).map(([code, text]) => [Number(code), `${code} ${text}`]))

@@ -13,6 +13,7 @@ import type { Context } from '../context.js'
 import { ApiError, type ErrorCode, errorStatus, errorText } from '../errors.js'
 import { statusLine } from '../http/status.js'
 import type { HttpResponse } from '../http/uws.js'
+import { storageFault } from '../storage-faults.js'
 import { EXPOSE, allowOrigin } from './cors.js'
 
 /** An unread body is read and dropped up to this size before an early answer; past it, cut off. */
@@ -124,6 +125,14 @@ export class Call {
     const code = (err as { code?: string })?.code
     if (code === 'NAMESPACE_NOT_FOUND') return this.fail('namespace_not_found')
     if (code === 'CONFLICT') return this.fail('precondition_failed')
+    const fault = storageFault(err)
+    if (fault) {
+      this.ctx.log.warn(
+        { reqId: this.id, err: (err as Error).message, errCode: code },
+        'storage refused',
+      )
+      return this.fail(fault.code, fault.message, headerLines(fault.headers))
+    }
     this.ctx.log.error(
       { reqId: this.id, err: (err as Error)?.message ?? String(err), errCode: code },
       'request failed',

@@ -1,0 +1,33 @@
+// What the API answers when storage refuses for a reason of its own (a full disk, a failing
+// disk, damaged data), so /v1, the dashboard and the operator endpoint say the same thing.
+// The engine names the file and the cause in its message; that stays in the log, because a
+// tenant has no business learning the server's paths.
+import { ApiError } from './errors.js'
+
+/** Seconds a client should wait before retrying a write the storage could not take. */
+export const STORAGE_RETRY_AFTER = 5
+
+/** The API error for a storage refusal, or undefined when `err` is not one. */
+export function storageFault(err: unknown): ApiError | undefined {
+  switch ((err as { code?: unknown } | null)?.code) {
+    case 'NO_SPACE':
+      return new ApiError(
+        'insufficient_storage',
+        'The server has run out of disk space; reads work, writes resume once space is freed.',
+        { 'Retry-After': String(STORAGE_RETRY_AFTER) },
+      )
+    case 'IO_ERROR':
+      return new ApiError(
+        'unavailable',
+        'Storage failed and is not taking writes; the server retries by itself. Try again shortly.',
+        { 'Retry-After': String(STORAGE_RETRY_AFTER) },
+      )
+    case 'CORRUPT':
+      return new ApiError(
+        'internal_error',
+        'The stored data for this request is damaged. The operator can recover every intact record with `cairn repair`.',
+      )
+    default:
+      return undefined
+  }
+}

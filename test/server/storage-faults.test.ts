@@ -1,0 +1,259 @@
+// A real server on a real, small disk: full, read-only and damaged. Whatever the disk does,
+// a write that was refused is never visible, every acknowledged write is still there after a
+// clean restart, and the server answers with the contract's codes rather than a 500.
+import { execFileSync } from 'node:child_process'
+import fs from 'node:fs'
+import path from 'node:path'
+import t from 'tap'
+import { plansFile } from '../helpers/plans.js'
+import { root, startServer } from '../helpers/server.js'
+import { mountTmpfs } from '../helpers/tmpfs.js'
+import { Client, encodeKey, sleep } from './contract/http.js'
+
+const cli = (...args: string[]) =>
+  execFileSync(process.execPath, ['--import', 'tsx', path.join(root, 'server/cli.ts'), ...args], {
+    cwd: root,
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
+
+async function readyz(url: string): Promise<{ status: number; body: any }> {
+  const res = await fetch(`${url}/readyz`)
+  return { status: res.status, body: await res.json() }
+}
+
+/** Retries `fn` until it returns true, for at most `ms`; the answer is whether it did. */
+async function eventually(fn: () => Promise<boolean>, ms: number): Promise<boolean> {
+  const end = Date.now() + ms
+  for (;;) {
+    if (await fn()) return true
+    if (Date.now() > end) return false
+    await sleep(200)
+  }
+}
+
+t.test('a full disk answers 507, shows nothing it refused, and heals by itself', async (t) => {
+  const fsys = mountTmpfs(8 * 1024 * 1024)
+  if (typeof fsys === 'string') return t.skip(fsys)
+  t.teardown(() => fsys.unmount())
+  const dataDir = path.join(fsys.dir, 'data')
+  const srv = await startServer({ plans: plansFile(), dataDir })
+  t.teardown(() => srv.stop())
+  const acct = await srv.createAccount()
+  const api = new Client(srv.baseUrl, acct.apiKey)
+  await api.createNamespace('full')
+
+  const acked = new Map<string, string>()
+  const refused: string[] = []
+  const statuses = new Map<number, number>()
+  const filler = fsys.fill(256 * 1024)
+  const pad = 'v'.repeat(8 * 1024)
+  // Eight writers at once, so refusals land inside group commits, not only between them.
+  let n = 0
+  await Promise.all(
+    Array.from({ length: 8 }, async () => {
+      while (refused.length < 40 && n < 2000) {
+        const key = `k${n++}`
+        const body = `{"value":{"n":${JSON.stringify(key)},"pad":"${pad}"}}`
+        const res = await api.put(`/full/${key}`, body)
+        statuses.set(res.status, (statuses.get(res.status) ?? 0) + 1)
+        if (res.status === 201) acked.set(key, body)
+        else {
+          t.equal(res.status, 507, `a refused write is 507 (${key}: ${res.text})`)
+          t.equal(res.json?.error?.code, 'insufficient_storage')
+          t.ok(res.headers['retry-after'], '507 says when to retry')
+          refused.push(key)
+        }
+      }
+    }),
+  )
+  t.ok(refused.length > 0, `the disk filled up (${JSON.stringify([...statuses])})`)
+  t.ok(acked.size > 0, 'some writes fitted before it did')
+
+  for (const key of refused) {
+    const res = await api.get(`/full/${key}`)
+    t.equal(res.status, 404, `refused ${key} is not visible`)
+  }
+  const listed = new Set(await api.listAll('full'))
+  t.same(
+    refused.filter((k) => listed.has(k)),
+    [],
+    'no refused key is listed',
+  )
+  t.same(
+    [...acked.keys()].filter((k) => !listed.has(k)),
+    [],
+    'every acknowledged key is listed',
+  )
+  for (const [key, body] of [...acked].slice(0, 20)) {
+    const res = await api.get(`/full/${key}`)
+    t.equal(res.text, body, `reads go on while the disk is full (${key})`)
+  }
+  const ready = await readyz(srv.url)
+  t.equal(ready.body.storage, 'no_space', '/readyz names the full disk')
+
+  fs.rmSync(filler)
+  const healed = await eventually(async () => {
+    const res = await api.put('/full/after', '{"value":"room again"}')
+    return res.status === 201
+  }, 10_000)
+  t.ok(healed, 'writes resume by themselves once space is freed')
+  acked.set('after', '{"value":"room again"}')
+  t.equal((await readyz(srv.url)).status, 200, '/readyz is ready again')
+
+  const exit = await srv.terminate()
+  t.equal(exit.code, 0, 'a clean stop after a full disk')
+  t.notOk(fs.existsSync(path.join(dataDir, 'LOCK')), 'the stop removed LOCK')
+  await srv.start()
+  for (const [key, body] of acked) {
+    const res = await api.get(`/full/${encodeKey(key)}`)
+    if (res.text !== body) t.fail(`${key} after restart: ${res.status} ${res.text.slice(0, 80)}`)
+  }
+  for (const key of refused) t.equal((await api.get(`/full/${key}`)).status, 404)
+  t.pass(
+    `${acked.size} acknowledged writes intact after restart, ${refused.length} refused ones absent`,
+  )
+})
+
+t.test('a read-only disk answers 503 and /readyz says why, then recovers', async (t) => {
+  const fsys = mountTmpfs(16 * 1024 * 1024)
+  if (typeof fsys === 'string') return t.skip(fsys)
+  t.teardown(() => fsys.unmount())
+  const dataDir = path.join(fsys.dir, 'data')
+  const srv = await startServer({ plans: plansFile(), dataDir })
+  t.teardown(() => srv.stop())
+  const acct = await srv.createAccount()
+  const api = new Client(srv.baseUrl, acct.apiKey)
+  await api.createNamespace('ro')
+  await api.mustPut('ro', 'before', 'kept')
+
+  fsys.remount('ro')
+  t.teardown(() => {
+    try {
+      fsys.remount('rw')
+    } catch {}
+  })
+  const res = await api.put('/ro/during', { value: 'refused' })
+  t.equal(res.status, 503, `a write on a read-only disk is 503 (${res.text})`)
+  t.equal(res.json?.error?.code, 'unavailable')
+  t.ok(res.headers['retry-after'], '503 says when to retry')
+  t.notMatch(res.text, /EROFS|\/tmp|at .*\.ts/, 'no path, errno or stack in the answer')
+  const again = await api.put('/ro/during2', { value: 'refused' })
+  t.equal(again.status, 503, 'the failure is sticky until it clears')
+  const ready = await readyz(srv.url)
+  t.equal(ready.status, 503, '/readyz is 503')
+  t.equal(ready.body.storage, 'failed')
+  t.ok(typeof ready.body.reason === 'string' && ready.body.reason.length > 0, '/readyz says why')
+  t.equal((await api.get('/ro/before')).json?.value, 'kept', 'reads go on')
+  t.equal((await api.get('/ro/during')).status, 404, 'the refused write is not visible')
+  const metrics = await (await fetch(`${srv.url}/metrics`)).text()
+  t.match(metrics, /cairn_storage_state\{state="failed"\} 1/, 'a metric shows the failure')
+
+  fsys.remount('rw')
+  const healed = await eventually(
+    async () => (await api.put('/ro/after', { value: 'written' })).status === 201,
+    20_000,
+  )
+  t.ok(healed, 'writes resume without a restart once the disk is writable')
+  t.equal((await readyz(srv.url)).status, 200, '/readyz is ready again')
+  const exit = await srv.terminate()
+  t.equal(exit.code, 0, 'a clean stop')
+  t.notOk(fs.existsSync(path.join(dataDir, 'LOCK')), 'the stop removed LOCK')
+  await srv.start()
+  t.equal((await api.get('/ro/before')).json?.value, 'kept')
+  t.equal((await api.get('/ro/after')).json?.value, 'written')
+  t.equal((await api.get('/ro/during')).status, 404)
+})
+
+t.test('a stop while storage is failing still exits cleanly and removes LOCK', async (t) => {
+  const fsys = mountTmpfs(16 * 1024 * 1024)
+  if (typeof fsys === 'string') return t.skip(fsys)
+  t.teardown(() => fsys.unmount())
+  const dataDir = path.join(fsys.dir, 'data')
+  const srv = await startServer({ plans: plansFile(), dataDir })
+  t.teardown(() => srv.stop())
+  const acct = await srv.createAccount()
+  const api = new Client(srv.baseUrl, acct.apiKey)
+  await api.createNamespace('s')
+  await api.mustPut('s', 'a', 1)
+  fsys.remount('ro')
+  t.equal((await api.put('/s/b', { value: 2 })).status, 503)
+  // The operator fixes the disk and stops the server before its retry came round.
+  fsys.remount('rw')
+  const exit = await srv.terminate()
+  t.equal(exit.code, 0, 'SIGTERM exits 0')
+  t.notOk(fs.existsSync(path.join(dataDir, 'LOCK')), 'LOCK is gone')
+  await srv.start()
+  t.equal((await api.get('/s/a')).json?.value, 1)
+  t.equal((await api.get('/s/b')).status, 404)
+})
+
+t.test('a damaged record answers 500 saying so, and cairn repair recovers the rest', async (t) => {
+  const srv = await startServer({ plans: plansFile() })
+  t.teardown(() => srv.stop())
+  const acct = await srv.createAccount()
+  const api = new Client(srv.baseUrl, acct.apiKey)
+  await api.createNamespace('d')
+  const marker = `DAMAGE-ME-${process.pid}-${Date.now()}`
+  const keep: Record<string, string> = {}
+  for (let i = 0; i < 50; i++) {
+    keep[`k${i}`] = `value ${i}`
+    await api.mustPut('d', `k${i}`, `value ${i}`)
+    if (i === 25) await api.mustPut('d', 'victim', marker)
+  }
+  t.equal((await srv.terminate()).code, 0)
+
+  // Flip one byte of the victim's value in whichever segment holds it.
+  let flipped = false
+  for (const name of fs.readdirSync(srv.dataDir)) {
+    if (!name.endsWith('.seg')) continue
+    const file = path.join(srv.dataDir, name)
+    const bytes = fs.readFileSync(file)
+    const at = bytes.indexOf(marker)
+    if (at < 0) continue
+    bytes[at + 3] ^= 0x20
+    fs.writeFileSync(file, bytes)
+    flipped = true
+  }
+  t.ok(flipped, 'found the record to damage')
+
+  await srv.start()
+  const res = await api.get('/d/victim')
+  t.equal(res.status, 500, 'reading a damaged record is a 500')
+  t.equal(res.json?.error?.code, 'internal_error')
+  t.match(res.json?.error?.message, /damaged/, 'the message says the data is damaged')
+  t.match(res.json?.error?.message, /cairn repair/, 'and names the way out')
+  t.notMatch(res.text, /\.seg|\/tmp|at .*\.ts/, 'no file names or stack in the answer')
+  t.equal((await api.get('/d/k3')).json?.value, 'value 3', 'other keys read fine')
+  const metrics = await (await fetch(`${srv.url}/metrics`)).text()
+  t.match(metrics, /cairn_engine_corrupt_reads_total [1-9]/, 'the damage is counted')
+  t.equal((await srv.terminate()).code, 0)
+
+  const report = JSON.parse(cli('repair', '--data', srv.dataDir, '--json'))
+  const victim = report.dropped.find((d: { key?: string }) => d.key === 'victim')
+  t.ok(victim, `repair names the dropped key (${JSON.stringify(report.dropped)})`)
+  t.match(victim?.file, /\.seg$/, 'and its file')
+  t.equal(typeof victim?.offset, 'number', 'and its offset')
+  t.equal(report.dropped.length, 1, 'it drops nothing else')
+
+  await srv.start()
+  t.equal((await api.get('/d/victim')).status, 404, 'the damaged key is gone')
+  for (const [key, value] of Object.entries(keep)) {
+    const got = await api.get(`/d/${key}`)
+    if (got.json?.value !== value) t.fail(`${key} after repair: ${got.status} ${got.text}`)
+  }
+  t.pass('every intact key survived repair')
+})
+
+t.test('cairn repair refuses a data directory a server holds', async (t) => {
+  const srv = await startServer({ plans: plansFile() })
+  t.teardown(() => srv.stop())
+  try {
+    cli('repair', '--data', srv.dataDir)
+    t.fail('repair ran on a live directory')
+  } catch (err) {
+    const e = err as { status: number; stderr: string }
+    t.equal(e.status, 1)
+    t.match(e.stderr, /in use by a running server; stop it/)
+  }
+})
