@@ -18,6 +18,8 @@ export interface StartOptions {
   env?: Record<string, string>
   /** Reuse a data directory (it is then not removed by stop). */
   dataDir?: string
+  /** Extra flags for node itself, e.g. ['--import', file] to load a test hook. */
+  nodeArgs?: string[]
 }
 
 export interface MadeAccount {
@@ -46,6 +48,7 @@ export class TestServer {
     readonly args: string[],
     readonly env: Record<string, string>,
     ownDir: boolean,
+    readonly nodeArgs: string[] = [],
   ) {
     this.ownDir = ownDir
   }
@@ -63,6 +66,7 @@ export class TestServer {
     const argv = [
       '--import',
       'tsx',
+      ...this.nodeArgs,
       cliPath,
       'serve',
       '--host',
@@ -185,7 +189,14 @@ export async function startServer(opts: StartOptions = {}): Promise<TestServer> 
     plansFile = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'cairn-plans-')), 'plans.json')
     fs.writeFileSync(plansFile, JSON.stringify(opts.plans))
   }
-  const srv = new TestServer(dataDir, plansFile, opts.args ?? [], opts.env ?? {}, ownDir)
+  const srv = new TestServer(
+    dataDir,
+    plansFile,
+    opts.args ?? [],
+    opts.env ?? {},
+    ownDir,
+    opts.nodeArgs ?? [],
+  )
   try {
     await srv.start()
   } catch (err) {

@@ -3,8 +3,9 @@
 // clean restart, and the server answers with the contract's codes rather than a 500.
 import { execFileSync } from 'node:child_process'
 import fs from 'node:fs'
+import os from 'node:os'
 import path from 'node:path'
-import t from 'tap'
+import t, { type Test } from 'tap'
 import { plansFile } from '../helpers/plans.js'
 import { root, startServer } from '../helpers/server.js'
 import { mountTmpfs } from '../helpers/tmpfs.js'
@@ -40,7 +41,7 @@ t.test('a full disk answers 507, shows nothing it refused, and heals by itself',
   const srv = await startServer({ plans: plansFile(), dataDir })
   t.teardown(() => srv.stop())
   const acct = await srv.createAccount()
-  const api = new Client(srv.baseUrl, acct.apiKey)
+  let api = new Client(srv.baseUrl, acct.apiKey)
   await api.createNamespace('full')
 
   const acked = new Map<string, string>()
@@ -105,6 +106,7 @@ t.test('a full disk answers 507, shows nothing it refused, and heals by itself',
   t.equal(exit.code, 0, 'a clean stop after a full disk')
   t.notOk(fs.existsSync(path.join(dataDir, 'LOCK')), 'the stop removed LOCK')
   await srv.start()
+  api = new Client(srv.baseUrl, acct.apiKey)
   for (const [key, body] of acked) {
     const res = await api.get(`/full/${encodeKey(key)}`)
     if (res.text !== body) t.fail(`${key} after restart: ${res.status} ${res.text.slice(0, 80)}`)
@@ -115,75 +117,100 @@ t.test('a full disk answers 507, shows nothing it refused, and heals by itself',
   )
 })
 
-t.test('a read-only disk answers 503 and /readyz says why, then recovers', async (t) => {
-  const fsys = mountTmpfs(16 * 1024 * 1024)
-  if (typeof fsys === 'string') return t.skip(fsys)
-  t.teardown(() => fsys.unmount())
-  const dataDir = path.join(fsys.dir, 'data')
-  const srv = await startServer({ plans: plansFile(), dataDir })
-  t.teardown(() => srv.stop())
-  const acct = await srv.createAccount()
-  const api = new Client(srv.baseUrl, acct.apiKey)
-  await api.createNamespace('ro')
-  await api.mustPut('ro', 'before', 'kept')
-
-  fsys.remount('ro')
-  t.teardown(() => {
-    try {
-      fsys.remount('rw')
-    } catch {}
+/** A server whose engine file I/O a test can make fail (see test/helpers/fault-preload.ts). */
+async function faultyServer(t: Test) {
+  const control = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'cairn-faults-')), 'faults.json')
+  fs.writeFileSync(control, '[]')
+  const arm = async (faults: object[]) => {
+    fs.writeFileSync(`${control}.tmp`, JSON.stringify(faults))
+    fs.renameSync(`${control}.tmp`, control)
+    await sleep(150) // the hook polls every 25 ms
+  }
+  const srv = await startServer({
+    plans: plansFile(),
+    nodeArgs: ['--import', path.join(root, 'test/helpers/fault-preload.ts')],
+    env: { CAIRN_FAULT_CONTROL: control },
   })
-  const res = await api.put('/ro/during', { value: 'refused' })
-  t.equal(res.status, 503, `a write on a read-only disk is 503 (${res.text})`)
-  t.equal(res.json?.error?.code, 'unavailable')
-  t.ok(res.headers['retry-after'], '503 says when to retry')
-  t.notMatch(res.text, /EROFS|\/tmp|at .*\.ts/, 'no path, errno or stack in the answer')
-  const again = await api.put('/ro/during2', { value: 'refused' })
-  t.equal(again.status, 503, 'the failure is sticky until it clears')
-  const ready = await readyz(srv.url)
-  t.equal(ready.status, 503, '/readyz is 503')
-  t.equal(ready.body.storage, 'failed')
-  t.ok(typeof ready.body.reason === 'string' && ready.body.reason.length > 0, '/readyz says why')
-  t.equal((await api.get('/ro/before')).json?.value, 'kept', 'reads go on')
-  t.equal((await api.get('/ro/during')).status, 404, 'the refused write is not visible')
-  const metrics = await (await fetch(`${srv.url}/metrics`)).text()
-  t.match(metrics, /cairn_storage_state\{state="failed"\} 1/, 'a metric shows the failure')
+  t.teardown(() => {
+    if (srv.proc?.exitCode !== null && srv.proc?.exitCode !== 0)
+      t.comment(`server exited: ${srv.stderr}${srv.lines.slice(-10).join('\n')}`)
+    return srv.stop()
+  })
+  const acct = await srv.createAccount()
+  const client = () => new Client(srv.baseUrl, acct.apiKey)
+  return { srv, api: client(), client, arm }
+}
 
-  fsys.remount('rw')
-  const healed = await eventually(
-    async () => (await api.put('/ro/after', { value: 'written' })).status === 201,
-    20_000,
+for (const fault of [
+  { op: 'fsync', code: 'EIO' },
+  { op: 'write', code: 'EROFS' },
+  { op: 'open', code: 'EMFILE' },
+]) {
+  t.test(
+    `a failing disk (${fault.op} ${fault.code}) answers 503, /readyz says why, then recovers`,
+    async (t) => {
+      const { srv, client, arm } = await faultyServer(t)
+      let api = client()
+      await api.createNamespace('ro')
+      await api.mustPut('ro', 'before', 'kept')
+      // Fill the active segment's room so the next writes also start a segment (an open).
+      await arm([fault])
+      // A PUT writes and syncs the log; files are opened when a namespace is made.
+      const res =
+        fault.op === 'open'
+          ? await api.post('/namespaces', { name: 'other' })
+          : await api.put('/ro/during', { value: 'refused' })
+      t.equal(res.status, 503, `a write on a failing disk is 503 (${res.text})`)
+      t.equal(res.json?.error?.code, 'unavailable')
+      t.ok(res.headers['retry-after'], '503 says when to retry')
+      t.notMatch(
+        res.text,
+        /EIO|EROFS|EMFILE|\/tmp|\.seg|at .*\.ts/,
+        'no path, errno or stack in the answer',
+      )
+      const again = await api.put('/ro/during2', { value: 'refused' })
+      t.equal(again.status, 503, 'the failure is sticky until it clears')
+      const ready = await readyz(srv.url)
+      t.equal(ready.status, 503, '/readyz is 503')
+      t.equal(ready.body.storage, 'failed')
+      t.match(ready.body.reason, new RegExp(fault.code), '/readyz says why')
+      t.equal((await api.get('/ro/before')).json?.value, 'kept', 'reads go on')
+      t.equal((await api.get('/ro/during2')).status, 404, 'the refused write is not visible')
+      const metrics = await (await fetch(`${srv.url}/metrics`)).text()
+      t.match(metrics, /cairn_storage_state\{state="failed"\} 1/, 'a metric shows the failure')
+
+      await arm([])
+      const healed = await eventually(
+        async () => (await api.put('/ro/after', { value: 'written' })).status === 201,
+        20_000,
+      )
+      t.ok(healed, 'writes resume without a restart once the disk works')
+      t.equal((await readyz(srv.url)).status, 200, '/readyz is ready again')
+      const exit = await srv.terminate()
+      t.equal(exit.code, 0, 'a clean stop')
+      t.notOk(fs.existsSync(path.join(srv.dataDir, 'LOCK')), 'the stop removed LOCK')
+      await srv.start()
+      api = client()
+      t.equal((await api.get('/ro/before')).json?.value, 'kept')
+      t.equal((await api.get('/ro/after')).json?.value, 'written')
+      t.equal((await api.get('/ro/during2')).status, 404)
+    },
   )
-  t.ok(healed, 'writes resume without a restart once the disk is writable')
-  t.equal((await readyz(srv.url)).status, 200, '/readyz is ready again')
-  const exit = await srv.terminate()
-  t.equal(exit.code, 0, 'a clean stop')
-  t.notOk(fs.existsSync(path.join(dataDir, 'LOCK')), 'the stop removed LOCK')
-  await srv.start()
-  t.equal((await api.get('/ro/before')).json?.value, 'kept')
-  t.equal((await api.get('/ro/after')).json?.value, 'written')
-  t.equal((await api.get('/ro/during')).status, 404)
-})
+}
 
 t.test('a stop while storage is failing still exits cleanly and removes LOCK', async (t) => {
-  const fsys = mountTmpfs(16 * 1024 * 1024)
-  if (typeof fsys === 'string') return t.skip(fsys)
-  t.teardown(() => fsys.unmount())
-  const dataDir = path.join(fsys.dir, 'data')
-  const srv = await startServer({ plans: plansFile(), dataDir })
-  t.teardown(() => srv.stop())
-  const acct = await srv.createAccount()
-  const api = new Client(srv.baseUrl, acct.apiKey)
+  const { srv, client, arm } = await faultyServer(t)
+  let api = client()
   await api.createNamespace('s')
   await api.mustPut('s', 'a', 1)
-  fsys.remount('ro')
+  await arm([{ op: 'fsync', code: 'EIO' }])
   t.equal((await api.put('/s/b', { value: 2 })).status, 503)
-  // The operator fixes the disk and stops the server before its retry came round.
-  fsys.remount('rw')
   const exit = await srv.terminate()
-  t.equal(exit.code, 0, 'SIGTERM exits 0')
-  t.notOk(fs.existsSync(path.join(dataDir, 'LOCK')), 'LOCK is gone')
+  t.equal(exit.code, 0, 'SIGTERM exits 0 with the disk still failing')
+  t.notOk(fs.existsSync(path.join(srv.dataDir, 'LOCK')), 'LOCK is gone')
+  await arm([])
   await srv.start()
+  api = client()
   t.equal((await api.get('/s/a')).json?.value, 1)
   t.equal((await api.get('/s/b')).status, 404)
 })
@@ -192,7 +219,7 @@ t.test('a damaged record answers 500 saying so, and cairn repair recovers the re
   const srv = await startServer({ plans: plansFile() })
   t.teardown(() => srv.stop())
   const acct = await srv.createAccount()
-  const api = new Client(srv.baseUrl, acct.apiKey)
+  let api = new Client(srv.baseUrl, acct.apiKey)
   await api.createNamespace('d')
   const marker = `DAMAGE-ME-${process.pid}-${Date.now()}`
   const keep: Record<string, string> = {}
@@ -218,6 +245,7 @@ t.test('a damaged record answers 500 saying so, and cairn repair recovers the re
   t.ok(flipped, 'found the record to damage')
 
   await srv.start()
+  api = new Client(srv.baseUrl, acct.apiKey)
   const res = await api.get('/d/victim')
   t.equal(res.status, 500, 'reading a damaged record is a 500')
   t.equal(res.json?.error?.code, 'internal_error')
@@ -237,6 +265,7 @@ t.test('a damaged record answers 500 saying so, and cairn repair recovers the re
   t.equal(report.dropped.length, 1, 'it drops nothing else')
 
   await srv.start()
+  api = new Client(srv.baseUrl, acct.apiKey)
   t.equal((await api.get('/d/victim')).status, 404, 'the damaged key is gone')
   for (const [key, value] of Object.entries(keep)) {
     const got = await api.get(`/d/${key}`)
