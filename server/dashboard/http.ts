@@ -6,6 +6,7 @@
 import type { Context } from '../context.js'
 import { ApiError } from '../errors.js'
 import { clientAddress } from '../http/address.js'
+import { bodyFraming } from '../http/framing.js'
 import { statusLine } from '../http/status.js'
 import type { HttpRequest, HttpResponse, TemplatedApp } from '../http/uws.js'
 import { R } from '../metrics.js'
@@ -196,7 +197,12 @@ export function route(
         true,
       )
     }
+    const framing = req.method === 'GET' || req.method === 'HEAD' ? '' : bodyFraming(uwsReq)
+    if (framing !== '') return finish(fail(400, 'invalid_request', framing), true)
     const run = () => {
+      // As on /v1 (Call.applyLater): a change starts only after uWebSockets.js has parsed
+      // what came with the request, so a connection it closes never has a change applied.
+      if (aborted) return
       Promise.resolve()
         .then(() => handler(req))
         .then(finish, (err) => {
@@ -221,7 +227,7 @@ export function route(
       chunks.push(Buffer.copyBytesFrom(new Uint8Array(chunk)))
       if (isLast) {
         req.body = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size)
-        run()
+        setImmediate(run)
       }
     })
   })

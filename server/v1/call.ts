@@ -44,6 +44,8 @@ export class Call {
    * an early answer then waits for the body to arrive (see body.ts for why).
    */
   unreadBody = false
+  /** The connection is not read while this request's write is applied (see applyLater). */
+  private paused = false
   readonly started: number
 
   constructor(
@@ -67,9 +69,30 @@ export class Call {
     return this
   }
 
+  /**
+   * Applies a write once nothing else the client sent can still take its answer away.
+   * uWebSockets.js closes a connection when a pipelined request arrives while an earlier one
+   * is unanswered, so a write applied before that would be applied with no answer sent. The
+   * connection is paused (later requests wait in the socket), and the write starts on the next
+   * turn of the event loop, by which time uWebSockets.js has parsed whatever came in the same
+   * packet: if that closed the connection, the write is never started.
+   */
+  applyLater(fn: () => void): void {
+    this.async()
+    this.paused = true
+    this.res.pause()
+    setImmediate(() => {
+      if (!this.aborted && !this.done) fn()
+    })
+  }
+
   /** Writes the status line and the header block (`first` is the first header's name). */
   private head(status: number, first: string, firstValue: string, extra: string): void {
     const res = this.res
+    if (this.paused) {
+      this.paused = false
+      res.resume()
+    }
     if (status !== 200) res.writeStatus(statusLine(status))
     let block = `${firstValue}\r\nX-Request-Id: ${this.id}`
     if (this.origin !== '') {

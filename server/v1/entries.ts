@@ -119,24 +119,26 @@ export function putEntry(call: Call, req: HttpRequest, parsed: Parsed, plan: Pla
     } catch (err) {
       return call.error(err)
     }
-    call.ctx.data
-      .put(call.account!, info, key, parsedBody.value, {
-        ttl: parsedBody.ttl,
-        expiresAt: parsedBody.expiresAt,
-        ifMatch,
-        ifNoneMatch,
-      })
-      .then(
-        (r) => {
-          const v = String(r.version)
-          call.send(
-            r.created ? 201 : 200,
-            `{"created":${r.created},"version":"${v}"}`,
-            `\r\nETag: "${v}"`,
-          )
-        },
-        (err) => call.error(err),
-      )
+    call.applyLater(() =>
+      call.ctx.data
+        .put(call.account!, info, key, parsedBody.value, {
+          ttl: parsedBody.ttl,
+          expiresAt: parsedBody.expiresAt,
+          ifMatch,
+          ifNoneMatch,
+        })
+        .then(
+          (r) => {
+            const v = String(r.version)
+            call.send(
+              r.created ? 201 : 200,
+              `{"created":${r.created},"version":"${v}"}`,
+              `\r\nETag: "${v}"`,
+            )
+          },
+          (err) => call.error(err),
+        ),
+    )
   })
 }
 
@@ -148,12 +150,13 @@ export function deleteEntry(call: Call, req: HttpRequest, parsed: Parsed): void 
   const ifMatch = parseTags(req.getHeader('if-match'))
   const info = namespaceOf(call, ns)
   if (info === undefined) return
-  call.async()
-  call.ctx.data.delete(info, key, ifMatch).then(
-    (deleted) => {
-      if (!deleted) return call.fail('key_not_found', 'There is no such key in this namespace.')
-      call.send(200, '{"deleted":true}')
-    },
-    (err) => call.error(err),
+  call.applyLater(() =>
+    call.ctx.data.delete(info, key, ifMatch).then(
+      (deleted) => {
+        if (!deleted) return call.fail('key_not_found', 'There is no such key in this namespace.')
+        call.send(200, '{"deleted":true}')
+      },
+      (err) => call.error(err),
+    ),
   )
 }

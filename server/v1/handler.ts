@@ -4,6 +4,7 @@
 import type { Context } from '../context.js'
 import { ERRORS } from '../errors.js'
 import { requestAddress } from '../http/address.js'
+import { bodyFraming } from '../http/framing.js'
 import { requestId } from '../http/request-id.js'
 import type { HttpRequest, HttpResponse } from '../http/uws.js'
 import { type Bucket, secondsToMidnight, takeAccountToken } from '../limits.js'
@@ -81,9 +82,15 @@ export function v1Handler(ctx: Context): (res: HttpResponse, req: HttpRequest) =
       preflight ? '' : origin,
       preflight ? R.preflight : metricsRoute(route, method),
     )
-    if ((method === 'put' || method === 'post') && closeRequested(req.getHeader('connection'))) {
-      const length = req.getHeader('content-length')
-      call.unreadBody = length === '' ? req.getHeader('transfer-encoding') !== '' : length !== '0'
+    if (method === 'put' || method === 'post') {
+      // Ambiguous framing: refused before anything is applied, and the connection closed,
+      // since where this request ends and the next begins is unknown.
+      const framing = bodyFraming(req)
+      if (framing !== '') return call.fail('invalid_request', framing, '', true)
+      if (closeRequested(req.getHeader('connection'))) {
+        const length = req.getHeader('content-length')
+        call.unreadBody = length === '' ? req.getHeader('transfer-encoding') !== '' : length !== '0'
+      }
     }
     if (ctx.lifecycle.stopping)
       return call.fail('unavailable', undefined, '\r\nRetry-After: 5', true)

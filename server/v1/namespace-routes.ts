@@ -28,9 +28,11 @@ export function createNamespace(call: Call, req: HttpRequest): void {
     }
     if (!call.key!.allows(name))
       return call.fail('forbidden', `This API key may not use namespace "${name}".`)
-    call.ctx.namespaces.create(call.account!, name).then(
-      (row) => call.send(201, JSON.stringify({ name: row.name, createdAt: row.createdAt })),
-      (err) => call.error(err),
+    call.applyLater(() =>
+      call.ctx.namespaces.create(call.account!, name).then(
+        (row) => call.send(201, JSON.stringify({ name: row.name, createdAt: row.createdAt })),
+        (err) => call.error(err),
+      ),
     )
   })
 }
@@ -44,12 +46,13 @@ export function deleteNamespace(call: Call, parsed: Parsed): void {
       k.canWrite ? `This API key may not use namespace "${name}".` : 'This API key may only read.',
     )
   }
-  call.async()
-  call.ctx.namespaces.drop(call.account!, name).then(
-    (dropped) => {
-      if (!dropped) return call.fail('namespace_not_found', `There is no namespace "${name}".`)
-      call.send(200, '{"deleted":true}')
-    },
-    (err) => call.error(err),
+  call.applyLater(() =>
+    call.ctx.namespaces.drop(call.account!, name).then(
+      (dropped) => {
+        if (!dropped) return call.fail('namespace_not_found', `There is no namespace "${name}".`)
+        call.send(200, '{"deleted":true}')
+      },
+      (err) => call.error(err),
+    ),
   )
 }

@@ -1,0 +1,144 @@
+// HTTP framing over raw sockets: whatever a client sends, a write is never applied without
+// its answer. Where the answer must come from a proxy in front (docs/deployment.md), the test
+// proves our side applied nothing.
+import net from 'node:net'
+import t from 'tap'
+import { Client } from './contract/http.js'
+import { setup } from './contract/setup.js'
+
+const { srv, api } = await setup(t)
+await api.createNamespace('f')
+const key = api.key
+
+/** Sends `payload` (in pieces, `gapMs` apart) and returns what came back and whether it closed. */
+function exchange(
+  pieces: string[],
+  gapMs = 0,
+  waitMs = 1500,
+): Promise<{ text: string; closed: boolean; statuses: number[] }> {
+  return new Promise((resolve) => {
+    const s = net.connect(srv.port, '127.0.0.1')
+    let text = ''
+    let closed = false
+    s.on('data', (d) => {
+      text += d.toString('latin1')
+    })
+    s.on('close', () => {
+      closed = true
+    })
+    s.on('error', () => {})
+    ;(async () => {
+      for (const p of pieces) {
+        s.write(p)
+        if (gapMs) await new Promise((r) => setTimeout(r, gapMs))
+      }
+    })()
+    setTimeout(() => {
+      s.destroy()
+      const statuses = [...text.matchAll(/HTTP\/1\.1 (\d{3})/g)].map((m) => Number(m[1]))
+      resolve({ text, closed, statuses })
+    }, waitMs)
+  })
+}
+
+const put = (k: string, body: string, extra = '') =>
+  `PUT /v1/f/${k} HTTP/1.1\r\nHost: x\r\nx-api-key: ${key}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n${extra}\r\n${body}`
+const stored = async (k: string) => (await api.get(`/f/${k}`)).status === 200
+
+t.test('pipelined writes in one packet: refused whole, nothing applied', async (t) => {
+  const r = await exchange([put('p1', '{"value":1}') + put('p2', '{"value":2}')])
+  const answered = r.statuses.length
+  if (answered === 0) {
+    t.ok(r.closed, 'the connection was refused')
+    t.notOk(await stored('p1'), 'the first write was not applied')
+    t.notOk(await stored('p2'), 'the second write was not applied')
+  } else {
+    t.same(r.statuses, [201, 201], 'or both were answered, in order')
+    t.ok((await stored('p1')) && (await stored('p2')))
+  }
+})
+
+t.test('a pipelined write after a DELETE in one packet applies nothing unanswered', async (t) => {
+  await api.mustPut('f', 'd1', 'x')
+  const del = `DELETE /v1/f/d1 HTTP/1.1\r\nHost: x\r\nx-api-key: ${key}\r\n\r\n`
+  const r = await exchange([del + put('d2', '{"value":2}')])
+  if (r.statuses.length === 0) t.ok(await stored('d1'), 'the unanswered delete was not applied')
+  else t.same(r.statuses, [200, 201], 'answered in order')
+})
+
+t.test('pipelined writes in later packets are answered in order and applied', async (t) => {
+  const r = await exchange(
+    [put('l1', '{"value":1}'), put('l2', '{"value":2}'), put('l3', '{"value":3}')],
+    2,
+  )
+  t.same(r.statuses, [201, 201, 201], 'three answers, in order')
+  t.match(r.text, /"version":"(\d+)"[\s\S]*"version":"(\d+)"[\s\S]*"version":"(\d+)"/)
+  for (const k of ['l1', 'l2', 'l3']) t.ok(await stored(k), `${k} applied`)
+})
+
+t.test('pipelined reads in one packet are all answered', async (t) => {
+  await api.mustPut('f', 'r', 'read me')
+  const get = `GET /v1/f/r HTTP/1.1\r\nHost: x\r\nx-api-key: ${key}\r\n\r\n`
+  const r = await exchange([get + get + get])
+  t.same(r.statuses, [200, 200, 200])
+})
+
+t.test('two Content-Length headers: 400, closed, nothing applied', async (t) => {
+  const body = '{"value":3}'
+  const payload = `PUT /v1/f/cl HTTP/1.1\r\nHost: x\r\nx-api-key: ${key}\r\ncontent-type: application/json\r\ncontent-length: ${body.length}\r\ncontent-length: 5\r\n\r\n${body}`
+  const r = await exchange([payload])
+  t.same(r.statuses, [400])
+  t.match(r.text, /"code":"invalid_request"/)
+  t.ok(r.closed, 'the connection is closed')
+  t.notOk(await stored('cl'), 'nothing applied')
+  const same = await exchange([
+    payload.replace('content-length: 5', `content-length: ${body.length}`),
+  ])
+  t.same(same.statuses, [400], 'a repeated Content-Length is refused even when equal')
+})
+
+t.test('Transfer-Encoding other than chunked: 400, nothing applied', async (t) => {
+  const r = await exchange([
+    `PUT /v1/f/te HTTP/1.1\r\nHost: x\r\nx-api-key: ${key}\r\ncontent-type: application/json\r\ntransfer-encoding: gzip, chunked\r\n\r\nb\r\n{"value":4}\r\n0\r\n\r\n`,
+  ])
+  t.same(r.statuses, [400])
+  t.notOk(await stored('te'))
+})
+
+t.test('a chunked body is read whole and applied once', async (t) => {
+  const r = await exchange([
+    `PUT /v1/f/ch HTTP/1.1\r\nHost: x\r\nx-api-key: ${key}\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\n\r\n5\r\n{"val\r\n6\r\nue":5}\r\n0\r\n\r\n`,
+  ])
+  t.same(r.statuses, [201])
+  t.equal((await api.get('/f/ch')).json?.value, 5)
+})
+
+// The library's own gaps (docs/deployment.md): no answer comes, and nothing is applied.
+for (const [name, payload, k] of [
+  [
+    'Content-Length with Transfer-Encoding',
+    `PUT /v1/f/clte HTTP/1.1\r\nHost: x\r\nx-api-key: KEY\r\ncontent-type: application/json\r\ncontent-length: 11\r\ntransfer-encoding: chunked\r\n\r\nb\r\n{"value":4}\r\n0\r\n\r\n`,
+    'clte',
+  ],
+  [
+    'a non-numeric Content-Length',
+    `PUT /v1/f/badcl HTTP/1.1\r\nHost: x\r\nx-api-key: KEY\r\ncontent-type: application/json\r\ncontent-length: 1x\r\n\r\n{"value":6}`,
+    'badcl',
+  ],
+  [
+    'an HTTP/1.0 PUT',
+    `PUT /v1/f/h10 HTTP/1.0\r\nHost: x\r\nx-api-key: KEY\r\ncontent-type: application/json\r\ncontent-length: 11\r\n\r\n{"value":7}`,
+    'h10',
+  ],
+] as const) {
+  t.test(`${name}: never applied without an answer`, async (t) => {
+    const r = await exchange([payload.replace('KEY', key)], 0, 800)
+    if (r.statuses.length === 0) t.notOk(await stored(k), 'no answer, and nothing applied')
+    else t.equal(r.statuses[0]! >= 400 || (await stored(k)), true, 'an answer for what was done')
+  })
+}
+
+t.test('the server still serves after every one of these', async (t) => {
+  const fresh = new Client(srv.baseUrl, key)
+  t.equal((await fresh.get('/f/l1')).status, 200)
+})
