@@ -7,7 +7,7 @@ import type { Context } from '../context.js'
 import { ApiError } from '../errors.js'
 import { jsonContentType } from '../v1/body.js'
 import { parseTags } from '../v1/conditions.js'
-import { decodeCursor, encodeCursor } from '../v1/cursor.js'
+import { encodeCursor, walkOf } from '../v1/cursor.js'
 import { parsePutBody } from '../v1/json-body.js'
 import { decodeKey } from '../v1/paths.js'
 import type { Caller } from './guard.js'
@@ -50,13 +50,12 @@ export class DataApi {
 
   async listKeys(req: Req, c: Caller): Promise<Reply> {
     const info = this.ns(req, c)
-    const prefix = req.query.get('prefix') ?? ''
     const limitText = req.query.get('limit')
     const limit = limitText === null ? PAGE : LIMIT.test(limitText) ? Number(limitText) : 0
     if (limit < 1 || limit > 1000) throw new ApiError('invalid_limit')
-    const cursor = req.query.get('cursor')
-    const after = cursor ? decodeCursor(cursor, prefix) : undefined
-    if (cursor && after === undefined) throw new ApiError('invalid_cursor')
+    const walk = walkOf(req.query.get('prefix'), req.query.get('cursor') || null)
+    if (walk === undefined) throw new ApiError('invalid_cursor')
+    const { prefix, after } = walk
     const page = await this.ctx.data.list(info, prefix, after, limit).catch(gone)
     return jsonReply(200, {
       keys: page.keys,

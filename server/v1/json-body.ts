@@ -214,6 +214,25 @@ function memberName(b: Uint8Array, start: number, end: number, escaped: boolean)
   return escaped ? (JSON.parse(`"${raw}"`) as string) : raw
 }
 
+/**
+ * Walks a request envelope's top-level members (names decoded, escapes included). A member
+ * given twice is refused: parsers disagree on which copy wins (first, last, or an error), so
+ * a proxy or client library could read a different request from the same bytes.
+ */
+function envelope(
+  s: Scanner,
+  member: (name: string, start: number, end: number, spaces: number) => void,
+): void {
+  const b = s.b
+  const seen: string[] = []
+  s.object(0, (ns, ne, escaped, start, end, spaces) => {
+    const name = memberName(b, ns, ne, escaped)
+    if (seen.includes(name)) invalid(`the member ${JSON.stringify(name)} appears twice`)
+    seen.push(name)
+    member(name, start, end, spaces)
+  })
+}
+
 /** Copies a value's text without whitespace outside strings. */
 function minify(b: Uint8Array, start: number, end: number, spaces: number): Buffer {
   const out = Buffer.allocUnsafe(end - start - spaces)
@@ -274,12 +293,7 @@ export function parsePutBody(
       if (s.i !== body.length) invalid(`unexpected byte at offset ${s.i}`)
       throw new ApiError('missing_value', 'The body must be a JSON object with a "value" member.')
     }
-    s.object(0, (ns, ne, escaped, start, end, spaces) => {
-      const len = ne - ns
-      if (!escaped && len !== 3 && len !== 5 && len !== 9) return
-      const name = escaped
-        ? memberName(body, ns, ne, true)
-        : Buffer.from(body.buffer, body.byteOffset + ns, len).toString('latin1')
+    envelope(s, (name, start, end, spaces) => {
       if (name === 'value') {
         vStart = start
         vEnd = end
@@ -342,7 +356,8 @@ export function parseJsonObject(body: Uint8Array): Record<string, unknown> {
   const s = new Scanner(body)
   try {
     s.ws()
-    s.value(0)
+    if (body[s.i] === 0x7b) envelope(s, () => {})
+    else s.value(0)
     s.ws()
     if (s.i !== body.length) invalid(`unexpected byte at offset ${s.i}`)
   } catch (err) {

@@ -2,7 +2,7 @@
 import type { HttpRequest } from '../http/uws.js'
 import type { Call } from './call.js'
 import { namespaceOf } from './entries.js'
-import { decodeCursor, encodeCursor } from './cursor.js'
+import { encodeCursor, walkOf } from './cursor.js'
 import type { Parsed } from './paths.js'
 
 const LIMIT = /^[1-9][0-9]{0,3}$/
@@ -12,19 +12,16 @@ export function listKeys(call: Call, req: HttpRequest, parsed: Parsed): void {
   const k = call.key!
   if (!k.allows(ns)) return call.fail('forbidden', `This API key may not use namespace "${ns}".`)
   const q = new URLSearchParams(req.getQuery() ?? '')
-  const prefix = q.get('prefix') ?? ''
+
   const limitText = q.get('limit')
   let limit = 1000
   if (limitText !== null) {
     limit = LIMIT.test(limitText) ? Number(limitText) : 0
     if (limit < 1 || limit > 1000) return call.fail('invalid_limit')
   }
-  const cursor = q.get('cursor')
-  let after: string | undefined
-  if (cursor !== null) {
-    after = decodeCursor(cursor, prefix)
-    if (after === undefined) return call.fail('invalid_cursor')
-  }
+  const walk = walkOf(q.get('prefix'), q.get('cursor'))
+  if (walk === undefined) return call.fail('invalid_cursor')
+  const { prefix, after } = walk
   const info = namespaceOf(call, ns)
   if (info === undefined) return
   call.async()

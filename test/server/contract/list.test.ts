@@ -97,7 +97,7 @@ t.test(
 )
 
 t.test(
-  'cursor with prefix; a cursor for another prefix or garbage is invalid_cursor',
+  'a cursor carries its prefix; another prefix or garbage is invalid_cursor',
   async (t) => {
     const ns = await freshNamespace(api)
     for (const k of ['a1', 'a2', 'a3', 'b1', 'b2']) await api.mustPut(ns, k, 1)
@@ -111,9 +111,12 @@ t.test(
     const other = await api.get(`/${ns}?prefix=b&limit=2&cursor=${cursor}`)
     t.equal(other.status, 400, 'cursor from another prefix')
     t.equal(other.json.error.code, 'invalid_cursor')
-    const none = await api.get(`/${ns}?limit=2&cursor=${cursor}`)
-    t.equal(none.status, 400, 'cursor from a prefix, used without one')
-    t.equal(none.json.error.code, 'invalid_cursor')
+    const alone = await api.get(`/${ns}?limit=2&cursor=${cursor}`)
+    t.equal(alone.status, 200, 'a cursor alone continues its walk')
+    t.same(alone.json.keys, ['a3'], 'with the prefix it carries')
+    const empty = await api.get(`/${ns}?prefix=&limit=2&cursor=${cursor}`)
+    t.equal(empty.status, 400, 'an explicit empty prefix is another prefix')
+    t.equal(empty.json.error.code, 'invalid_cursor')
     for (const bad of ['garbage!!', '%FF%FE', 'AAAA', 'x']) {
       const res = await api.get(`/${ns}?cursor=${bad}`)
       t.equal(res.status, 400, `cursor=${bad}`)
