@@ -2,6 +2,7 @@
 import { BadRequestError, InvalidResponseError, NotFoundError } from './errors.js'
 import { envVar } from './env.js'
 import { type BigIntMode, parseJson, stringifyJson } from './json.js'
+import { jsonTextError } from './json-text.js'
 import { keyPath, namespacePath, query } from './paths.js'
 import { retryPolicy } from './retry.js'
 import { type Reply, replyJson, send, type TransportConfig } from './transport.js'
@@ -106,7 +107,9 @@ export class Cairn {
   /**
    * Stores `json`, which must be JSON text, as the value exactly as given: for values a JS
    * object cannot represent faithfully (long decimals, member order of integer-like names).
-   * Same options, errors and retry rules as {@link Cairn.put}; the server validates the text.
+   * Same options, errors and retry rules as {@link Cairn.put}. Text that is not exactly one
+   * JSON value (`"a","ttl":1`, two values, an empty string) is refused before sending with a
+   * BadRequestError (`invalid_json`): it would otherwise rewrite the request around it.
    */
   async putRaw(
     namespace: string,
@@ -114,6 +117,14 @@ export class Cairn {
     json: string,
     options: PutOptions = {},
   ): Promise<PutResult> {
+    const at = typeof json === 'string' ? jsonTextError(json) : 0
+    if (at >= 0) {
+      throw new BadRequestError({
+        status: 400,
+        code: 'invalid_json',
+        message: `putRaw takes exactly one JSON value as text; the text for key ${JSON.stringify(key)} is not one (at position ${at}).`,
+      })
+    }
     return this.#put(namespace, key, json, options)
   }
 

@@ -81,7 +81,6 @@ t.test('errors are typed', async (t) => {
       400,
       'invalid_cursor',
     )
-    await check(t, kv.putRaw(ns, 'k', '{"a":'), BadRequestError, 400, 'invalid_json')
     const e = await kv.put(ns, 'k', undefined).catch((e) => e)
     t.ok(
       e instanceof BadRequestError && e.code === 'missing_value',
@@ -117,6 +116,41 @@ t.test('errors are typed', async (t) => {
     }
     t.equal(sent, 0, 'nothing reached the network')
     t.equal((await kv.get(ns, 'k'))?.value, 1, 'the stored value is untouched')
+  })
+
+  t.test('400 before sending: putRaw text that is not exactly one JSON value', async (t) => {
+    let sent = 0
+    const counting = new Cairn(await cliKey(srv, email, []), {
+      baseUrl: srv.baseUrl,
+      fetch: (u, i) => {
+        sent++
+        return fetch(u, i)
+      },
+    })
+    for (const text of [
+      '"a","ttl":1',
+      '"a","value":"b"',
+      '1 2',
+      '{"a":1}}',
+      '',
+      '  ',
+      '[1,]',
+      "{'a':1}",
+    ]) {
+      const err = await counting.putRaw(ns, 'raw', text).catch((e: unknown) => e)
+      t.match(err, { status: 400, code: 'invalid_json' }, JSON.stringify(text))
+      t.ok(err instanceof BadRequestError, `${JSON.stringify(text)}: a BadRequestError`)
+    }
+    t.equal(sent, 0, 'nothing reached the network')
+    t.equal(await kv.get(ns, 'raw'), null, 'nothing was stored')
+    for (const [text, stored] of [
+      ['12345678901234567890', '12345678901234567890'],
+      [' {"a":[1,{"b":null}]} ', '{"a":[1,{"b":null}]}'],
+      ['"quote \\" and backslash \\\\"', '"quote \\" and backslash \\\\"'],
+    ]) {
+      await counting.putRaw(ns, 'raw', text!)
+      t.equal((await kv.getRaw(ns, 'raw'))?.raw, stored, `${text} stored exactly`)
+    }
   })
 
   t.test('404: NotFoundError', async (t) => {

@@ -54,12 +54,17 @@ t.test('ESM, CommonJS and type declarations from the packed package', async (t) 
     const put = await kv.put('${ns}', 'k/1', { n: 12345678901234567890n })
     const hit = await kv.get('${ns}', 'k/1')
     const err = await kv.get('missing-${ns}', 'k').catch((e) => e)
+    const raw = await kv.putRaw('${ns}', 'raw', '"a","ttl":1').catch((e) => e)
     console.log(JSON.stringify({
+      rawRefused: raw instanceof CairnError && raw.code === 'invalid_json',
+      rawAbsent: (await kv.get('${ns}', 'raw')) === null,
       created: put.created,
       n: String(hit.value.n), bigint: typeof hit.value.n,
       notFound: err instanceof NotFoundError && err instanceof CairnError, code: err.code,
     }))`
   const expected = {
+    rawRefused: true,
+    rawAbsent: true,
     created: true,
     n: '12345678901234567890',
     bigint: 'bigint',
