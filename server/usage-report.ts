@@ -18,11 +18,13 @@ export interface UsageReport {
 export async function usageReport(
   svc: { usage: Usage; plans: PlanBook; namespaces: Namespaces },
   account: Account,
+  /** Which namespaces the caller may see (a key limited to some sees only those). */
+  visible: (name: string) => boolean = () => true,
 ): Promise<UsageReport> {
   const days = await svc.usage.days(account, REPORT_DAYS)
   const plan = svc.plans.get(account.rec.plan)
   const today = days[days.length - 1]!
-  const rows = svc.namespaces.list(account)
+  const rows = svc.namespaces.list(account).filter((r) => visible(r.name))
   return {
     plan,
     today: {

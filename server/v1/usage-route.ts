@@ -1,11 +1,13 @@
 // GET /v1/usage: the account's plan, today's counters, storage and the last 30 days.
-// The request counts once it is answered: the figures are as they stand before it.
+// The request counts once it is answered: the figures are as they stand before it. A key
+// limited to some namespaces sees the storage of only those; request counters are the
+// account's.
 import { publicReport, usageReport } from '../usage-report.js'
 import type { Call } from './call.js'
 
 export function usageReportRoute(call: Call): void {
   call.async()
-  usageReport(call.ctx, call.account!).then(
+  usageReport(call.ctx, call.account!, (name) => call.key!.allows(name)).then(
     (r) => call.send(200, JSON.stringify(publicReport(r))),
     (err) => call.error(err),
   )

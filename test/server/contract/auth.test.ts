@@ -96,6 +96,24 @@ t.test('a key limited to some namespaces gets 403 forbidden elsewhere', async (t
     t.equal(res.json?.error?.code, 'forbidden', what)
   }
   t.equal((await api.get(`/${other}/k`)).status, 404, 'the write outside the scope did not happen')
+
+  const names = (await scoped.get('/namespaces')).json.namespaces.map(
+    (n: { name: string }) => n.name,
+  )
+  t.same(names, [ns], 'GET /namespaces lists only its namespaces')
+  const usage = (await scoped.get('/usage')).json
+  t.same(
+    usage.storage.namespaces.map((n: { name: string }) => n.name),
+    [ns],
+    'GET /usage shows the storage of only its namespaces',
+  )
+  const full = (await api.get('/usage')).json
+  t.ok(full.storage.namespaces.length >= 2, 'an unlimited key sees them all')
+  t.equal(
+    usage.storage.bytes,
+    full.storage.namespaces.find((n: { name: string }) => n.name === ns).bytes,
+  )
+  t.equal(usage.today.requests, full.today.requests - 1, 'request counters stay account-wide')
 })
 
 t.test('revoked and rotated keys get 401; the new secret works', async (t) => {
