@@ -1,6 +1,7 @@
 // Accounts and their API keys, kept in the engine's system namespaces and mirrored in memory,
 // so that checking a key on a request is a Map lookup. A key seen once is remembered by its
 // secret; a new or unknown secret costs one SHA-256.
+import { LRUCache } from 'lru-cache'
 import type { Engine } from '../engine/types.js'
 import type { PlanBook } from './plans.js'
 import type { DayCounters } from './usage.js'
@@ -185,7 +186,8 @@ export class Accounts {
   private byEmail = new Map<string, Account>()
   private keysByHash = new Map<string, ApiKey>()
   private keysById = new Map<string, ApiKey>()
-  private authCache = new Map<string, ApiKey>()
+  /** Secrets already checked, so a known key costs one lookup, not a hash (bounded). */
+  private authCache = new LRUCache<string, ApiKey>({ max: AUTH_CACHE_MAX })
 
   constructor(
     private engine: Engine,
@@ -220,6 +222,11 @@ export class Accounts {
     // and are cleared out with the rest when the cache is next emptied.
   }
 
+  /** Secrets held in the authentication cache (a metric; bounded). */
+  get cachedKeys(): number {
+    return this.authCache.size
+  }
+
   /** The key behind a secret, or undefined. The hot path: a Map lookup for a known secret. */
   authenticate(secret: string): ApiKey | undefined {
     const hit = this.authCache.get(secret)
@@ -227,7 +234,6 @@ export class Accounts {
     if (!looksLikeApiKey(secret)) return undefined
     const k = this.keysByHash.get(hashApiKey(secret))
     if (!k) return undefined
-    if (this.authCache.size >= AUTH_CACHE_MAX) this.authCache.clear()
     this.authCache.set(secret, k)
     return k
   }

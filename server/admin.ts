@@ -1,6 +1,7 @@
 // Operator commands: the same code answers the command line when it opens a stopped
 // server's data directory itself, and the operator endpoint when a running server holds it.
 import type { Accounts, KeyOptions, Permission } from './accounts.js'
+import type { SessionStore } from './dashboard/sessions.js'
 import type { Engine } from '../engine/types.js'
 import type { Namespaces } from './namespaces.js'
 import type { PlanBook } from './plans.js'
@@ -11,6 +12,7 @@ export interface AdminServices {
   accounts: Accounts
   namespaces: Namespaces
   plans: PlanBook
+  sessions: SessionStore
   deleteAccount(accountId: string): Promise<void>
 }
 
@@ -75,6 +77,8 @@ export async function runAdmin(
     case 'account.password': {
       const acct = svc.accounts.require(a.email)
       await svc.accounts.setPassword(acct, a.password)
+      // A new password is a reset: whoever was signed in with the old one is signed out.
+      await svc.sessions.destroyAccount(acct.id)
       return { account: acct.view() }
     }
     case 'key.create':

@@ -50,6 +50,7 @@ export async function serve(
     ...svc,
     config,
     badKeys: new AddressLimiter(),
+    badOperatorTokens: new AddressLimiter(5, 0.2),
     metrics: new Metrics(svc.engine),
     log,
     debug: config.logLevel === 'debug',
@@ -117,7 +118,8 @@ export async function serve(
       .finally(() => {
         flushing = false
       })
-    ctx.badKeys.prune(Date.now())
+    ctx.badKeys.prune()
+    ctx.badOperatorTokens.prune()
   }, config.usageFlushMs)
   timer.unref()
 

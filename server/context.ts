@@ -18,6 +18,8 @@ export interface Lifecycle {
 export interface Context extends Services {
   config: Config
   badKeys: AddressLimiter
+  /** Wrong operator tokens per address: a burst of 5, then one every 5 s. */
+  badOperatorTokens: AddressLimiter
   metrics: Metrics
   log: Logger
   /** Whether the log level is debug, looked up once rather than per request. */

@@ -1,13 +1,15 @@
 // Rate limits. Each account has a token bucket (all its keys share it) filled at the plan's
 // rate up to its burst; each client address has a small bucket for requests with missing or
 // wrong keys, so guessing keys is slow and cheap to refuse.
+import { LRUCache } from 'lru-cache'
 import type { Account } from './accounts.js'
 import type { Plan } from './plans.js'
 
 const DAY_MS = 86_400_000
 const BAD_KEY_BURST = 20
 const BAD_KEY_PER_SECOND = 2
-const ADDRESSES_MAX = 100_000
+/** Addresses the per-address limiters remember at most (docs/configuration.md). */
+export const ADDRESSES_MAX = 100_000
 
 /** The outcome of the last `take`, reused rather than allocated per request. */
 export interface Bucket {
@@ -64,25 +66,41 @@ export function secondsToMidnight(now: number): number {
   return Math.max(1, Math.ceil((DAY_MS - (now % DAY_MS)) / 1000))
 }
 
+/**
+ * Token buckets per client address, for requests that prove nothing (missing or wrong API
+ * keys, wrong operator tokens). At most ADDRESSES_MAX addresses are held, least recently
+ * seen evicted first: a flood of distinct addresses cannot grow memory, and an address
+ * evicted that way comes back with a full bucket, no more than a new address would have.
+ */
 export class AddressLimiter {
-  private buckets = new Map<string, { tokens: number; refilledAt: number }>()
+  private buckets: LRUCache<string, { tokens: number; refilledAt: number }>
   private scratch: Bucket = { ok: true, limit: 0, remaining: 0, reset: 0, retryAfter: 0 }
 
-  /** Counts one bad-key request from `address`; the result says whether to answer 401 or 429. */
+  constructor(
+    private readonly burst = BAD_KEY_BURST,
+    private readonly perSecond = BAD_KEY_PER_SECOND,
+    max = ADDRESSES_MAX,
+  ) {
+    // A bucket left alone this long has refilled: forgetting it changes nothing.
+    this.buckets = new LRUCache({ max, ttl: Math.ceil((burst / perSecond) * 1000) })
+  }
+
+  /** Counts one request from `address`; the result says whether to refuse it with 429. */
   take(address: string, now: number): Bucket {
     let b = this.buckets.get(address)
     if (!b) {
-      if (this.buckets.size >= ADDRESSES_MAX) this.prune(now)
       b = { tokens: -1, refilledAt: now }
       this.buckets.set(address, b)
     }
-    return takeToken(b, BAD_KEY_PER_SECOND, BAD_KEY_BURST, now, this.scratch)
+    return takeToken(b, this.perSecond, this.burst, now, this.scratch)
   }
 
-  /** Forgets addresses whose bucket has refilled: they are no different from new ones. */
-  prune(now: number): void {
-    const full = (BAD_KEY_BURST / BAD_KEY_PER_SECOND) * 1000
-    for (const [addr, b] of this.buckets) if (now - b.refilledAt >= full) this.buckets.delete(addr)
-    if (this.buckets.size >= ADDRESSES_MAX) this.buckets.clear()
+  /** Drops buckets that have refilled (the server calls this every few seconds). */
+  prune(): void {
+    this.buckets.purgeStale()
+  }
+
+  get size(): number {
+    return this.buckets.size
   }
 }

@@ -99,6 +99,22 @@ export class Metrics {
     })
   }
 
+  /**
+   * Reports how full the bounded per-client maps are (`cairn_bounded_entries{map}`): each is
+   * an lru-cache with a documented bound, and this shows a flood staying under it.
+   */
+  boundedMaps(read: () => Record<string, number>): void {
+    new client.Gauge({
+      name: 'cairn_bounded_entries',
+      help: 'Entries held by each bounded per-client map (limiters, throttles, caches).',
+      labelNames: ['map'],
+      registers: [this.registry],
+      collect() {
+        for (const [map, n] of Object.entries(read())) this.set({ map }, n)
+      },
+    })
+  }
+
   /** Counts one answered request; `seconds` is from arrival to the last byte handed to the socket. */
   observe(route: number, status: number, seconds: number): void {
     const s = status >= 100 && status < 600 ? status - 100 : 499

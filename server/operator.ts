@@ -5,6 +5,7 @@
 import type { AdminServices } from './admin.js'
 import { runAdmin } from './admin.js'
 import type { Context } from './context.js'
+import { clientAddress } from './http/address.js'
 import { statusLine } from './http/status.js'
 import type { HttpRequest, HttpResponse, TemplatedApp } from './http/uws.js'
 import { R } from './metrics.js'
@@ -25,13 +26,14 @@ export function mountOperator(
   app.any('/_operator/*', (res: HttpResponse, req: HttpRequest) => {
     const started = performance.now()
     let aborted = false
-    const reply = (status: number, body: unknown) => {
+    const reply = (status: number, body: unknown, retryAfter = 0) => {
       if (aborted) return
       res.cork(() => {
         res
           .writeStatus(statusLine(status))
           .writeHeader('Content-Type', 'application/json')
           .writeHeader('Cache-Control', 'no-store')
+        if (retryAfter > 0) res.writeHeader('Retry-After', String(retryAfter))
         res.end(JSON.stringify(body))
       })
       ctx.metrics.observe(R.operator, status, (performance.now() - started) / 1000)
@@ -44,6 +46,14 @@ export function mountOperator(
     if (req.getMethod() !== 'post')
       return fail(405, 'method_not_allowed', 'Operator commands are POSTed.')
     if (proxied || sent === '' || !sameSecret(sent, token)) {
+      const b = ctx.badOperatorTokens.take(clientAddress(res, '', false), Date.now())
+      if (!b.ok) {
+        const error = {
+          code: 'rate_limited',
+          message: 'Too many wrong operator tokens from this address.',
+        }
+        return reply(429, { error }, b.retryAfter)
+      }
       return fail(
         401,
         'unauthorized',

@@ -2,7 +2,8 @@
 // randomness), so it is recognisable in a config file or a leaked log and cannot be guessed.
 // Only its SHA-256 is stored: a fast hash is enough for a secret that long, while passwords,
 // which people choose, get scrypt.
-import { createHash, randomBytes, randomInt, scrypt, timingSafeEqual } from 'node:crypto'
+import { createHash, randomBytes, randomInt, timingSafeEqual } from 'node:crypto'
+import { scryptInWorker } from './password-hasher.js'
 
 const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz'
 export const KEY_PREFIX = 'cairn_'
@@ -44,8 +45,9 @@ export function randomToken(bytes = 32): string {
   return randomBytes(bytes).toString('base64url')
 }
 
-// scrypt at N=2^15, r=8: about 32 MiB and a few tens of milliseconds per check, on the
-// libuv thread pool so the event loop keeps serving.
+// scrypt at N=2^15, r=8: about 32 MiB and a few tens of milliseconds per check, in a
+// worker thread of its own (password-hasher.ts) so neither the event loop nor the storage
+// engine's share of the libuv thread pool waits for it.
 const N = 32768
 const R = 8
 const P = 1
@@ -53,11 +55,13 @@ const KEYLEN = 32
 const MAXMEM = 64 * 1024 * 1024
 
 function derive(password: string, salt: Buffer, n: number, r: number, p: number): Promise<Buffer> {
-  return new Promise((resolve, reject) =>
-    scrypt(password.normalize('NFC'), salt, KEYLEN, { N: n, r, p, maxmem: MAXMEM }, (err, key) =>
-      err ? reject(err) : resolve(key),
-    ),
-  )
+  return scryptInWorker(password.normalize('NFC'), salt, {
+    n,
+    r,
+    p,
+    keylen: KEYLEN,
+    maxmem: MAXMEM,
+  })
 }
 
 /** `scrypt$N$r$p$salt$hash`, salt and hash in base64url. */

@@ -4,6 +4,7 @@ import fs from 'node:fs'
 import { open } from '../engine/index.js'
 import type { Durability, Engine } from '../engine/types.js'
 import { Accounts } from './accounts.js'
+import { SessionStore } from './dashboard/sessions.js'
 import { Data } from './data.js'
 import { Namespaces } from './namespaces.js'
 import type { PlanBook } from './plans.js'
@@ -17,6 +18,8 @@ export interface Services {
   namespaces: Namespaces
   data: Data
   usage: Usage
+  /** Dashboard sessions: held here so a password set from the command line ends them. */
+  sessions: SessionStore
   deleteAccount(accountId: string): Promise<void>
 }
 
@@ -36,6 +39,7 @@ export async function openServices(
     const usage = new Usage(engine, accounts, (a) => namespaces.storageBytes(a))
     await usage.load()
     const data = new Data(engine, namespaces, plans)
+    const sessions = new SessionStore(engine)
     return {
       engine,
       plans,
@@ -43,12 +47,14 @@ export async function openServices(
       namespaces,
       data,
       usage,
+      sessions,
       async deleteAccount(accountId) {
         const account = accounts.get(accountId)
         if (!account) return
         await namespaces.dropAll(account)
         await usage.forget(account)
         await accounts.remove(account)
+        await sessions.destroyAccount(accountId)
       },
     }
   } catch (err) {

@@ -7,13 +7,31 @@ import type { Caller } from './guard.js'
 import { type Reply, type Req, jsonReply, readJson } from './http.js'
 import { type SessionStore, clearSessionCookie, sessionCookie } from './sessions.js'
 import { Throttle } from './throttle.js'
+import { AddressLimiter } from '../limits.js'
+import { LRUCache } from 'lru-cache'
 
 const WINDOW_MS = 15 * 60_000
+const KNOWN_MS = 30 * 24 * 3600_000
 
+/**
+ * Log-in throttling, with the attempt counted before the password is hashed (a reservation),
+ * so a thousand guesses sent at once are refused as surely as a thousand sent one by one:
+ * - per address and email: 5 failures per 15 minutes (one guesser, one account);
+ * - per address: 20 failures per 15 minutes across accounts (one guesser, many accounts);
+ * - per email, a slow-down rather than a lockout: 10 attempts at once, then one every
+ *   6 seconds, for addresses that have not logged in to that account before, so guesses
+ *   spread over many addresses are slow while the owner is never locked out: from an
+ *   address they used before they skip it, from a new one they wait seconds, not minutes;
+ * - a signed-in user re-entering their password (to change it, or to delete the account) is
+ *   counted per session, so nobody else's guesses can block it.
+ * Every map is bounded (lru-cache), see docs/configuration.md.
+ */
 export class AuthApi {
-  // Guessing is slow per account wherever it comes from, and per address across accounts.
-  private perEmail = new Throttle(5, WINDOW_MS)
+  private perAddressEmail = new Throttle(5, WINDOW_MS)
   private perAddress = new Throttle(20, WINDOW_MS)
+  private perEmail = new AddressLimiter(10, 1 / 6)
+  private perSession = new Throttle(5, WINDOW_MS)
+  private known = new LRUCache<string, true>({ max: 100_000, ttl: KNOWN_MS })
   private signups = new Throttle(20, 60 * 60_000)
 
   constructor(
@@ -46,8 +64,7 @@ export class AuthApi {
   async login(req: Req): Promise<Reply> {
     const body = readJson(req)
     const email = normalizeEmail(body.email)
-    const account = await this.checkPassword(req, email, body.password, 401)
-    this.perEmail.reset(email)
+    const account = await this.login1(req, email, body.password)
     const { cookie, session } = await this.sessions.create(account.id)
     return jsonReply(
       200,
@@ -64,7 +81,7 @@ export class AuthApi {
   async changePassword(req: Req, caller: Caller): Promise<Reply> {
     const body = readJson(req)
     const next = checkNewPassword(body.password)
-    const account = await this.checkPassword(req, caller.account.rec.email, body.current, 403)
+    const account = await this.recheck(caller, body.current)
     await this.ctx.accounts.setPassword(account, next)
     // Whoever else holds a session for this account is signed out.
     await this.sessions.destroyAccount(account.id, caller.cookie)
@@ -76,28 +93,77 @@ export class AuthApi {
     const email = caller.account.rec.email
     if (typeof body.confirm !== 'string' || body.confirm.trim().toLowerCase() !== email)
       throw new ServiceError(400, 'invalid_request', 'Type your email address to confirm.')
-    const account = await this.checkPassword(req, email, body.password, 403)
+    const account = await this.recheck(caller, body.password)
     await this.ctx.deleteAccount(account.id)
     await this.sessions.destroyAccount(account.id)
     return jsonReply(200, { deleted: true }, { setCookies: [clearSessionCookie(req.secure)] })
   }
 
-  /** The account when the password is right; throttled per email and per address. */
-  private async checkPassword(req: Req, email: string, password: unknown, status: 401 | 403) {
-    const wait = Math.max(this.perEmail.retryAfter(email), this.perAddress.retryAfter(req.ip))
+  /** The account when the password is right; see the class comment for the throttles. */
+  private async login1(req: Req, email: string, password: unknown) {
+    const pair = `${email}\u0000${req.ip}`
+    const wait = Math.max(this.perAddressEmail.retryAfter(pair), this.perAddress.retryAfter(req.ip))
     if (wait) throw tooMany(wait)
-    const account =
-      typeof password === 'string' && password !== ''
-        ? await this.ctx.accounts.verifyPassword(email, password)
-        : undefined
-    if (!account) {
-      this.perEmail.fail(email)
-      this.perAddress.fail(req.ip)
-      throw status === 401
-        ? new ServiceError(401, 'unauthorized', 'That email and password do not match an account.')
-        : new ServiceError(403, 'wrong_password', 'Your current password is not right.')
+    if (!this.known.has(pair)) {
+      const slow = this.perEmail.take(email, Date.now())
+      if (!slow.ok) throw tooMany(slow.retryAfter)
     }
+    // Counted now, before the hash: concurrent guesses see each other.
+    this.perAddressEmail.fail(pair)
+    this.perAddress.fail(req.ip)
+    let account: Awaited<ReturnType<typeof this.ctx.accounts.verifyPassword>>
+    try {
+      account = await this.verify(email, password)
+    } catch (err) {
+      // Refused before hashing (the hasher is busy): the attempt never happened.
+      this.perAddressEmail.undo(pair)
+      this.perAddress.undo(req.ip)
+      throw err
+    }
+    if (!account)
+      throw new ServiceError(
+        401,
+        'unauthorized',
+        'That email and password do not match an account.',
+      )
+    this.perAddressEmail.reset(pair)
+    this.perAddress.undo(req.ip)
+    this.known.set(pair, true)
     return account
+  }
+
+  /** A signed-in user's password, checked again before a change; throttled per session only. */
+  private async recheck(caller: Caller, password: unknown) {
+    const key = caller.cookie ?? caller.account.id
+    const wait = this.perSession.retryAfter(key)
+    if (wait) throw tooMany(wait)
+    this.perSession.fail(key)
+    const account = await this.verify(caller.account.rec.email, password).catch((err) => {
+      this.perSession.undo(key)
+      throw err
+    })
+    if (!account)
+      throw new ServiceError(403, 'wrong_password', 'Your current password is not right.')
+    this.perSession.reset(key)
+    return account
+  }
+
+  private verify(email: string, password: unknown) {
+    return typeof password === 'string' && password !== ''
+      ? this.ctx.accounts.verifyPassword(email, password)
+      : Promise.resolve(undefined)
+  }
+
+  /** Entries held by the throttles (a metric; each is bounded). */
+  sizes(): Record<string, number> {
+    return {
+      login_address_email: this.perAddressEmail.size,
+      login_address: this.perAddress.size,
+      login_email: this.perEmail.size,
+      login_session: this.perSession.size,
+      login_known: this.known.size,
+      signup_address: this.signups.size,
+    }
   }
 }
 

@@ -5,6 +5,7 @@ import type { Context } from '../context.js'
 import type { TemplatedApp } from '../http/uws.js'
 import { ServiceError } from '../service-error.js'
 import { AccountApi } from './api-account.js'
+import { queuedHashes } from '../password-hasher.js'
 import { AuthApi } from './api-auth.js'
 import { DataApi } from './api-data.js'
 import { KeysApi } from './api-keys.js'
@@ -13,7 +14,6 @@ import { Assets } from './assets.js'
 import { type Caller, checkCsrf, checkSameOrigin, currentCaller } from './guard.js'
 import { type Method, type Reply, type Req, errorReply, fail, route } from './http.js'
 import { PRIVATE_PAGES, PUBLIC_PAGES, page, shell } from './pages.js'
-import { SessionStore } from './sessions.js'
 
 type ApiHandler = (req: Req, caller: Caller) => Promise<Reply>
 
@@ -23,8 +23,16 @@ const UNLIMITED_BODY = 256 * 1024 * 1024
 
 export function mountDashboard(app: TemplatedApp, ctx: Context): void {
   const assets = new Assets()
-  const sessions = new SessionStore(ctx.engine)
+  const sessions = ctx.sessions
   const auth = new AuthApi(ctx, sessions)
+  ctx.metrics.boundedMaps(() => ({
+    ...auth.sizes(),
+    sessions: sessions.cached,
+    bad_key_addresses: ctx.badKeys.size,
+    bad_operator_token_addresses: ctx.badOperatorTokens.size,
+    api_key_cache: ctx.accounts.cachedKeys,
+    password_hashes_queued: queuedHashes(),
+  }))
   const account = new AccountApi(ctx)
   const keys = new KeysApi(ctx)
   const namespaces = new NamespacesApi(ctx)

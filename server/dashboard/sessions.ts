@@ -4,6 +4,7 @@
 // replayed as a login, and one account's sessions list by prefix (to end them all after a
 // password change). Each session carries its own CSRF token.
 import { createHash } from 'node:crypto'
+import { LRUCache } from 'lru-cache'
 import type { Engine } from '../../engine/types.js'
 import { randomToken, sameSecret } from '../secrets.js'
 import { SYS } from '../system.js'
@@ -29,7 +30,8 @@ export function sameToken(a: string | undefined, b: string | undefined): boolean
 }
 
 export class SessionStore {
-  private cache = new Map<string, Session>()
+  /** Sessions recently used, so a page load costs no storage read (bounded, LRU). */
+  private cache = new LRUCache<string, Session>({ max: CACHE_MAX })
 
   constructor(private engine: Engine) {}
 
@@ -88,8 +90,11 @@ export class SessionStore {
   }
 
   private remember(key: string, s: Session): void {
-    if (this.cache.size >= CACHE_MAX) this.cache.delete(this.cache.keys().next().value!)
     this.cache.set(key, s)
+  }
+
+  get cached(): number {
+    return this.cache.size
   }
 }
 

@@ -1,12 +1,19 @@
-// Counts failures per key (an email or a client address) in a sliding window, so
-// password guessing is slow whether it spreads over addresses or over accounts.
+// Counts failures per key (an email, a client address, or both) in a sliding window, so
+// password guessing is slow whether it spreads over addresses or over accounts. At most
+// `maxKeys` keys are remembered, least recently failed evicted first, so a flood of distinct
+// addresses or emails cannot grow memory; a key's record expires with its window.
+import { LRUCache } from 'lru-cache'
+
 export class Throttle {
-  private failures = new Map<string, number[]>()
+  private failures: LRUCache<string, number[]>
 
   constructor(
     private readonly max: number,
     private readonly windowMs: number,
-  ) {}
+    maxKeys = 100_000,
+  ) {
+    this.failures = new LRUCache({ max: maxKeys, ttl: windowMs })
+  }
 
   /** Seconds until another attempt is allowed, or 0 when one is allowed now. */
   retryAfter(key: string, now = Date.now()): number {
@@ -19,22 +26,25 @@ export class Throttle {
     const times = this.recent(key, now)
     times.push(now)
     this.failures.set(key, times)
-    if (this.failures.size > 100_000) this.sweep(now)
+  }
+
+  /** Takes back the latest failure: an attempt counted before its outcome that did not happen. */
+  undo(key: string): void {
+    const times = this.failures.get(key)
+    if (times && times.length > 0) times.pop()
   }
 
   reset(key: string): void {
     this.failures.delete(key)
   }
 
+  get size(): number {
+    return this.failures.size
+  }
+
   private recent(key: string, now: number): number[] {
     const times = this.failures.get(key)
     if (!times) return []
-    const fresh = times.filter((t) => t > now - this.windowMs)
-    if (fresh.length === 0) this.failures.delete(key)
-    return fresh
-  }
-
-  private sweep(now: number): void {
-    for (const key of this.failures.keys()) this.recent(key, now)
+    return times.filter((t) => t > now - this.windowMs)
   }
 }

@@ -4,6 +4,7 @@
 import http from 'node:http'
 import type { AddressInfo } from 'node:net'
 import t from 'tap'
+import { logIn, preSession } from '../helpers/dashboard-api.js'
 import { startServer } from '../helpers/server.js'
 import { PASSWORD, launch, newContext, open, signUp, skip, uniqueEmail, v1 } from './helpers.js'
 
@@ -28,43 +29,6 @@ window.attempts = Promise.allSettled([
   await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r))
   t.teardown(() => new Promise((r) => srv.close(r)))
   return `http://127.0.0.1:${(srv.address() as AddressInfo).port}/`
-}
-
-/** What a browser holds before logging in: the pre-session cookie and the page's token. */
-async function preSession(base: string, headers: Record<string, string> = {}) {
-  const res = await fetch(`${base}/login`, { headers })
-  const cookie = res.headers.getSetCookie().find((c) => c.startsWith('cairn_pre='))!
-  const token = /name="csrf-token" content="([^"]+)"/.exec(await res.text())![1]!
-  return { setCookie: cookie, cookie: cookie.split(';')[0]!, token }
-}
-
-async function logIn(
-  base: string,
-  email: string,
-  password: string,
-  extra: Record<string, string> = {},
-) {
-  const pre = await preSession(base)
-  const res = await fetch(`${base}/dashboard/api/login`, {
-    method: 'POST',
-    headers: {
-      origin: base,
-      cookie: pre.cookie,
-      'x-csrf-token': pre.token,
-      'content-type': 'application/json',
-      ...extra,
-    },
-    body: JSON.stringify({ email, password }),
-  })
-  const body: any = await res.json()
-  const set = res.headers.getSetCookie().find((c) => c.startsWith('cairn_session='))
-  return {
-    status: res.status,
-    body,
-    headers: res.headers,
-    cookie: set?.split(';')[0],
-    csrf: body.csrf,
-  }
 }
 
 t.test('state-changing calls from another origin fail', { skip }, async (t) => {

@@ -226,4 +226,13 @@ t.test('the operator endpoint refuses requests without the token or through a pr
     'through a proxy',
   )
   t.equal((await post({ 'x-operator-token': token })).status, 200, 'the right token, directly')
+  let refused: Response | undefined
+  for (let i = 0; i < 10 && !refused; i++) {
+    const res = await post({ 'x-operator-token': 'y'.repeat(token.length) })
+    if (res.status === 429) refused = res
+  }
+  t.ok(refused, 'wrong tokens from one address are soon refused with 429')
+  t.match(await refused?.json(), { error: { code: 'rate_limited' } })
+  t.ok(Number(refused?.headers.get('retry-after')) >= 1, 'with Retry-After')
+  t.equal((await post({ 'x-operator-token': token })).status, 200, 'the right token still works')
 })

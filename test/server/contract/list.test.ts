@@ -96,34 +96,31 @@ t.test(
   },
 )
 
-t.test(
-  'a cursor carries its prefix; another prefix or garbage is invalid_cursor',
-  async (t) => {
-    const ns = await freshNamespace(api)
-    for (const k of ['a1', 'a2', 'a3', 'b1', 'b2']) await api.mustPut(ns, k, 1)
-    const first = await api.get(`/${ns}?prefix=a&limit=2`)
-    t.same(first.json.keys, ['a1', 'a2'])
-    const cursor = encodeURIComponent(first.json.cursor)
-    const next = await api.get(`/${ns}?prefix=a&limit=2&cursor=${cursor}`)
-    t.same(next.json.keys, ['a3'])
-    t.equal(next.json.cursor, undefined)
+t.test('a cursor carries its prefix; another prefix or garbage is invalid_cursor', async (t) => {
+  const ns = await freshNamespace(api)
+  for (const k of ['a1', 'a2', 'a3', 'b1', 'b2']) await api.mustPut(ns, k, 1)
+  const first = await api.get(`/${ns}?prefix=a&limit=2`)
+  t.same(first.json.keys, ['a1', 'a2'])
+  const cursor = encodeURIComponent(first.json.cursor)
+  const next = await api.get(`/${ns}?prefix=a&limit=2&cursor=${cursor}`)
+  t.same(next.json.keys, ['a3'])
+  t.equal(next.json.cursor, undefined)
 
-    const other = await api.get(`/${ns}?prefix=b&limit=2&cursor=${cursor}`)
-    t.equal(other.status, 400, 'cursor from another prefix')
-    t.equal(other.json.error.code, 'invalid_cursor')
-    const alone = await api.get(`/${ns}?limit=2&cursor=${cursor}`)
-    t.equal(alone.status, 200, 'a cursor alone continues its walk')
-    t.same(alone.json.keys, ['a3'], 'with the prefix it carries')
-    const empty = await api.get(`/${ns}?prefix=&limit=2&cursor=${cursor}`)
-    t.equal(empty.status, 400, 'an explicit empty prefix is another prefix')
-    t.equal(empty.json.error.code, 'invalid_cursor')
-    for (const bad of ['garbage!!', '%FF%FE', 'AAAA', 'x']) {
-      const res = await api.get(`/${ns}?cursor=${bad}`)
-      t.equal(res.status, 400, `cursor=${bad}`)
-      t.equal(res.json?.error?.code, 'invalid_cursor', `cursor=${bad}`)
-    }
-  },
-)
+  const other = await api.get(`/${ns}?prefix=b&limit=2&cursor=${cursor}`)
+  t.equal(other.status, 400, 'cursor from another prefix')
+  t.equal(other.json.error.code, 'invalid_cursor')
+  const alone = await api.get(`/${ns}?limit=2&cursor=${cursor}`)
+  t.equal(alone.status, 200, 'a cursor alone continues its walk')
+  t.same(alone.json.keys, ['a3'], 'with the prefix it carries')
+  const empty = await api.get(`/${ns}?prefix=&limit=2&cursor=${cursor}`)
+  t.equal(empty.status, 400, 'an explicit empty prefix is another prefix')
+  t.equal(empty.json.error.code, 'invalid_cursor')
+  for (const bad of ['garbage!!', '%FF%FE', 'AAAA', 'x']) {
+    const res = await api.get(`/${ns}?cursor=${bad}`)
+    t.equal(res.status, 400, `cursor=${bad}`)
+    t.equal(res.json?.error?.code, 'invalid_cursor', `cursor=${bad}`)
+  }
+})
 
 t.test('the default limit is 1000', async (t) => {
   const ns = await freshNamespace(api)

@@ -51,26 +51,29 @@ t.test('invalid_json for bodies that are not JSON', async (t) => {
   t.equal(got.json?.error?.code, 'key_not_found', 'nothing was stored')
 })
 
-t.test('an envelope that repeats a member is invalid_json; inside value anything goes', async (t) => {
-  for (const body of [
-    '{"value":"a","value":"b"}',
-    '{"value":"a","ttl":5,"ttl":60}',
-    '{"value":1,"\\u0076alue":2}',
-    '{"other":1,"value":2,"other":3}',
-  ]) {
-    const res = await api.put(`/${ns}/dup`, body)
-    t.equal(res.status, 400, body)
-    t.equal(res.json?.error?.code, 'invalid_json', body)
-    t.match(res.json?.error?.message, /twice/, body)
-  }
-  t.equal((await api.get(`/${ns}/dup`)).status, 404, 'nothing was stored')
-  const inside = '{"value":{"a":1,"a":2}}'
-  t.equal((await api.put(`/${ns}/dup`, inside)).status, 201, 'a repeated member inside value')
-  t.equal((await api.get(`/${ns}/dup`)).text, inside, 'is kept exactly as sent')
-  const ns2 = await api.post('/namespaces', '{"name":"dupa","name":"dupb"}')
-  t.equal(ns2.status, 400, 'namespace creation too')
-  t.equal(ns2.json?.error?.code, 'invalid_json')
-})
+t.test(
+  'an envelope that repeats a member is invalid_json; inside value anything goes',
+  async (t) => {
+    for (const body of [
+      '{"value":"a","value":"b"}',
+      '{"value":"a","ttl":5,"ttl":60}',
+      '{"value":1,"\\u0076alue":2}',
+      '{"other":1,"value":2,"other":3}',
+    ]) {
+      const res = await api.put(`/${ns}/dup`, body)
+      t.equal(res.status, 400, body)
+      t.equal(res.json?.error?.code, 'invalid_json', body)
+      t.match(res.json?.error?.message, /twice/, body)
+    }
+    t.equal((await api.get(`/${ns}/dup`)).status, 404, 'nothing was stored')
+    const inside = '{"value":{"a":1,"a":2}}'
+    t.equal((await api.put(`/${ns}/dup`, inside)).status, 201, 'a repeated member inside value')
+    t.equal((await api.get(`/${ns}/dup`)).text, inside, 'is kept exactly as sent')
+    const ns2 = await api.post('/namespaces', '{"name":"dupa","name":"dupb"}')
+    t.equal(ns2.status, 400, 'namespace creation too')
+    t.equal(ns2.json?.error?.code, 'invalid_json')
+  },
+)
 
 t.test('missing_value when the body has no value member', async (t) => {
   for (const body of [{}, { ttl: 60 }, { Value: 1 }]) {
