@@ -6,18 +6,7 @@ import { EngineError, fail } from './errors.js'
 import { fsyncDir, io } from './io.js'
 import { NAMESPACES_FILE, type NamespaceTable, writeNamespaces } from './namespaces-file.js'
 import { type Namespace, type Segment, hintFile } from './parts.js'
-import {
-  DEL,
-  ENTRY_HEADER,
-  PUT,
-  REC_HEADER,
-  SEG_HEADER,
-  checkEntry,
-  sealEntry,
-  sealRecord,
-  segmentHeader,
-} from './record.js'
-import type { Dropped } from './segment-scan.js'
+import { DEL, ENTRY_HEADER, PUT, REC_HEADER, checkEntry, sealEntry, sealRecord } from './record.js'
 import { type Group, SegmentLog, type Staged } from './segment-log.js'
 import { Slots } from './slots.js'
 import { ValueCache } from './value-cache.js'
@@ -43,7 +32,7 @@ import { decodeValue, encodeValue } from './values.js'
 
 const MAX_KEY_BYTES = 512
 const MAX_NAMESPACE_BYTES = 512
-const GROUP_BUFFER = 256 * 1024
+const _GROUP_BUFFER = 256 * 1024
 
 /** One entry of a write, checked and encoded, before it is staged. */
 interface Entry {
