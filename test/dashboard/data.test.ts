@@ -116,6 +116,26 @@ t.test('namespaces and the data browser', { skip }, async (t) => {
     t.equal((await v1(base, key, 'GET', '/profiles/user/1')).headers.get('x-expires-at'), null)
   })
 
+  await t.test('after a JSON error, the first click on Save saves the fixed value', async (t) => {
+    await page.locator('.key-item[data-key="user/1"]').click()
+    await page.locator('#editor-title', { hasText: 'user/1' }).waitFor()
+    // Typed, as a person does: a change event comes only from real edits.
+    await valueBox.fill('')
+    await valueBox.pressSequentially('{"fixed": tru}')
+    await editor.getByLabel('Key', { exact: true }).focus()
+    await t.resolves(editor.locator('.field-error', { hasText: /^Not valid JSON/ }).waitFor())
+    await valueBox.fill('{"fixed": true}')
+    t.equal(
+      await valueBox.getAttribute('aria-invalid'),
+      null,
+      'the error clears as the fix is typed',
+    )
+    const saved = page.waitForResponse((r) => r.request().method() === 'PUT')
+    await page.getByRole('button', { name: 'Save' }).click()
+    t.equal((await saved).status(), 200, 'one click sent the save')
+    t.equal((await v1(base, key, 'GET', '/profiles/user/1')).text, '{"value":{"fixed":true}}')
+  })
+
   await t.test('an edit does not overwrite a change made meanwhile', async (t) => {
     t.equal((await v1(base, key, 'PUT', '/profiles/user/1', { value: 'from the API' })).status, 200)
     await valueBox.fill('"from the browser"')

@@ -15,6 +15,7 @@ import {
   signUp,
   skip,
   uniqueEmail,
+  runCurlExamples,
   v1,
 } from './helpers.js'
 
@@ -105,6 +106,14 @@ t.test('sign up, use the key, see usage, manage keys, log out', { skip }, async 
     t.equal(await page.locator('#keys-table tbody tr').count(), 2)
     t.match(await page.locator('tr[data-key-name="reader"]').textContent(), /read(?!-)/)
     await shoot(page, 'keys-new-secret')
+    const shown = await runCurlExamples(
+      (await page.locator('.code-block pre').first().textContent()) ?? '',
+    )
+    t.ok(shown.length >= 2, `the read-only key's examples: ${JSON.stringify(shown)}`)
+    t.ok(
+      shown.every((r) => r.status === 200),
+      'each of them works with that key (it only reads)',
+    )
     const write = await v1(base, reader, 'PUT', '/app/item-9', { value: 1 })
     t.equal(write.status, 403, 'a write with the read-only key is refused')
     t.equal(write.body.error.code, 'forbidden')
@@ -121,6 +130,17 @@ t.test('sign up, use the key, see usage, manage keys, log out', { skip }, async 
     await page.locator('#new-secret').waitFor()
     scoped = (await page.locator('#new-secret').textContent()) ?? ''
     t.match(await page.locator('tr[data-key-name="app only"]').textContent(), /app/)
+    const shown = await runCurlExamples(
+      (await page.locator('.code-block pre').first().textContent()) ?? '',
+    )
+    t.ok(
+      shown.length >= 2 && shown.every((r) => r.command.includes('/v1/app/')),
+      'they use its namespace',
+    )
+    t.ok(
+      shown.every((r) => r.status === 200 || r.status === 201),
+      `the scoped key's examples all work: ${JSON.stringify(shown)}`,
+    )
     t.equal((await v1(base, scoped, 'PUT', '/app/x', { value: 1 })).status, 201)
     t.equal((await v1(base, scoped, 'PUT', '/other/x', { value: 1 })).status, 403)
   })

@@ -194,3 +194,39 @@ t.test('behind a trusted proxy', async (t) => {
     t.equal(otherLast.status, 401, 'another client is not held up')
   })
 })
+
+t.test('after log-in, next never leaves the dashboard', { skip }, async (t) => {
+  const srv = await startServer()
+  t.teardown(() => srv.stop())
+  const base = srv.url
+  const browser = await launch(t)
+  const email = uniqueEmail('next')
+  await srv.createAccount(email, { password: PASSWORD })
+  const landing = async (next: string) => {
+    const page = await (await newContext(browser, base)).newPage()
+    await open(page, `${base}/login?next=${next}`)
+    await page.getByLabel('Email').fill(email)
+    await page.getByLabel('Password').fill(PASSWORD)
+    await page.getByRole('button', { name: 'Log in' }).click()
+    await page.waitForURL((u) => !u.pathname.startsWith('/login'))
+    const url = new URL(page.url())
+    await page.context().close()
+    return url
+  }
+  for (const next of [
+    '%2F%5Cevil.example%2Fphish',
+    '/%09/evil2.example',
+    '//evil.example',
+    '/%2F/evil.example',
+    'https://evil.example/',
+    'javascript:alert(1)',
+    '/%5C%5Cevil.example',
+    '%2F%250D%2F%2Fevil.example',
+  ]) {
+    const url = await landing(next)
+    t.equal(url.origin, base, `next=${next} stays on this origin`)
+    t.equal(url.pathname, '/', `next=${next} goes to the overview`)
+  }
+  const good = await landing(encodeURIComponent('/keys'))
+  t.equal(`${good.origin}${good.pathname}`, `${base}/keys`, 'a path of the dashboard is followed')
+})

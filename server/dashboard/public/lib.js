@@ -74,6 +74,33 @@ export async function api(method, path, body, opts = {}) {
 }
 
 const nf = new Intl.NumberFormat('en')
+/**
+ * Where to go after log-in: `next` only when it is a path on this very origin. It is parsed
+ * against the origin, as the browser will: backslashes (browsers read `/\evil` as
+ * `//evil`), control characters and their percent-encodings, schemes and `//` are refused,
+ * and so is anything that resolves to another origin. Anything refused goes to the overview.
+ */
+export function safeNext(next, origin = location.origin) {
+  if (typeof next !== 'string' || !next.startsWith('/') || next.startsWith('//')) return '/'
+  let decoded = next
+  try {
+    decoded = decodeURIComponent(next)
+  } catch {
+    return '/'
+  }
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are the point
+  if (/[\\\u0000-\u001f\u007f]/.test(next) || /[\\\u0000-\u001f\u007f]/.test(decoded)) return '/'
+  if (decoded.startsWith('//')) return '/'
+  let url
+  try {
+    url = new URL(next, origin)
+  } catch {
+    return '/'
+  }
+  if (url.origin !== origin) return '/'
+  return url.pathname + url.search + url.hash
+}
+
 export const fmtNum = (n) => (n === null || n === undefined ? 'Unlimited' : nf.format(n))
 
 export function fmtBytes(n) {
@@ -214,29 +241,63 @@ export function openDialog(title, body, actions) {
   return dlg
 }
 
-export function examples(secret, origin = location.origin) {
-  const curl = `curl -X POST ${origin}/v1/namespaces \\
-  -H "x-api-key: ${secret}" -H "content-type: application/json" \\
-  -d '{"name":"demo"}'
+/**
+ * Examples that work with this very key: a read-only key's examples only read, and a key
+ * limited to some namespaces uses one of its own. `key` is { permission, namespaces }
+ * (namespaces null for all); `existing` names the account's namespaces.
+ */
+export function examples(secret, key = {}, existing = [], origin = location.origin) {
+  const header = `-H "x-api-key: ${secret}"`
+  const json = '-H "content-type: application/json"'
+  const scope = key.namespaces ?? null
+  const ns = scope
+    ? scope[0]
+    : existing.includes('demo') || existing.length === 0
+      ? 'demo'
+      : existing[0]
+  const exists = existing.includes(ns)
+  if (key.permission === 'read') {
+    const curl = [
+      `curl ${origin}/v1/namespaces ${header}`,
+      `curl ${origin}/v1/usage ${header}`,
+      exists ? `curl "${origin}/v1/${ns}?limit=10" ${header}` : null,
+    ]
+      .filter(Boolean)
+      .join('\n\n')
+    const client = `// npm install cairn-client
+import { Cairn } from 'cairn-client'
 
-curl -X PUT ${origin}/v1/demo/hello \\
-  -H "x-api-key: ${secret}" -H "content-type: application/json" \\
-  -d '{"value":{"greeting":"hi"}}'
-
-curl ${origin}/v1/demo/hello -H "x-api-key: ${secret}"`
+// This key may only read${scope ? ` (namespaces: ${scope.join(', ')})` : ''}.
+const kv = new Cairn('${secret}', { baseUrl: '${origin}/v1' })
+console.log(await kv.namespaces())${exists ? `\nfor await (const key of kv.keys('${ns}')) console.log(key)` : ''}`
+    return { curl, client }
+  }
+  const create = exists
+    ? null
+    : `curl -X POST ${origin}/v1/namespaces \\
+  ${header} ${json} \\
+  -d '{"name":"${ns}"}'`
+  const curl = [
+    create,
+    `curl -X PUT ${origin}/v1/${ns}/hello \\
+  ${header} ${json} \\
+  -d '{"value":{"greeting":"hi"}}'`,
+    `curl ${origin}/v1/${ns}/hello ${header}`,
+  ]
+    .filter(Boolean)
+    .join('\n\n')
   const client = `// npm install cairn-client
 import { Cairn } from 'cairn-client'
 
 const kv = new Cairn('${secret}', { baseUrl: '${origin}/v1' })
-await kv.createNamespace('demo')
-await kv.put('demo', 'hello', { greeting: 'hi' })
-console.log(await kv.get('demo', 'hello')) // { value, version }`
+${exists ? '' : `await kv.createNamespace('${ns}')\n`}await kv.put('${ns}', 'hello', { greeting: 'hi' })
+console.log(await kv.get('${ns}', 'hello')) // { value, version }`
   return { curl, client }
 }
 
 /** The secret, shown once, with copy buttons and examples ready to paste. */
-export function secretPanel(secret, heading) {
-  const ex = examples(secret)
+export function secretPanel(secret, heading, key, existing) {
+  const ex = examples(secret, key, existing)
   const code = (text, label) =>
     h(
       'div',

@@ -92,7 +92,23 @@ export async function render(main) {
       return false
     }
   }
-  valueField.input.addEventListener('change', validate)
+  // An error clears while the user types the fix, never at the moment they click Save: the
+  // click blurs the field first, and an error line vanishing then would move the button out
+  // from under the pointer and swallow the click. Leaving the field only ever adds an error.
+  const isJson = (text) => {
+    try {
+      JSON.parse(text)
+      return true
+    } catch {
+      return false
+    }
+  }
+  valueField.input.addEventListener('input', () => {
+    if (valueField.input.getAttribute('aria-invalid') === 'true') validate()
+  })
+  valueField.input.addEventListener('change', () => {
+    if (!isJson(valueField.input.value)) validate()
+  })
   format.addEventListener('click', () => {
     if (validate()) valueField.input.value = formatJson(valueField.input.value)
   })

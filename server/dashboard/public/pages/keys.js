@@ -18,8 +18,17 @@ export async function render(main) {
   const secretSlot = h('div', { id: 'secret-slot' })
   const listSlot = h('div')
 
-  const showSecret = (secret, heading) => {
-    secretSlot.replaceChildren(secretPanel(secret, heading))
+  const showSecret = async (secret, heading, key) => {
+    // The examples use the key's own permission and namespaces, and the namespaces as they are now.
+    const { namespaces: now } = await api('GET', '/namespaces')
+    secretSlot.replaceChildren(
+      secretPanel(
+        secret,
+        heading,
+        key,
+        now.map((n) => n.name),
+      ),
+    )
     secretSlot.querySelector('h2').setAttribute('tabindex', '-1')
     secretSlot.querySelector('h2').focus()
   }
@@ -136,7 +145,7 @@ export async function render(main) {
       async () => {
         const made = await api('POST', `/keys/${encodeURIComponent(k.id)}/rotate`)
         await refresh()
-        showSecret(made.secret, `New secret for “${k.name}”`)
+        await showSecret(made.secret, `New secret for “${k.name}”`, k)
         announce(`Key ${k.name} rotated`)
       },
     )
@@ -242,7 +251,7 @@ export async function render(main) {
     form.reset()
     syncScope()
     await refresh()
-    showSecret(made.secret, `New key “${made.key.name}”`)
+    await showSecret(made.secret, `New key “${made.key.name}”`, made.key)
     announce(`Key ${made.key.name} created`)
   })
 

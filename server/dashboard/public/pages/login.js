@@ -1,4 +1,4 @@
-import { api, errorBox, field, h, submitting } from '../lib.js'
+import { api, errorBox, field, h, safeNext, submitting } from '../lib.js'
 
 export function render(main) {
   document.title = 'Log in · Cairn'
@@ -34,8 +34,7 @@ export function render(main) {
   )
   submitting(form, errors, async (data) => {
     await api('POST', '/login', { email: data.get('email'), password: data.get('password') })
-    const next = new URLSearchParams(location.search).get('next')
-    location.assign(next?.startsWith('/') && !next.startsWith('//') ? next : '/')
+    location.assign(safeNext(new URLSearchParams(location.search).get('next')))
   })
   main.append(form)
   email.input.focus()
