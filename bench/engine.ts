@@ -9,6 +9,7 @@ import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { formatResults } from './format.js'
 
 const here = path.dirname(fileURLToPath(import.meta.url))
 const ENGINES = ['cairn', 'lmdb', 'classic-level'] as const
@@ -388,6 +389,7 @@ async function main() {
     ? existing.replace(re, block)
     : `${existing.trimEnd()}\n\n${block}\n`
   fs.writeFileSync(resultsFile, next)
+  formatResults(resultsFile)
   fs.mkdirSync(path.join(here, 'results'), { recursive: true })
   const jsonFile = path.join(
     here,

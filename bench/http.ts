@@ -9,6 +9,7 @@ import fs from 'node:fs'
 import http from 'node:http'
 import os from 'node:os'
 import path from 'node:path'
+import { formatResults } from './format.js'
 import { keyOf, writeScripts } from './http/scripts.js'
 import {
   type Server,
@@ -357,6 +358,7 @@ async function main(): Promise<number> {
     ? old.replace(/<!-- http:start -->[\s\S]*<!-- http:end -->/, section)
     : `${old.trimEnd()}\n\n${section}\n`
   fs.writeFileSync(file, next)
+  formatResults(file)
   if (bad.length) process.stderr.write(`bench:http: ${bad.length} case(s) had failed requests\n`)
   return 0
 }
