@@ -5,9 +5,9 @@ import { compactAll } from './compaction.js'
 import { EngineError, fail } from './errors.js'
 import { fsyncDir, io } from './io.js'
 import { NAMESPACES_FILE, type NamespaceTable, writeNamespaces } from './namespaces-file.js'
-import { type Namespace, type Segment, hintFile } from './parts.js'
+import { type Namespace, type Segment, type Staged, hintFile } from './parts.js'
 import { DEL, ENTRY_HEADER, PUT, REC_HEADER, checkEntry, sealEntry, sealRecord } from './record.js'
-import { type Group, SegmentLog, type Staged } from './segment-log.js'
+import { type Group, SegmentLog } from './segment-log.js'
 import { Slots } from './slots.js'
 import { ValueCache } from './value-cache.js'
 import { SortedKeys } from './sorted-keys.js'
@@ -45,8 +45,6 @@ interface Entry {
   expiresAt: number
 }
 
-const stagedKey = (nsId: number, key: string) => `${nsId}\u0000${key}`
-
 /** What repair kept and left out: a line per damaged key where one is legible, else per span. */
 export interface RepairReport {
   /** Live and superseded records read and kept. */
@@ -75,8 +73,6 @@ export class Db implements Engine {
   readonly log: SegmentLog
   version = 0
 
-  /** Staged writes not yet durable, newest per key: what conditional checks see. */
-  private inflight = new Map<string, { g: Group; st: Staged }>()
   private closed = false
   private release: () => void
   private cache: ValueCache | null
@@ -146,6 +142,7 @@ export class Db implements Engine {
       ttl: 0,
       building: null,
       changes: null,
+      staged: new Map(),
     }
     this.byName.set(name, n)
     this.byId.set(id, n)
@@ -222,8 +219,9 @@ export class Db implements Engine {
         }
         checkVersion(key, cur, ifVersion)
       }
+      const version = ++this.version
       const e: Entry = { n, key, keyLen, type: PUT, flags, bytes, expiresAt }
-      return this.commit([e], (version) => ({ version, created: cur < 0 }))
+      return this.commit(e, version, { version, created: cur < 0 })
     } catch (err) {
       return Promise.reject(err)
     }
@@ -238,7 +236,7 @@ export class Db implements Engine {
       if (opts?.ifVersion !== undefined) checkVersion(key, cur, opts.ifVersion)
       if (cur < 0) return Promise.resolve(false)
       const e: Entry = { n, key, keyLen, type: DEL, flags: 0, bytes: null, expiresAt: 0 }
-      return this.commit([e], () => true)
+      return this.commit(e, ++this.version, true)
     } catch (err) {
       return Promise.reject(err)
     }
@@ -287,8 +285,9 @@ export class Db implements Engine {
           )
         }
       }
-      if (entries.length === 0) return Promise.resolve({ version: ++this.version })
-      return this.commit(entries, (version) => ({ version }))
+      const version = ++this.version
+      if (entries.length === 0) return Promise.resolve({ version })
+      return this.commit(entries, version, { version })
     } catch (err) {
       return Promise.reject(err)
     }
@@ -314,7 +313,7 @@ export class Db implements Engine {
       if (!Number.isFinite(next)) fail('INVALID_ARGUMENT', 'the result is not a finite number')
       const { flags, bytes } = encodeValue(next)
       const e: Entry = { n, key, keyLen, type: PUT, flags, bytes, expiresAt }
-      return this.commit([e], () => next)
+      return this.commit(e, ++this.version, next)
     } catch (err) {
       return Promise.reject(err)
     }
@@ -326,38 +325,47 @@ export class Db implements Engine {
    * staged entry is seen only by the checks of later writes (latest), so conditional writes
    * stay exact with writes in flight, while reads never see what may yet fail.
    */
-  private commit<T>(entries: Entry[], result: (version: number) => T): Promise<T> {
+  private commit<T>(entries: Entry | Entry[], version: number, result: T): Promise<T> {
     this.log.checkWritable()
+    const one = !Array.isArray(entries)
     let total = REC_HEADER
-    for (const e of entries) total += ENTRY_HEADER + e.keyLen + (e.bytes ? e.bytes.length : 0)
+    if (one) total += ENTRY_HEADER + entries.keyLen + (entries.bytes ? entries.bytes.length : 0)
+    else for (const e of entries) total += ENTRY_HEADER + e.keyLen + (e.bytes ? e.bytes.length : 0)
     const g = this.log.reserve(total)
-    const version = ++this.version
     const at = g.len
-    let p = at + REC_HEADER
-    const b = g.buf
-    for (const e of entries) {
-      b.write(e.key, p + ENTRY_HEADER, e.keyLen, 'utf8')
-      const valueLen = e.bytes ? e.bytes.length : 0
-      if (e.bytes) b.set(e.bytes, p + ENTRY_HEADER + e.keyLen)
-      sealEntry(b, p, e.type, e.flags, e.keyLen, e.n.id, version, e.expiresAt, valueLen)
-      const len = ENTRY_HEADER + e.keyLen + valueLen
-      const st: Staged = {
-        nsId: e.n.id,
-        key: e.key,
-        type: e.type,
-        version,
-        expiresAt: e.expiresAt,
-        at: p,
-        len,
-      }
-      g.staged.push(st)
-      this.inflight.set(stagedKey(e.n.id, e.key), { g, st })
-      p += len
+    if (one) this.stage(g, at + REC_HEADER, entries, version)
+    else {
+      let p = at + REC_HEADER
+      for (const e of entries) p += this.stage(g, p, e, version)
     }
-    sealRecord(b, at, total - REC_HEADER, entries.length)
+    const count = one ? 1 : entries.length
+    sealRecord(g.buf, at, total - REC_HEADER, count)
     g.len = at + total
-    this.log.counters.writes += entries.length
-    return this.log.await(g, result(version))
+    this.log.counters.writes += count
+    return this.log.await(g, result)
+  }
+
+  /** Lays one entry out at `p` in the group and stages it; returns its length. */
+  private stage(g: Group, p: number, e: Entry, version: number): number {
+    const b = g.buf
+    b.write(e.key, p + ENTRY_HEADER, e.keyLen, 'utf8')
+    const valueLen = e.bytes ? e.bytes.length : 0
+    if (e.bytes) b.set(e.bytes, p + ENTRY_HEADER + e.keyLen)
+    sealEntry(b, p, e.type, e.flags, e.keyLen, e.n.id, version, e.expiresAt, valueLen)
+    const len = ENTRY_HEADER + e.keyLen + valueLen
+    const st: Staged = {
+      group: g,
+      nsId: e.n.id,
+      key: e.key,
+      type: e.type,
+      version,
+      expiresAt: e.expiresAt,
+      at: p,
+      len,
+    }
+    g.staged.push(st)
+    e.n.staged.set(e.key, st)
+    return len
   }
 
   /** A durable group's entries become visible: index, hint, value cache. */
@@ -378,9 +386,9 @@ export class Db implements Engine {
         b,
         st.at + ENTRY_HEADER,
       )
-      this.unstage(st)
       const n = this.byId.get(st.nsId)
       if (!n) continue // dropped meanwhile
+      if (n.staged.get(st.key) === st) n.staged.delete(st.key)
       if (st.type === PUT) {
         const live = this.setLive(n, st.key, seg, g.base + st.at, st.len, st.version, st.expiresAt)
         // What was just written is what is most likely read next (sessions, caches): keep it.
@@ -390,8 +398,8 @@ export class Db implements Engine {
   }
 
   private unstage(st: Staged): void {
-    const k = stagedKey(st.nsId, st.key)
-    if (this.inflight.get(k)?.st === st) this.inflight.delete(k)
+    const n = this.byId.get(st.nsId)
+    if (n !== undefined && n.staged.get(st.key) === st) n.staged.delete(st.key)
   }
 
   /**
@@ -399,9 +407,8 @@ export class Db implements Engine {
    * the index. -1 when the key is missing (deleted, or expired).
    */
   private latest(n: Namespace, key: string): number {
-    const f = this.inflight.size > 0 ? this.inflight.get(stagedKey(n.id, key)) : undefined
-    if (f) {
-      const { st } = f
+    const st = n.staged.size > 0 ? n.staged.get(key) : undefined
+    if (st) {
       if (st.type !== PUT || (st.expiresAt !== 0 && st.expiresAt <= Date.now())) return -1
       return st.version
     }
@@ -410,18 +417,18 @@ export class Db implements Engine {
   }
 
   private latestValue(n: Namespace, key: string): unknown {
-    const f = this.inflight.get(stagedKey(n.id, key))
-    if (f) {
-      const b = f.g.buf
-      const keyLen = b.readUInt16LE(f.st.at + 6)
-      return decodeValue(b[f.st.at + 5]!, b, f.st.at + ENTRY_HEADER + keyLen, f.st.at + f.st.len)
+    const st = n.staged.get(key)
+    if (st) {
+      const b = st.group.buf
+      const keyLen = b.readUInt16LE(st.at + 6)
+      return decodeValue(b[st.at + 5]!, b, st.at + ENTRY_HEADER + keyLen, st.at + st.len)
     }
     return this.readValue(this.liveSlot(n, key))
   }
 
   private latestExpiry(n: Namespace, key: string): number {
-    const f = this.inflight.get(stagedKey(n.id, key))
-    return f ? f.st.expiresAt : this.slots.expires[this.liveSlot(n, key)]!
+    const st = n.staged.get(key)
+    return st ? st.expiresAt : this.slots.expires[this.liveSlot(n, key)]!
   }
 
   // ---- index ----

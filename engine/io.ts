@@ -130,6 +130,16 @@ export const io = {
     check('truncate', fd)
     fs.ftruncateSync(fd, len)
   },
+  /** Cuts a closed file to `len` bytes, durably. */
+  truncateFileSync(file: string, len: number): void {
+    const fd = io.openSync(file, 'r+')
+    try {
+      io.ftruncateSync(fd, len)
+      io.fsyncSync(fd)
+    } finally {
+      io.closeSync(fd)
+    }
+  },
   renameSync(from: string, to: string): void {
     check('rename', to)
     fs.renameSync(from, to)

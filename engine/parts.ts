@@ -16,6 +16,22 @@ export interface Namespace {
   building: Promise<void> | null
   /** Keys written or removed during that build (see sorted-build.ts). */
   changes: Map<string, true> | null
+  /** Writes staged but not yet durable, newest per key: what conditional checks see. */
+  staged: Map<string, Staged>
+}
+
+/** An entry staged in a group; the key directory applies it once the group is durable. */
+export interface Staged {
+  nsId: number
+  key: string
+  type: number
+  version: number
+  expiresAt: number
+  /** Where the entry starts in its group's buffer. */
+  at: number
+  len: number
+  /** The group it is in (its buffer may be replaced while the group grows). */
+  group: { buf: Buffer }
 }
 
 export interface Segment {

@@ -128,15 +128,7 @@ export function recover(db: Db, repair: boolean): { dropped: Dropped[]; kept: nu
         empty.push(id)
         continue
       }
-      if (scan.validEnd < buf.length) {
-        const fd = io.openSync(file, 'r+')
-        try {
-          io.ftruncateSync(fd, scan.validEnd)
-          io.fsyncSync(fd)
-        } finally {
-          io.closeSync(fd)
-        }
-      }
+      if (scan.validEnd < buf.length) io.truncateFileSync(file, scan.validEnd)
       entries = scan.entries
       baseVersion = scan.header.baseVersion
       end = scan.validEnd
@@ -218,15 +210,7 @@ function checkAgainstManifest(dir: string, m: Manifest, ids: Set<number>): void 
         'CORRUPT',
         `${name} is cut short: ${size} bytes, sealed at ${s.size} (damage from offset ${size}); ${openWith(dir)}`,
       )
-    if (size > s.size) {
-      const fd = io.openSync(file, 'r+')
-      try {
-        io.ftruncateSync(fd, s.size)
-        io.fsyncSync(fd)
-      } finally {
-        io.closeSync(fd)
-      }
-    }
+    if (size > s.size) io.truncateFileSync(file, s.size)
   }
   if (m.active !== 0 && !ids.has(m.active) && ![...ids].some((id) => id > m.active))
     throw new EngineError(

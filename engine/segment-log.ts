@@ -9,25 +9,13 @@ import { EngineError } from './errors.js'
 import { HintBuilder, writeHint } from './hint.js'
 import { errnoOf, fsyncDir, io } from './io.js'
 import { type SealedSegment, hintCrcOf, writeManifest } from './manifest.js'
-import { type Segment, hintFile, segmentFile } from './parts.js'
+import { type Segment, type Staged, hintFile, segmentFile } from './parts.js'
 import { SEG_HEADER, segmentHeader } from './record.js'
 import type { Durability, EngineHealth } from './types.js'
 
 const GROUP_BUFFER = 256 * 1024
 const RETRY_FIRST_MS = 200
 const RETRY_MAX_MS = 5000
-
-/** An entry staged in a group; the key directory applies it once the group is durable. */
-export interface Staged {
-  nsId: number
-  key: string
-  type: number
-  version: number
-  expiresAt: number
-  /** Where the entry starts in the group's buffer. */
-  at: number
-  len: number
-}
 
 /** Writes accepted together and written with one write call, then one fdatasync. */
 export interface Group {
