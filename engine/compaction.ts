@@ -25,12 +25,13 @@ import {
   segmentFile,
 } from './parts.js'
 import {
+  DEL,
   ENTRY_HEADER,
-  PUT,
   copyBytes,
   REC_HEADER,
   SEG_COMPACTED,
   checkRecord,
+  sealEntry,
   SEG_HEADER,
   sealRecord,
   segmentHeader,
@@ -51,6 +52,7 @@ interface Output {
   baseVersion: number
   /** The checksum its hint ends with, for the manifest. */
   hintCrc: number
+  minVersion: number
 }
 
 /** Index entries to move once the outputs are durable, in parallel arrays. */
@@ -179,10 +181,10 @@ function scratchFor(db: Db): Scratch {
 }
 
 /** One pass over all sealed segments. Resolves true when it replaced them. */
-export async function compactAll(db: Db): Promise<boolean> {
+export async function compactAll(db: Db, full = true): Promise<boolean> {
   const sc = scratchFor(db)
   try {
-    return await pass(db, sc)
+    return await pass(db, sc, full)
   } finally {
     if (db.isClosed()) scratches.delete(db)
     else {
@@ -197,11 +199,54 @@ export async function compactAll(db: Db): Promise<boolean> {
   }
 }
 
-async function pass(db: Db, sc: Scratch): Promise<boolean> {
+/** Marks, in the offset map, an entry found expired during the walk. */
+const EXPIRED = 0xffffffff
+
+/**
+ * The sealed segments a pass rewrites. A full pass takes them all. Otherwise, as Bitcask
+ * merges do, the ones with most garbage first: every segment at least half dead (rewriting
+ * it copies no more than it frees), then more of the deadest while dead bytes are still over
+ * 15% of the disk. Passes start when a fifth of the disk is dead, so space stays under 1.5x
+ * the live bytes even with the garbage written while a pass runs. A pass over data that
+ * is 10% dead and evenly spread rewrites nothing.
+ */
+export function chooseSegments(sealed: Segment[], full: boolean): Segment[] {
+  if (full) return sealed
+  const body = (s: Segment) => Math.max(0, s.end - SEG_HEADER)
+  const dead = (s: Segment) => Math.max(0, body(s) - s.live)
+  const ratio = (s: Segment) => (body(s) === 0 ? 1 : dead(s) / body(s))
+  let disk = 0
+  let garbage = 0
+  for (const s of sealed) {
+    disk += body(s)
+    garbage += dead(s)
+  }
+  const chosen: Segment[] = []
+  for (const s of [...sealed].sort((a, b) => ratio(b) - ratio(a))) {
+    if (ratio(s) < 0.5 && garbage <= disk * 0.15) break
+    if (dead(s) === 0 && body(s) > 0) break
+    chosen.push(s)
+    garbage -= dead(s)
+    disk -= dead(s)
+  }
+  return chosen.sort((a, b) => a.id - b.id)
+}
+
+async function pass(db: Db, sc: Scratch, full: boolean): Promise<boolean> {
   if (db.active.end > SEG_HEADER) db.rotate()
   await db.drain()
-  const old = [...db.segments.values()].filter((s) => s !== db.active).sort((a, b) => a.id - b.id)
+  const sealed = [...db.segments.values()]
+    .filter((s) => s !== db.active)
+    .sort((a, b) => a.id - b.id)
+  const old = chooseSegments(sealed, full)
   if (old.length === 0) return false
+  // A tombstone (or an expired put, which acts as one) may be dropped only when no segment
+  // left out of this pass can hold an older copy of its key (FORMAT.md, "Compaction").
+  const chosenIds = new Set(old.map((o) => o.id))
+  let oldestElsewhere = Number.POSITIVE_INFINITY
+  for (const seg of sealed)
+    if (!chosenIds.has(seg.id) && seg.minVersion < oldestElsewhere) oldestElsewhere = seg.minVersion
+  const mayShadow = (version: number) => oldestElsewhere < version
   const s = db.slots
   const moves = sc.moves
   /** Keys found expired in the walk: not copied, dropped from the index after the swap. */
@@ -282,7 +327,7 @@ async function pass(db: Db, sc: Scratch): Promise<boolean> {
                   n,
                   buf.toString('utf8', q - b + ENTRY_HEADER, q - b + len - valueLen),
                 ])
-              at[q >>> 5] = 0
+              at[q >>> 5] = EXPIRED
             } else live++
           } else at[q >>> 5] = 0
           q += len
@@ -296,14 +341,20 @@ async function pass(db: Db, sc: Scratch): Promise<boolean> {
             addCopied(o, buf, q - b, len, moved + q, slot, seg.id, q, moves)
             q += len
           }
-        } else if (live > 0) {
+        } else if (live > 0 || oldestElsewhere !== Number.POSITIVE_INFINITY) {
           for (let i = 0, q = p + REC_HEADER; i < count; i++) {
-            const len = ENTRY_HEADER + buf.readUInt16LE(q - b + 6) + buf.readUInt32LE(q - b + 28)
-            const slot = at[q >>> 5]! - 1
-            if (slot >= 0) {
+            const keyLen = buf.readUInt16LE(q - b + 6)
+            const len = ENTRY_HEADER + keyLen + buf.readUInt32LE(q - b + 28)
+            const mark = at[q >>> 5]!
+            if (mark === EXPIRED) {
+              if (mayShadow(buf.readDoubleLE(q - b + 12))) appendTombstone(room, buf, q - b, keyLen)
+            } else if (mark > 0) {
               const o = room(REC_HEADER + len)
               const to = appendEntry(o, buf, q - b, len)
-              addCopied(o, buf, q - b, len, to, slot, seg.id, q, moves)
+              addCopied(o, buf, q - b, len, to, mark - 1, seg.id, q, moves)
+            } else if (buf[q - b + 4] === DEL && keepTombstone(db, buf, q - b, keyLen, mayShadow)) {
+              const o = room(REC_HEADER + len)
+              noteEntry(o, buf, q - b, len, appendEntry(o, buf, q - b, len))
             }
             q += len
           }
@@ -357,6 +408,7 @@ async function pass(db: Db, sc: Scratch): Promise<boolean> {
       sealed: true,
       unsynced: false,
       baseVersion: o.baseVersion,
+      minVersion: o.minVersion,
     }
     db.segments.set(o.id, seg)
     byId.set(o.id, seg)
@@ -397,6 +449,7 @@ async function pass(db: Db, sc: Scratch): Promise<boolean> {
       }
     }
   }
+  db.noteCompacted(outputs.reduce((n, o) => n + o.size, 0))
   // The manifest names the outputs instead of the old segments before any of those goes.
   const before = new Map(db.log.sealed)
   for (const seg of old) db.log.sealed.delete(seg.id)
@@ -430,6 +483,60 @@ async function pass(db: Db, sc: Scratch): Promise<boolean> {
   return true
 }
 
+/**
+ * Whether a tombstone must be carried into the output: its namespace still exists, its key
+ * was not written again since, and a segment left out of the pass may hold an older copy.
+ */
+function keepTombstone(
+  db: Db,
+  buf: Buffer,
+  q: number,
+  keyLen: number,
+  mayShadow: (version: number) => boolean,
+): boolean {
+  const version = buf.readDoubleLE(q + 12)
+  if (!mayShadow(version)) return false
+  const n = db.byId.get(buf.readUInt32LE(q + 8))
+  if (!n) return false
+  const slot = n.map.get(buf.toString('utf8', q + ENTRY_HEADER, q + ENTRY_HEADER + keyLen))
+  return slot === undefined || db.slots.version[slot]! < version
+}
+
+/** Writes a tombstone, at the expired put's version, in place of an expired put. */
+function appendTombstone(
+  room: (bytes: number) => Output,
+  buf: Buffer,
+  q: number,
+  keyLen: number,
+): void {
+  const len = ENTRY_HEADER + keyLen
+  const o = room(REC_HEADER + len)
+  const at = reserve(o, REC_HEADER + len)
+  copyBytes(buf, q + ENTRY_HEADER, q + len, o.buf, at + REC_HEADER + ENTRY_HEADER)
+  const version = buf.readDoubleLE(q + 12)
+  sealEntry(o.buf, at + REC_HEADER, DEL, 0, keyLen, buf.readUInt32LE(q + 8), version, 0, 0)
+  sealRecord(o.buf, at, len, 1)
+  noteEntry(o, o.buf, at + REC_HEADER, len, o.size - len)
+}
+
+/** Adds the entry now at `at` in `o` (its bytes as in buf at q) to the output's hint. */
+function noteEntry(o: Output, buf: Buffer, q: number, len: number, at: number): void {
+  const version = buf.readDoubleLE(q + 12)
+  if (version < o.minVersion) o.minVersion = version
+  o.hint.add(
+    buf[q + 4]!,
+    buf[q + 5]!,
+    buf.readUInt16LE(q + 6),
+    buf.readUInt32LE(q + 8),
+    version,
+    buf.readDoubleLE(q + 20),
+    at,
+    len,
+    buf,
+    q + ENTRY_HEADER,
+  )
+}
+
 /** Notes an entry copied into `o` at `at`: its hint, and the index move to make later. */
 function addCopied(
   o: Output,
@@ -442,18 +549,7 @@ function addCopied(
   fromOff: number,
   moves: Moves,
 ): void {
-  o.hint.add(
-    PUT,
-    buf[q + 5]!,
-    buf.readUInt16LE(q + 6),
-    buf.readUInt32LE(q + 8),
-    buf.readDoubleLE(q + 12),
-    buf.readDoubleLE(q + 20),
-    at,
-    len,
-    buf,
-    q + ENTRY_HEADER,
-  )
+  noteEntry(o, buf, q, len, at)
   moves.push(slot, fromSeg, fromOff, o.id, at)
 }
 
@@ -513,6 +609,7 @@ function startOutput(db: Db, sc: Scratch): Output {
     len: 0,
     baseVersion,
     hintCrc: 0,
+    minVersion: Number.POSITIVE_INFINITY,
   }
 }
 

@@ -79,9 +79,17 @@ export class Db implements Engine {
   private timer: NodeJS.Timeout | null = null
   private compacting: Promise<void> | null = null
   private compactAgain = false
+  /** A full pass was asked for (by compact()) and has not started yet. */
+  private wantFull = false
   /** Set when compaction met a damaged record: it stops until the directory is repaired. */
   damaged: EngineError | null = null
-  private counters = { compactions: 0, cacheHits: 0, cacheMisses: 0, corruptReads: 0 }
+  private counters = {
+    compactions: 0,
+    compactedBytes: 0,
+    cacheHits: 0,
+    cacheMisses: 0,
+    corruptReads: 0,
+  }
 
   constructor(cfg: DbConfig) {
     this.dir = cfg.dir
@@ -373,6 +381,7 @@ export class Db implements Engine {
     const seg = g.seg
     const b = g.buf
     for (const st of g.staged) {
+      if (st.version < seg.minVersion) seg.minVersion = st.version
       const keyLen = b.readUInt16LE(st.at + 6)
       seg.hint?.add(
         st.type,
@@ -576,6 +585,11 @@ export class Db implements Engine {
     return decodeValue(b[5]!, b, ENTRY_HEADER + keyLen, b.length)
   }
 
+  /** Counts what a compaction pass wrote. */
+  noteCompacted(bytes: number): void {
+    this.counters.compactedBytes += bytes
+  }
+
   /** Counts a read (or compaction) that met a damaged record. */
   noteCorrupt(): void {
     this.counters.corruptReads++
@@ -701,36 +715,52 @@ export class Db implements Engine {
   private maybeCompact(): void {
     if (this.options.autoCompact === false || this.compacting || this.closed) return
     const { diskBytes, deadBytes } = this.stats()
-    const ratio = this.options.compactionDeadRatio ?? 0.5
+    const ratio = this.options.compactionDeadRatio ?? 0.2
     const min = this.options.compactionMinDeadBytes ?? 16 * 1024 * 1024
-    if (deadBytes >= min && deadBytes > diskBytes * ratio) void this.compact().catch(() => {})
+    // A pass started here rewrites only the segments with most garbage (chooseSegments).
+    if (deadBytes >= min && deadBytes > diskBytes * ratio)
+      void this.compact({ full: false }).catch(() => {})
   }
 
-  compact(): Promise<void> {
+  /**
+   * Reclaims the space of overwritten, deleted and expired data. By default every sealed
+   * segment is rewritten (what an operator asks for); `full: false` rewrites only those with
+   * most garbage, as the automatic passes do.
+   */
+  compact(opts?: { full?: boolean }): Promise<void> {
+    const full = opts?.full !== false
     try {
       this.checkOpen()
     } catch (err) {
       return Promise.reject(err)
     }
+    if (full) this.wantFull = true
     if (this.compacting) {
       // A pass already running may have started before the caller's latest writes.
-      this.compactAgain = true
+      if (full) this.compactAgain = true
       return this.compacting
     }
     this.compacting = (async () => {
       try {
         do {
           this.compactAgain = false
+          const whole = this.wantFull
+          this.wantFull = false
           await this.drain()
           if (this.closed) return
           if (this.damaged) throw this.damaged
-          if (await compactAll(this)) this.counters.compactions++
+          if (await compactAll(this, whole)) this.counters.compactions++
         } while (this.compactAgain && !this.closed)
       } finally {
         this.compacting = null
       }
     })()
     return this.compacting
+  }
+
+  /** Resolves once no compaction pass is running (a pass may start again at any write). */
+  async compactionSettled(): Promise<void> {
+    while (this.compacting) await this.compacting.catch(() => {})
   }
 
   isClosed(): boolean {

@@ -52,6 +52,11 @@ export interface Segment {
   unsynced: boolean
   /** The database version when the segment was started (kept in its header and hint). */
   baseVersion: number
+  /**
+   * The lowest version of any entry in it (Infinity while empty): a tombstone newer than
+   * this may shadow something here, so compaction keeps it while this segment stays.
+   */
+  minVersion: number
 }
 
 const pad = (id: number) => String(id).padStart(8, '0')

@@ -152,12 +152,14 @@ export function recover(db: Db, repair: boolean): { dropped: Dropped[]; kept: nu
       sealed: true,
       unsynced: false,
       baseVersion,
+      minVersion: Number.POSITIVE_INFINITY,
     }
     db.segments.set(id, seg)
     if (id >= db.log.nextSegId) db.log.nextSegId = id + 1
     const visit: EntryVisitor = (type, nsId, key, version, expiresAt, off, len) => {
       kept++
       if (version > maxVersion) maxVersion = version
+      if (version < seg.minVersion) seg.minVersion = version
       apply(db, tombs, seg, type, nsId, key, version, expiresAt, off, len, now)
     }
     if (hint) forEachHintEntry(hint, visit)

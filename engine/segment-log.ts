@@ -160,6 +160,7 @@ export class SegmentLog {
       sealed: false,
       unsynced: true,
       baseVersion,
+      minVersion: Number.POSITIVE_INFINITY,
     }
     this.segments.set(id, seg)
     this.dirDirty = true

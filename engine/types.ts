@@ -15,7 +15,7 @@ export interface OpenOptions {
   segmentBytes?: number
   /** Size of the LRU cache of decoded hot values. Default 64 MiB; 0 turns it off. */
   cacheBytes?: number
-  /** Compaction starts when dead bytes pass this share of the log (0..1). Default 0.5. */
+  /** Compaction starts when dead bytes pass this share of the log (0..1). Default 0.2. */
   compactionDeadRatio?: number
   /** ...and dead bytes pass this many bytes. Default 16 MiB. */
   compactionMinDeadBytes?: number
@@ -104,6 +104,8 @@ export interface EngineStats {
   deadBytes: number
   segments: number
   compactions: number
+  /** Bytes compaction has written (its cost: what it copied to reclaim the rest). */
+  compactedBytes: number
   writes: number
   fsyncs: number
   /** Total and last fsync durations, for latency metrics. */
@@ -163,7 +165,8 @@ export interface Engine {
   stats(): EngineStats
   /** Synchronous and cheap: whether writes are taken now. */
   health(): EngineHealth
-  compact(): Promise<void>
+  /** Reclaims dead space; `full: false` rewrites only the segments with most garbage. */
+  compact(opts?: { full?: boolean }): Promise<void>
   flush(): Promise<void>
   backup(toDir: string): Promise<void>
   close(): Promise<void>
