@@ -127,7 +127,7 @@ async function liveSlotsBySegment(
   old: Segment[],
   tick: () => Promise<void>,
 ): Promise<SlotList[]> {
-  const s = db.slots
+  const s = db.keydir.slots
   let maxId = 0
   for (const seg of old) maxId = Math.max(maxId, seg.id)
   const which = new Int32Array(maxId + 1).fill(-1)
@@ -247,7 +247,7 @@ async function pass(db: Db, sc: Scratch, full: boolean): Promise<boolean> {
   for (const seg of sealed)
     if (!chosenIds.has(seg.id) && seg.minVersion < oldestElsewhere) oldestElsewhere = seg.minVersion
   const mayShadow = (version: number) => oldestElsewhere < version
-  const s = db.slots
+  const s = db.keydir.slots
   const moves = sc.moves
   /** Keys found expired in the walk: not copied, dropped from the index after the swap. */
   const expired: [Namespace, string][] = []
@@ -321,7 +321,7 @@ async function pass(db: Db, sc: Scratch, full: boolean): Promise<boolean> {
           if (slot >= 0 && s.seg[slot] === seg.id && s.off[slot] === q && s.len[slot] === len) {
             const exp = s.expires[slot]!
             if (exp !== 0 && exp <= now) {
-              const n = db.byId.get(buf.readUInt32LE(q - b + 8))
+              const n = db.keydir.byId.get(buf.readUInt32LE(q - b + 8))
               if (n)
                 expired.push([
                   n,
@@ -415,13 +415,13 @@ async function pass(db: Db, sc: Scratch, full: boolean): Promise<boolean> {
   }
   const swapTick = slicer(db)
   for (let i = 0; i < moves.n; i++) {
-    const slot = moves.slot[i]!
-    if (s.seg[slot] === moves.fromSeg[i] && s.off[slot] === moves.fromOff[i]) {
-      db.segments.get(moves.fromSeg[i]!)!.live -= s.len[slot]!
-      s.seg[slot] = moves.toSeg[i]!
-      s.off[slot] = moves.toOff[i]!
-      byId.get(moves.toSeg[i]!)!.live += s.len[slot]!
-    }
+    db.keydir.relocate(
+      moves.slot[i]!,
+      moves.fromSeg[i]!,
+      moves.fromOff[i]!,
+      byId.get(moves.toSeg[i]!)!,
+      moves.toOff[i]!,
+    )
     if ((i & 1023) === 0) {
       try {
         await swapTick()
@@ -434,7 +434,7 @@ async function pass(db: Db, sc: Scratch, full: boolean): Promise<boolean> {
   const oldIds = new Set(old.map((o) => o.id))
   for (const [n, key] of expired) {
     const slot = n.map.get(key)
-    if (slot !== undefined && oldIds.has(s.seg[slot]!)) db.remove(n, key)
+    if (slot !== undefined && oldIds.has(s.seg[slot]!)) db.keydir.remove(n, key)
   }
 
   // Nothing may point at the old segments any more; should anything still, they stay.
@@ -496,10 +496,10 @@ function keepTombstone(
 ): boolean {
   const version = buf.readDoubleLE(q + 12)
   if (!mayShadow(version)) return false
-  const n = db.byId.get(buf.readUInt32LE(q + 8))
+  const n = db.keydir.byId.get(buf.readUInt32LE(q + 8))
   if (!n) return false
   const slot = n.map.get(buf.toString('utf8', q + ENTRY_HEADER, q + ENTRY_HEADER + keyLen))
-  return slot === undefined || db.slots.version[slot]! < version
+  return slot === undefined || db.keydir.slots.version[slot]! < version
 }
 
 /** Writes a tombstone, at the expired put's version, in place of an expired put. */

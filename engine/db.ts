@@ -8,9 +8,8 @@ import { NAMESPACES_FILE, type NamespaceTable, writeNamespaces } from './namespa
 import { type Namespace, type Segment, type Staged, hintFile } from './parts.js'
 import { DEL, ENTRY_HEADER, PUT, REC_HEADER, checkEntry, sealEntry, sealRecord } from './record.js'
 import { type Group, SegmentLog } from './segment-log.js'
-import { Slots } from './slots.js'
+import { KeyDir } from './keydir.js'
 import { ValueCache } from './value-cache.js'
-import { SortedKeys } from './sorted-keys.js'
 import type {
   BatchOp,
   BatchOptions,
@@ -27,7 +26,6 @@ import type {
   PutOptions,
   PutResult,
 } from './types.js'
-import { compareKeys } from './utf8.js'
 import { decodeValue, encodeValue } from './values.js'
 
 const MAX_KEY_BYTES = 512
@@ -66,9 +64,8 @@ export class Db implements Engine {
   /** What `repair: true` left out when opening; empty when nothing was damaged. */
   repairReport: RepairReport = { kept: 0, dropped: [] }
 
-  slots = new Slots()
-  byName = new Map<string, Namespace>()
-  byId = new Map<number, Namespace>()
+  /** Every live key and where its record is (keydir.ts). */
+  readonly keydir: KeyDir
   table: NamespaceTable = { nextId: 1, list: [] }
   readonly log: SegmentLog
   version = 0
@@ -107,6 +104,7 @@ export class Db implements Engine {
       idle: () => this.maybeCompact(),
     })
     this.log.version = () => this.version
+    this.keydir = new KeyDir(this.log.segments, this.cache)
     if (this.durability === 'interval') {
       this.timer = setInterval(
         () => void this.log.syncDirty().catch(() => {}),
@@ -132,45 +130,21 @@ export class Db implements Engine {
   async createNamespace(ns: string): Promise<boolean> {
     this.checkOpen()
     checkName(ns)
-    if (this.byName.has(ns)) return false
+    if (this.keydir.byName.has(ns)) return false
     this.log.checkWritable()
     const id = this.table.nextId
     this.saveNamespaces({ nextId: id + 1, list: [...this.table.list, [id, ns]] })
-    this.addNamespace(id, ns)
+    this.keydir.addNamespace(id, ns)
     return true
-  }
-
-  addNamespace(id: number, name: string): Namespace {
-    const n: Namespace = {
-      id,
-      name,
-      map: new Map(),
-      keys: new SortedKeys(),
-      bytes: 0,
-      ttl: 0,
-      building: null,
-      changes: null,
-      staged: new Map(),
-    }
-    this.byName.set(name, n)
-    this.byId.set(id, n)
-    return n
   }
 
   async dropNamespace(ns: string): Promise<boolean> {
     this.checkOpen()
-    const n = this.byName.get(ns)
+    const n = this.keydir.byName.get(ns)
     if (!n) return false
     this.log.checkWritable()
     this.saveNamespaces({ ...this.table, list: this.table.list.filter(([id]) => id !== n.id) })
-    this.byName.delete(ns)
-    this.byId.delete(n.id)
-    for (const slot of n.map.values()) {
-      this.unlive(slot)
-      this.cache?.delete(slot)
-      this.slots.release(slot)
-    }
-    n.map.clear()
+    this.keydir.dropNamespace(n)
     return true
   }
 
@@ -185,23 +159,23 @@ export class Db implements Engine {
   }
 
   hasNamespace(ns: string): boolean {
-    return this.byName.has(ns)
+    return this.keydir.byName.has(ns)
   }
 
   namespaces(): NamespaceInfo[] {
     const out: NamespaceInfo[] = []
-    for (const n of this.byName.values())
+    for (const n of this.keydir.byName.values())
       out.push({ name: n.name, keys: n.map.size, bytes: n.bytes })
     return out
   }
 
   namespaceStats(ns: string): NamespaceInfo | undefined {
-    const n = this.byName.get(ns)
+    const n = this.keydir.byName.get(ns)
     return n ? { name: n.name, keys: n.map.size, bytes: n.bytes } : undefined
   }
 
   private ns(name: string): Namespace {
-    const n = this.byName.get(name)
+    const n = this.keydir.byName.get(name)
     if (!n)
       throw new EngineError(
         'NAMESPACE_NOT_FOUND',
@@ -395,19 +369,27 @@ export class Db implements Engine {
         b,
         st.at + ENTRY_HEADER,
       )
-      const n = this.byId.get(st.nsId)
+      const n = this.keydir.byId.get(st.nsId)
       if (!n) continue // dropped meanwhile
       if (n.staged.get(st.key) === st) n.staged.delete(st.key)
       if (st.type === PUT) {
-        const live = this.setLive(n, st.key, seg, g.base + st.at, st.len, st.version, st.expiresAt)
+        const live = this.keydir.setLive(
+          n,
+          st.key,
+          seg,
+          g.base + st.at,
+          st.len,
+          st.version,
+          st.expiresAt,
+        )
         // What was just written is what is most likely read next (sessions, caches): keep it.
         this.cache?.set(live, b, st.at, st.len)
-      } else this.remove(n, st.key)
+      } else this.keydir.remove(n, st.key)
     }
   }
 
   private unstage(st: Staged): void {
-    const n = this.byId.get(st.nsId)
+    const n = this.keydir.byId.get(st.nsId)
     if (n !== undefined && n.staged.get(st.key) === st) n.staged.delete(st.key)
   }
 
@@ -421,8 +403,8 @@ export class Db implements Engine {
       if (st.type !== PUT || (st.expiresAt !== 0 && st.expiresAt <= Date.now())) return -1
       return st.version
     }
-    const slot = this.liveSlot(n, key)
-    return slot < 0 ? -1 : this.slots.version[slot]!
+    const slot = this.keydir.liveSlot(n, key)
+    return slot < 0 ? -1 : this.keydir.slots.version[slot]!
   }
 
   private latestValue(n: Namespace, key: string): unknown {
@@ -432,91 +414,12 @@ export class Db implements Engine {
       const keyLen = b.readUInt16LE(st.at + 6)
       return decodeValue(b[st.at + 5]!, b, st.at + ENTRY_HEADER + keyLen, st.at + st.len)
     }
-    return this.readValue(this.liveSlot(n, key))
+    return this.readValue(this.keydir.liveSlot(n, key))
   }
 
   private latestExpiry(n: Namespace, key: string): number {
     const st = n.staged.get(key)
-    return st ? st.expiresAt : this.slots.expires[this.liveSlot(n, key)]!
-  }
-
-  // ---- index ----
-
-  /** The key's slot when it holds an unexpired value, else -1 (dropping an expired one). */
-  liveSlot(n: Namespace, key: string): number {
-    const slot = n.map.get(key)
-    if (slot === undefined) return -1
-    const exp = this.slots.expires[slot]
-    if (exp !== 0 && exp <= Date.now()) {
-      this.remove(n, key)
-      return -1
-    }
-    return slot
-  }
-
-  /** Points the key at a record; used by writes, recovery and compaction alike. */
-  setLive(
-    n: Namespace,
-    key: string,
-    seg: Segment,
-    off: number,
-    len: number,
-    version: number,
-    expiresAt: number,
-    /** While opening, the sorted key list is built once at the end instead. */
-    recovering = false,
-    /** The key's current slot when the caller has just looked it up. */
-    current: number | undefined = n.map.get(key),
-  ): number {
-    const s = this.slots
-    let slot = current
-    if (slot === undefined) {
-      slot = s.alloc()
-      n.map.set(key, slot)
-      if (!recovering) this.keyAdded(n, key)
-    } else {
-      this.cache?.delete(slot)
-      this.unlive(slot)
-      n.bytes -= s.len[slot]! - ENTRY_HEADER
-      if (s.expires[slot] !== 0) n.ttl--
-    }
-    s.seg[slot] = seg.id
-    s.off[slot] = off
-    s.len[slot] = len
-    s.version[slot] = version
-    s.expires[slot] = expiresAt
-    seg.live += len
-    n.bytes += len - ENTRY_HEADER
-    if (expiresAt !== 0) n.ttl++
-    return slot
-  }
-
-  /** Keeps the sorted list in step, or notes the key while it is being built after open. */
-  private keyAdded(n: Namespace, key: string): void {
-    if (n.changes) n.changes.set(key, true)
-    else n.keys.insert(key)
-  }
-
-  private keyRemoved(n: Namespace, key: string): void {
-    if (n.changes) n.changes.set(key, true)
-    else n.keys.remove(key)
-  }
-
-  remove(n: Namespace, key: string, recovering = false): void {
-    const slot = n.map.get(key)
-    if (slot === undefined) return
-    this.unlive(slot)
-    n.bytes -= this.slots.len[slot]! - ENTRY_HEADER
-    if (this.slots.expires[slot] !== 0) n.ttl--
-    n.map.delete(key)
-    if (!recovering) this.keyRemoved(n, key)
-    this.cache?.delete(slot)
-    this.slots.release(slot)
-  }
-
-  private unlive(slot: number): void {
-    const seg = this.segments.get(this.slots.seg[slot])
-    if (seg) seg.live -= this.slots.len[slot]
+    return st ? st.expiresAt : this.keydir.slots.expires[this.keydir.liveSlot(n, key)]!
   }
 
   // ---- reads ----
@@ -534,13 +437,13 @@ export class Db implements Engine {
     this.checkOpen()
     const n = this.ns(ns)
     if (typeof key !== 'string') fail('INVALID_ARGUMENT', 'key must be a string')
-    const slot = this.liveSlot(n, key)
+    const slot = this.keydir.liveSlot(n, key)
     if (slot < 0) return undefined
     const value = this.readValue(slot)
-    const exp = this.slots.expires[slot]!
+    const exp = this.keydir.slots.expires[slot]!
     return exp !== 0
-      ? { value, version: this.slots.version[slot]!, expiresAt: exp }
-      : { value, version: this.slots.version[slot]! }
+      ? { value, version: this.keydir.slots.version[slot]!, expiresAt: exp }
+      : { value, version: this.keydir.slots.version[slot]! }
   }
 
   stat(
@@ -551,9 +454,9 @@ export class Db implements Engine {
       this.checkOpen()
       const n = this.ns(ns)
       if (typeof key !== 'string') fail('INVALID_ARGUMENT', 'key must be a string')
-      const slot = this.liveSlot(n, key)
+      const slot = this.keydir.liveSlot(n, key)
       if (slot < 0) return Promise.resolve(undefined)
-      const s = this.slots
+      const s = this.keydir.slots
       const exp = s.expires[slot]
       return Promise.resolve(
         exp !== 0
@@ -575,7 +478,11 @@ export class Db implements Engine {
     let b = cache?.get(slot)
     if (b !== undefined) this.counters.cacheHits++
     else {
-      b = this.readEntry(this.slots.seg[slot]!, this.slots.off[slot]!, this.slots.len[slot]!)
+      b = this.readEntry(
+        this.keydir.slots.seg[slot]!,
+        this.keydir.slots.off[slot]!,
+        this.keydir.slots.len[slot]!,
+      )
       if (cache) {
         this.counters.cacheMisses++
         cache.set(slot, b, 0, b.length)
@@ -626,71 +533,12 @@ export class Db implements Engine {
       if (!Number.isInteger(limit) || limit < 1)
         fail('INVALID_ARGUMENT', 'limit must be a positive integer')
       const res = opts?.reverse
-        ? this.scanBack(n, prefix, after, limit)
-        : this.scan(n, prefix, after, limit)
+        ? this.keydir.scanBack(n, prefix, after, limit)
+        : this.keydir.scan(n, prefix, after, limit)
       return Promise.resolve(res)
     } catch (err) {
       return Promise.reject(err)
     }
-  }
-
-  private scan(n: Namespace, prefix: string, after: string | undefined, limit: number): ListResult {
-    const chunks = n.keys.chunks
-    let [ci, i] =
-      after !== undefined && compareKeys(after, prefix) >= 0
-        ? n.keys.seek(after, true)
-        : n.keys.seek(prefix, false)
-    const keys: string[] = []
-    const now = n.ttl > 0 ? Date.now() : 0
-    const s = this.slots
-    for (; ci < chunks.length; ci++, i = 0) {
-      const chunk = chunks[ci]
-      for (; i < chunk.length; i++) {
-        const k = chunk[i]
-        if (prefix && !k.startsWith(prefix)) return { keys }
-        if (now) {
-          const e = s.expires[n.map.get(k)!]
-          if (e !== 0 && e <= now) continue
-        }
-        if (keys.length === limit) return { keys, next: keys[limit - 1] }
-        keys.push(k)
-      }
-    }
-    return { keys }
-  }
-
-  private scanBack(
-    n: Namespace,
-    prefix: string,
-    after: string | undefined,
-    limit: number,
-  ): ListResult {
-    const chunks = n.keys.chunks
-    let [ci, i] = prefix
-      ? n.keys.seekPastPrefix(prefix)
-      : [chunks.length - 1, chunks[chunks.length - 1].length]
-    if (after !== undefined) {
-      const [ai, aj] = n.keys.seek(after, false)
-      if (ai < ci || (ai === ci && aj < i)) [ci, i] = [ai, aj]
-    }
-    i--
-    const keys: string[] = []
-    const now = n.ttl > 0 ? Date.now() : 0
-    const s = this.slots
-    for (; ci >= 0; ci--, i = ci >= 0 ? chunks[ci].length - 1 : 0) {
-      const chunk = chunks[ci]
-      for (; i >= 0; i--) {
-        const k = chunk[i]
-        if (prefix && !k.startsWith(prefix)) return { keys }
-        if (now) {
-          const e = s.expires[n.map.get(k)!]
-          if (e !== 0 && e <= now) continue
-        }
-        if (keys.length === limit) return { keys, next: keys[limit - 1] }
-        keys.push(k)
-      }
-    }
-    return { keys }
   }
 
   // ---- durability ----
@@ -770,12 +618,7 @@ export class Db implements Engine {
   // ---- the rest ----
 
   stats(): EngineStats {
-    let keys = 0
-    let liveBytes = 0
-    for (const n of this.byName.values()) {
-      keys += n.map.size
-      liveBytes += n.bytes
-    }
+    const { keys, liveBytes } = this.keydir.totals()
     let diskBytes = 0
     let live = 0
     for (const seg of this.segments.values()) {
@@ -784,7 +627,7 @@ export class Db implements Engine {
     }
     return {
       keys,
-      namespaces: this.byName.size,
+      namespaces: this.keydir.byName.size,
       liveBytes,
       diskBytes,
       deadBytes: Math.max(0, diskBytes - live),

@@ -57,7 +57,7 @@ export function recover(db: Db, repair: boolean): { dropped: Dropped[]; kept: nu
   }
 
   db.table = readNamespaces(dir)
-  for (const [id, name] of db.table.list) db.addNamespace(id, name)
+  for (const [id, name] of db.table.list) db.keydir.addNamespace(id, name)
 
   const ids = io
     .readdirSync(dir)
@@ -181,7 +181,7 @@ export function recover(db: Db, repair: boolean): { dropped: Dropped[]; kept: nu
     io.rmSync(path.join(dir, segmentFile(id)))
     io.rmSync(path.join(dir, hintFile(id)))
   }
-  for (const n of db.byName.values()) {
+  for (const n of db.keydir.byName.values()) {
     if (n.map.size <= SORT_NOW) sortNow(n)
     else sortLater(n, () => db.isClosed())
   }
@@ -263,20 +263,20 @@ function apply(
   len: number,
   now: number,
 ): void {
-  const n = db.byId.get(nsId)
+  const n = db.keydir.byId.get(nsId)
   if (!n) return // a dropped namespace: dead
   let tomb = tombs.get(n)
   const slot = n.map.get(key)
-  const current = slot !== undefined ? db.slots.version[slot]! : (tomb?.get(key) ?? -1)
+  const current = slot !== undefined ? db.keydir.slots.version[slot]! : (tomb?.get(key) ?? -1)
   if (version < current) return
   const expired = type === PUT && expiresAt !== 0 && expiresAt <= now
   if (type === PUT && !expired) {
-    db.setLive(n, key, seg, off, len, version, expiresAt, true, slot)
+    db.keydir.setLive(n, key, seg, off, len, version, expiresAt, true, slot)
     tomb?.delete(key)
     return
   }
   if (type === DEL || expired) {
-    if (slot !== undefined) db.remove(n, key, true)
+    if (slot !== undefined) db.keydir.remove(n, key, true)
     if (!tomb) {
       tomb = new Map()
       tombs.set(n, tomb)

@@ -1,0 +1,210 @@
+// The key directory: every live key of every namespace and where its newest record is. A key
+// maps to a slot; the slot's typed-array columns (slots.ts) hold the segment, offset, length,
+// version and expiry, so a million keys cost a Map entry and a few numbers each, not an
+// object. The sorted key lists (sorted-keys.ts) give ordered listing. Writes, recovery and
+// compaction all change it through here; reads look things up here.
+import { ENTRY_HEADER } from './record.js'
+import type { Namespace, Segment } from './parts.js'
+import { Slots } from './slots.js'
+import { SortedKeys } from './sorted-keys.js'
+import type { ListResult } from './types.js'
+import { compareKeys } from './utf8.js'
+import type { ValueCache } from './value-cache.js'
+
+export class KeyDir {
+  readonly slots = new Slots()
+  readonly byName = new Map<string, Namespace>()
+  readonly byId = new Map<number, Namespace>()
+
+  constructor(
+    /** The log's segments, whose live byte counts follow the index. */
+    private readonly segments: Map<number, Segment>,
+    /** Cached values by slot: an entry goes when its slot is pointed elsewhere or freed. */
+    private readonly cache: ValueCache | null,
+  ) {}
+
+  addNamespace(id: number, name: string): Namespace {
+    const n: Namespace = {
+      id,
+      name,
+      map: new Map(),
+      keys: new SortedKeys(),
+      bytes: 0,
+      ttl: 0,
+      building: null,
+      changes: null,
+      staged: new Map(),
+    }
+    this.byName.set(name, n)
+    this.byId.set(id, n)
+    return n
+  }
+
+  /** Forgets a dropped namespace and frees its slots. */
+  dropNamespace(n: Namespace): void {
+    this.byName.delete(n.name)
+    this.byId.delete(n.id)
+    for (const slot of n.map.values()) {
+      this.unlive(slot)
+      this.cache?.delete(slot)
+      this.slots.release(slot)
+    }
+    n.map.clear()
+  }
+
+  /** The key's slot when it holds an unexpired value, else -1 (dropping an expired one). */
+  liveSlot(n: Namespace, key: string): number {
+    const slot = n.map.get(key)
+    if (slot === undefined) return -1
+    const exp = this.slots.expires[slot]
+    if (exp !== 0 && exp <= Date.now()) {
+      this.remove(n, key)
+      return -1
+    }
+    return slot
+  }
+
+  /** Points the key at a record; used by writes, recovery and compaction alike. */
+  setLive(
+    n: Namespace,
+    key: string,
+    seg: Segment,
+    off: number,
+    len: number,
+    version: number,
+    expiresAt: number,
+    /** While opening, the sorted key list is built once at the end instead. */
+    recovering = false,
+    /** The key's current slot when the caller has just looked it up. */
+    current: number | undefined = n.map.get(key),
+  ): number {
+    const s = this.slots
+    let slot = current
+    if (slot === undefined) {
+      slot = s.alloc()
+      n.map.set(key, slot)
+      if (!recovering) this.keyAdded(n, key)
+    } else {
+      this.cache?.delete(slot)
+      this.unlive(slot)
+      n.bytes -= s.len[slot]! - ENTRY_HEADER
+      if (s.expires[slot] !== 0) n.ttl--
+    }
+    s.seg[slot] = seg.id
+    s.off[slot] = off
+    s.len[slot] = len
+    s.version[slot] = version
+    s.expires[slot] = expiresAt
+    seg.live += len
+    n.bytes += len - ENTRY_HEADER
+    if (expiresAt !== 0) n.ttl++
+    return slot
+  }
+
+  /** Keeps the sorted list in step, or notes the key while it is being built after open. */
+  private keyAdded(n: Namespace, key: string): void {
+    if (n.changes) n.changes.set(key, true)
+    else n.keys.insert(key)
+  }
+
+  private keyRemoved(n: Namespace, key: string): void {
+    if (n.changes) n.changes.set(key, true)
+    else n.keys.remove(key)
+  }
+
+  remove(n: Namespace, key: string, recovering = false): void {
+    const slot = n.map.get(key)
+    if (slot === undefined) return
+    this.unlive(slot)
+    n.bytes -= this.slots.len[slot]! - ENTRY_HEADER
+    if (this.slots.expires[slot] !== 0) n.ttl--
+    n.map.delete(key)
+    if (!recovering) this.keyRemoved(n, key)
+    this.cache?.delete(slot)
+    this.slots.release(slot)
+  }
+
+  unlive(slot: number): void {
+    const seg = this.segments.get(this.slots.seg[slot])
+    if (seg) seg.live -= this.slots.len[slot]
+  }
+
+  /**
+   * Moves a slot to a copy of its record (compaction), only if it still points where the
+   * copy was made from: a write made meanwhile went elsewhere and wins.
+   */
+  relocate(slot: number, fromSeg: number, fromOff: number, to: Segment, toOff: number): boolean {
+    const s = this.slots
+    if (s.seg[slot] !== fromSeg || s.off[slot] !== fromOff) return false
+    this.unlive(slot)
+    s.seg[slot] = to.id
+    s.off[slot] = toOff
+    to.live += s.len[slot]!
+    return true
+  }
+
+  /** Keys and bytes of every namespace. */
+  totals(): { keys: number; liveBytes: number } {
+    let keys = 0
+    let liveBytes = 0
+    for (const n of this.byName.values()) {
+      keys += n.map.size
+      liveBytes += n.bytes
+    }
+    return { keys, liveBytes }
+  }
+
+  scan(n: Namespace, prefix: string, after: string | undefined, limit: number): ListResult {
+    const chunks = n.keys.chunks
+    let [ci, i] =
+      after !== undefined && compareKeys(after, prefix) >= 0
+        ? n.keys.seek(after, true)
+        : n.keys.seek(prefix, false)
+    const keys: string[] = []
+    const now = n.ttl > 0 ? Date.now() : 0
+    const s = this.slots
+    for (; ci < chunks.length; ci++, i = 0) {
+      const chunk = chunks[ci]
+      for (; i < chunk.length; i++) {
+        const k = chunk[i]
+        if (prefix && !k.startsWith(prefix)) return { keys }
+        if (now) {
+          const e = s.expires[n.map.get(k)!]
+          if (e !== 0 && e <= now) continue
+        }
+        if (keys.length === limit) return { keys, next: keys[limit - 1] }
+        keys.push(k)
+      }
+    }
+    return { keys }
+  }
+
+  scanBack(n: Namespace, prefix: string, after: string | undefined, limit: number): ListResult {
+    const chunks = n.keys.chunks
+    let [ci, i] = prefix
+      ? n.keys.seekPastPrefix(prefix)
+      : [chunks.length - 1, chunks[chunks.length - 1].length]
+    if (after !== undefined) {
+      const [ai, aj] = n.keys.seek(after, false)
+      if (ai < ci || (ai === ci && aj < i)) [ci, i] = [ai, aj]
+    }
+    i--
+    const keys: string[] = []
+    const now = n.ttl > 0 ? Date.now() : 0
+    const s = this.slots
+    for (; ci >= 0; ci--, i = ci >= 0 ? chunks[ci].length - 1 : 0) {
+      const chunk = chunks[ci]
+      for (; i >= 0; i--) {
+        const k = chunk[i]
+        if (prefix && !k.startsWith(prefix)) return { keys }
+        if (now) {
+          const e = s.expires[n.map.get(k)!]
+          if (e !== 0 && e <= now) continue
+        }
+        if (keys.length === limit) return { keys, next: keys[limit - 1] }
+        keys.push(k)
+      }
+    }
+    return { keys }
+  }
+}
