@@ -10,21 +10,39 @@ const { srv, api } = await setup(t)
 await api.createNamespace('f')
 const key = api.key
 
-/** Sends `payload` (in pieces, `gapMs` apart) and returns what came back and whether it closed. */
+/**
+ * Sends the pieces (`gapMs` apart) on one socket; resolves with what came back once `answers`
+ * responses arrived, the server closed the socket, or `waitMs` passed (a generous bound, not a
+ * timing assertion: a busy machine only makes it slower to resolve).
+ */
 function exchange(
   pieces: string[],
   gapMs = 0,
-  waitMs = 1500,
+  waitMs = 10_000,
+  answers = Number.POSITIVE_INFINITY,
 ): Promise<{ text: string; closed: boolean; statuses: number[] }> {
   return new Promise((resolve) => {
     const s = net.connect(srv.port, '127.0.0.1')
     let text = ''
     let closed = false
+    let done = false
+    const statuses = () => [...text.matchAll(/HTTP\/1\.1 (\d{3})/g)].map((m) => Number(m[1]))
+    const finish = () => {
+      if (done) return
+      done = true
+      clearTimeout(timer)
+      s.destroy()
+      resolve({ text, closed, statuses: statuses() })
+    }
+    const timer = setTimeout(finish, waitMs)
     s.on('data', (d) => {
       text += d.toString('latin1')
+      // A complete answer ends with its JSON body; wait a moment for the body's last bytes.
+      if (statuses().length >= answers) setTimeout(finish, 50)
     })
     s.on('close', () => {
       closed = true
+      finish()
     })
     s.on('error', () => {})
     ;(async () => {
@@ -33,11 +51,6 @@ function exchange(
         if (gapMs) await new Promise((r) => setTimeout(r, gapMs))
       }
     })()
-    setTimeout(() => {
-      s.destroy()
-      const statuses = [...text.matchAll(/HTTP\/1\.1 (\d{3})/g)].map((m) => Number(m[1]))
-      resolve({ text, closed, statuses })
-    }, waitMs)
   })
 }
 
@@ -46,7 +59,7 @@ const put = (k: string, body: string, extra = '') =>
 const stored = async (k: string) => (await api.get(`/f/${k}`)).status === 200
 
 t.test('pipelined writes in one packet: refused whole, nothing applied', async (t) => {
-  const r = await exchange([put('p1', '{"value":1}') + put('p2', '{"value":2}')])
+  const r = await exchange([put('p1', '{"value":1}') + put('p2', '{"value":2}')], 0, 10_000, 2)
   const answered = r.statuses.length
   if (answered === 0) {
     t.ok(r.closed, 'the connection was refused')
@@ -61,7 +74,7 @@ t.test('pipelined writes in one packet: refused whole, nothing applied', async (
 t.test('a pipelined write after a DELETE in one packet applies nothing unanswered', async (t) => {
   await api.mustPut('f', 'd1', 'x')
   const del = `DELETE /v1/f/d1 HTTP/1.1\r\nHost: x\r\nx-api-key: ${key}\r\n\r\n`
-  const r = await exchange([del + put('d2', '{"value":2}')])
+  const r = await exchange([del + put('d2', '{"value":2}')], 0, 10_000, 2)
   if (r.statuses.length === 0) t.ok(await stored('d1'), 'the unanswered delete was not applied')
   else t.same(r.statuses, [200, 201], 'answered in order')
 })
@@ -70,6 +83,8 @@ t.test('pipelined writes in later packets are answered in order and applied', as
   const r = await exchange(
     [put('l1', '{"value":1}'), put('l2', '{"value":2}'), put('l3', '{"value":3}')],
     2,
+    10_000,
+    3,
   )
   t.same(r.statuses, [201, 201, 201], 'three answers, in order')
   t.match(r.text, /"version":"(\d+)"[\s\S]*"version":"(\d+)"[\s\S]*"version":"(\d+)"/)
@@ -79,7 +94,7 @@ t.test('pipelined writes in later packets are answered in order and applied', as
 t.test('pipelined reads in one packet are all answered', async (t) => {
   await api.mustPut('f', 'r', 'read me')
   const get = `GET /v1/f/r HTTP/1.1\r\nHost: x\r\nx-api-key: ${key}\r\n\r\n`
-  const r = await exchange([get + get + get])
+  const r = await exchange([get + get + get], 0, 10_000, 3)
   t.same(r.statuses, [200, 200, 200])
 })
 
@@ -132,7 +147,7 @@ for (const [name, payload, k] of [
   ],
 ] as const) {
   t.test(`${name}: never applied without an answer`, async (t) => {
-    const r = await exchange([payload.replace('KEY', key)], 0, 800)
+    const r = await exchange([payload.replace('KEY', key)], 0, 1500)
     if (r.statuses.length === 0) t.notOk(await stored(k), 'no answer, and nothing applied')
     else t.equal(r.statuses[0]! >= 400 || (await stored(k)), true, 'an answer for what was done')
   })
