@@ -1,4 +1,4 @@
-// The engine's public entry point: `open`, `repair` and the public types. See README.md for
+// The engine's public entry point: `open`, `repair` and the public types. See engine/README.md for
 // the API and engine/FORMAT.md for the files it keeps.
 import { type Db as DbClass, Db, type RepairReport } from './db.js'
 import { fsyncDir, io } from './io.js'
