@@ -2,7 +2,7 @@
 // replicas on free loopback ports in a temporary directory, each with the append-only file
 // synced on every write (`appendfsync always`), created with `redis-cli --cluster create`.
 // A test can SIGKILL a master to make the cluster fail over. Without redis-server installed,
-// `startRedisCluster` answers why and the test skips.
+// `startRedisCluster` answers why and the test skips; a cluster that will not come up throws.
 import { type ChildProcess, execFile, spawn, spawnSync } from 'node:child_process'
 import fs from 'node:fs'
 import net from 'node:net'
@@ -33,15 +33,24 @@ export interface RedisCluster {
   stop(): Promise<void>
 }
 
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
+function portFree(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
     const s = net.createServer()
-    s.on('error', reject)
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as net.AddressInfo).port
-      s.close(() => resolve(port))
-    })
+    s.once('error', () => resolve(false))
+    s.listen(port, '127.0.0.1', () => s.close(() => resolve(true)))
   })
+}
+
+/**
+ * A free port whose cluster bus port (port + 10000) is free too, both below the range the
+ * kernel hands out for outgoing connections and `--port 0` (32768 and up), so nothing else
+ * on the machine takes them between this check and redis-server's bind.
+ */
+async function freeNodePort(): Promise<number> {
+  for (;;) {
+    const port = 10000 + Math.floor(Math.random() * 12000)
+    if ((await portFree(port)) && (await portFree(port + 10000))) return port
+  }
 }
 
 async function cli(port: number, ...args: string[]): Promise<string> {
@@ -60,7 +69,7 @@ async function waitFor(what: string, ms: number, ok: () => Promise<boolean>): Pr
   }
 }
 
-/** Starts the cluster, or returns why it cannot be started here. */
+/** Starts the cluster, or returns why it cannot be started here (a tool is missing). */
 export async function startRedisCluster(
   opts: { nodeTimeoutMs?: number } = {},
 ): Promise<RedisCluster | string> {
@@ -71,50 +80,60 @@ export async function startRedisCluster(
   const nodeTimeoutMs = opts.nodeTimeoutMs ?? 2000
   const root = fs.mkdtempSync(path.join(os.tmpdir(), 'cairn-redis-'))
   const nodes: RedisNode[] = []
-  const start = async (port: number, dir: string) => {
-    const proc = spawn(
-      'redis-server',
-      [
-        '--port',
-        String(port),
-        '--bind',
-        '127.0.0.1',
-        '--dir',
-        dir,
-        '--cluster-enabled',
-        'yes',
-        '--cluster-config-file',
-        'nodes.conf',
-        '--cluster-node-timeout',
-        String(nodeTimeoutMs),
-        '--appendonly',
-        'yes',
-        '--appendfsync',
-        'always',
-        '--save',
-        '',
-        '--daemonize',
-        'no',
-        '--protected-mode',
-        'no',
-        '--loglevel',
-        'warning',
-      ],
-      { stdio: 'ignore' },
-    )
-    const node = { port, proc, dir }
-    await waitFor(
-      `node ${port} answers`,
-      10_000,
-      async () => (await cli(port, 'PING')).trim() === 'PONG',
-    )
-    return node
+  /** Starts one node; a port taken meanwhile by someone else is tried again with another. */
+  const start = async (dir: string): Promise<RedisNode> => {
+    for (let attempt = 0; ; attempt++) {
+      const port = await freeNodePort()
+      const proc = spawn(
+        'redis-server',
+        [
+          '--port',
+          String(port),
+          '--bind',
+          '127.0.0.1',
+          '--dir',
+          dir,
+          '--cluster-enabled',
+          'yes',
+          '--cluster-config-file',
+          'nodes.conf',
+          '--cluster-node-timeout',
+          String(nodeTimeoutMs),
+          '--appendonly',
+          'yes',
+          '--appendfsync',
+          'always',
+          '--save',
+          '',
+          '--daemonize',
+          'no',
+          '--protected-mode',
+          'no',
+          '--loglevel',
+          'warning',
+        ],
+        { stdio: 'ignore' },
+      )
+      const exited = new Promise<'exited'>((r) => proc.once('exit', () => r('exited')))
+      const up = waitFor(
+        `node ${port} answers`,
+        15_000,
+        async () => (await cli(port, 'PING')).trim() === 'PONG',
+      ).then(
+        () => 'up' as const,
+        () => 'slow' as const,
+      )
+      const outcome = await Promise.race([up, exited])
+      if (outcome === 'up') return { port, proc, dir }
+      proc.kill('SIGKILL')
+      if (attempt >= 2) throw new Error(`redis-server on port ${port}: ${outcome}`)
+    }
   }
   try {
     for (let i = 0; i < 6; i++) {
       const dir = path.join(root, `n${i}`)
       fs.mkdirSync(dir)
-      nodes.push(await start(await freePort(), dir))
+      nodes.push(await start(dir))
     }
     await run(
       'redis-cli',
@@ -129,9 +148,10 @@ export async function startRedisCluster(
       { timeout: 30_000 },
     )
   } catch (err) {
+    // redis-server is here but the cluster would not come up: a failure, not a reason to skip.
     for (const n of nodes) n.proc.kill('SIGKILL')
     fs.rmSync(root, { recursive: true, force: true })
-    return `could not start a redis cluster: ${(err as Error).message}`
+    throw new Error(`could not start a redis cluster: ${(err as Error).message}`)
   }
   const alive = () => nodes.filter((n) => n.proc.exitCode === null && n.proc.signalCode === null)
   const cluster: RedisCluster = {
