@@ -154,31 +154,16 @@ export class KeyDir {
     return { keys, liveBytes }
   }
 
+  /** Keys with `prefix` in UTF-8 byte order, after `after`, at most `limit` of them. */
   scan(n: Namespace, prefix: string, after: string | undefined, limit: number): ListResult {
-    const chunks = n.keys.chunks
-    let [ci, i] =
+    const [ci, i] =
       after !== undefined && compareKeys(after, prefix) >= 0
         ? n.keys.seek(after, true)
         : n.keys.seek(prefix, false)
-    const keys: string[] = []
-    const now = n.ttl > 0 ? Date.now() : 0
-    const s = this.slots
-    for (; ci < chunks.length; ci++, i = 0) {
-      const chunk = chunks[ci]
-      for (; i < chunk.length; i++) {
-        const k = chunk[i]
-        if (prefix && !k.startsWith(prefix)) return { keys }
-        if (now) {
-          const e = s.expires[n.map.get(k)!]
-          if (e !== 0 && e <= now) continue
-        }
-        if (keys.length === limit) return { keys, next: keys[limit - 1] }
-        keys.push(k)
-      }
-    }
-    return { keys }
+    return this.walk(n, prefix, ci, i, 1, limit)
   }
 
+  /** The same in descending order: keys before `after`. */
   scanBack(n: Namespace, prefix: string, after: string | undefined, limit: number): ListResult {
     const chunks = n.keys.chunks
     let [ci, i] = prefix
@@ -188,13 +173,32 @@ export class KeyDir {
       const [ai, aj] = n.keys.seek(after, false)
       if (ai < ci || (ai === ci && aj < i)) [ci, i] = [ai, aj]
     }
-    i--
+    return this.walk(n, prefix, ci, i - 1, -1, limit)
+  }
+
+  /**
+   * Collects keys from chunk `ci`, position `i`, stepping `step` (1 or -1) through the sorted
+   * chunks, until one lacks the prefix or the page is full; expired keys are passed over.
+   */
+  private walk(
+    n: Namespace,
+    prefix: string,
+    ci: number,
+    i: number,
+    step: 1 | -1,
+    limit: number,
+  ): ListResult {
+    const chunks = n.keys.chunks
     const keys: string[] = []
     const now = n.ttl > 0 ? Date.now() : 0
     const s = this.slots
-    for (; ci >= 0; ci--, i = ci >= 0 ? chunks[ci].length - 1 : 0) {
+    for (
+      ;
+      ci >= 0 && ci < chunks.length;
+      ci += step, i = step > 0 ? 0 : (chunks[ci]?.length ?? 0) - 1
+    ) {
       const chunk = chunks[ci]
-      for (; i >= 0; i--) {
+      for (; i >= 0 && i < chunk.length; i += step) {
         const k = chunk[i]
         if (prefix && !k.startsWith(prefix)) return { keys }
         if (now) {
