@@ -81,10 +81,13 @@ async function build(n: Namespace, closed: () => boolean): Promise<void> {
     heap.push(r)
     up(heap.length - 1)
   }
-  const sorted: string[] = new Array(all.length)
+  // A key deleted and written again while the map was being walked is met twice (a Map's
+  // iterator visits a re-inserted entry again): equal neighbours are kept once.
+  const sorted: string[] = []
   for (let o = 0; heap.length > 0; o++) {
     const r = heap[0]!
-    sorted[o] = runs[r]![heads[r]!]!
+    const key = runs[r]![heads[r]!]!
+    if (sorted.length === 0 || sorted[sorted.length - 1] !== key) sorted.push(key)
     if (++heads[r]! === runs[r]!.length) {
       heap[0] = heap[heap.length - 1]!
       heap.pop()

@@ -79,16 +79,29 @@ t.test('a pipelined write after a DELETE in one packet applies nothing unanswere
   else t.same(r.statuses, [200, 201], 'answered in order')
 })
 
-t.test('pipelined writes in later packets are answered in order and applied', async (t) => {
+t.test('pipelined writes in later packets: answered in order, or refused whole', async (t) => {
+  // 20 ms apart, each write is read after the one before has paused the connection, and
+  // waits in the socket until that one is answered. On a busy machine the server may still
+  // read two at once, which is then the one-packet case: the connection is refused and
+  // nothing is applied. Either way no write is applied without its answer.
   const r = await exchange(
     [put('l1', '{"value":1}'), put('l2', '{"value":2}'), put('l3', '{"value":3}')],
-    2,
+    20,
     10_000,
     3,
   )
-  t.same(r.statuses, [201, 201, 201], 'three answers, in order')
-  t.match(r.text, /"version":"(\d+)"[\s\S]*"version":"(\d+)"[\s\S]*"version":"(\d+)"/)
-  for (const k of ['l1', 'l2', 'l3']) t.ok(await stored(k), `${k} applied`)
+  const applied = [await stored('l1'), await stored('l2'), await stored('l3')]
+  t.comment(`answers: ${JSON.stringify(r.statuses)}, applied: ${JSON.stringify(applied)}`)
+  t.same(
+    r.statuses,
+    r.statuses.map(() => 201),
+    'every answer is a 201, in order',
+  )
+  t.same(
+    applied,
+    applied.map((_, i) => i < r.statuses.length),
+    'exactly the answered writes were applied',
+  )
 })
 
 t.test('pipelined reads in one packet are all answered', async (t) => {
@@ -155,5 +168,6 @@ for (const [name, payload, k] of [
 
 t.test('the server still serves after every one of these', async (t) => {
   const fresh = new Client(srv.baseUrl, key)
-  t.equal((await fresh.get('/f/l1')).status, 200)
+  t.equal((await fresh.put('/f/after', { value: 1 })).status, 201)
+  t.equal((await fresh.get('/f/after')).json?.value, 1)
 })
