@@ -103,34 +103,4 @@ export async function v1(
   return { status: res.status, body: parsed, text, headers: res.headers }
 }
 
-/** Runs each curl command of a shown example as curl would; resolves with each status. */
-export async function runCurlExamples(
-  text: string,
-): Promise<{ command: string; status: number }[]> {
-  const out: { command: string; status: number }[] = []
-  for (const command of text.replace(/\\\n/g, ' ').split(/\n\s*\n/)) {
-    const tokens = (command.match(/'[^']*'|"[^"]*"|\S+/g) ?? []).map((w) =>
-      /^(['"]).*\1$/.test(w) ? w.slice(1, -1) : w,
-    )
-    if (tokens[0] !== 'curl') continue
-    let method = 'GET'
-    let url = ''
-    let body: string | undefined
-    const headers: Record<string, string> = {}
-    for (let i = 1; i < tokens.length; i++) {
-      const w = tokens[i]!
-      if (w === '-X') method = tokens[++i]!
-      else if (w === '-H') {
-        const h = tokens[++i]!
-        headers[h.slice(0, h.indexOf(':')).trim()] = h.slice(h.indexOf(':') + 1).trim()
-      } else if (w === '-d') {
-        body = tokens[++i]
-        if (method === 'GET') method = 'POST'
-      } else if (/^https?:/.test(w)) url = w
-    }
-    const res = await fetch(url, { method, headers, body })
-    await res.arrayBuffer()
-    out.push({ command: `${method} ${url}`, status: res.status })
-  }
-  return out
-}
+export { runCurlExamples } from '../helpers/curl.js'
