@@ -51,7 +51,11 @@ export function keyList(base, onOpen) {
       ),
     )
 
+  // Answers can arrive out of order (a search sent while the first page loads): only the
+  // newest request's answer is shown, or an old page's cursor would meet a new prefix.
+  let latest = 0
   const reload = async () => {
+    const mine = ++latest
     errors.show('')
     const q = new URLSearchParams({ prefix, limit: String(PAGE) })
     if (cursors[index]) q.set('cursor', cursors[index])
@@ -59,9 +63,10 @@ export function keyList(base, onOpen) {
     try {
       page = await api('GET', `${base}/keys?${q}`)
     } catch (err) {
-      errors.show(err.message)
+      if (mine === latest) errors.show(err.message)
       return
     }
+    if (mine !== latest) return
     // A page emptied by deletes: step back rather than show nothing.
     if (page.keys.length === 0 && index > 0) {
       index--
