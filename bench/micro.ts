@@ -12,9 +12,10 @@ import { crc32 } from 'node:zlib'
 import Benchmark from 'benchmark'
 import { open } from '../engine/index.js'
 import { ENTRY_HEADER, REC_HEADER, checkRecord, sealEntry, sealRecord } from '../engine/record.js'
-import { decodeCursor, encodeCursor } from '../server/v1/cursor.js'
-import { parsePutBody } from '../server/v1/json-body.js'
-import { type Parsed, Route, decodeKey, parsePath } from '../server/v1/paths.js'
+import { decodeCursor, encodeCursor } from '../server/wire/cursor.js'
+import { parsePutBody } from '../server/wire/json-body.js'
+import { type Parsed, Route, parsePath } from '../server/v1/paths.js'
+import { decodeKey } from '../server/wire/keys.js'
 import { formatResults } from './format.js'
 
 const here = path.dirname(fileURLToPath(import.meta.url))

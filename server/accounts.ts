@@ -1,261 +1,209 @@
-// Accounts and their API keys, kept in the engine's system namespaces and mirrored in memory,
-// so that checking a key on a request is a Map lookup. A key seen once is remembered by its
-// secret; a new or unknown secret costs one SHA-256.
+// Accounts and their API keys, kept in the store's records, with bounded caches in front:
+// checking a key on a request is a cache lookup once its secret has been seen. Where this
+// process is the store's only writer (the embedded engine) the caches are kept exact by its
+// own writes and never expire. Where other front ends write too (Redis), a cached account
+// or key is trusted for REFRESH_MS and then read again, so a revoked key, a plan change or a
+// deleted account reaches every front end within that time.
 import { LRUCache } from 'lru-cache'
-import type { Engine } from '../engine/types.js'
-import type { PlanBook } from './plans.js'
-import type { DayCounters } from './usage.js'
-import { ServiceError } from './service-error.js'
 import {
+  Account,
+  type AccountRecord,
+  type AccountView,
+  ApiKey,
+  type KeyOptions,
+  type KeyRecord,
+  type KeyView,
+  type NamespaceInfo,
+  type NewKey,
+  checkKeyOptions,
+  checkNewPassword,
+  keyRecordId,
+  normalizeEmail,
+} from './account-model.js'
+import type { PlanBook } from './plans.js'
+import {
+  DUMMY_PASSWORD_HASH,
+  checkPassword,
   hashApiKey,
   hashPassword,
-  checkPassword,
-  DUMMY_PASSWORD_HASH,
   looksLikeApiKey,
   newApiKey,
   newId,
 } from './secrets.js'
-import { SYS, entries } from './system.js'
+import { ServiceError } from './service-error.js'
+import { userNamespace } from './store/names.js'
+import type { Records, Store } from './store/types.js'
 
-export type Permission = 'read' | 'read-write'
+export * from './account-model.js'
 
-export interface AccountRecord {
-  id: string
-  email: string
-  plan: string
-  passwordHash: string | null
-  createdAt: string
-}
-
-export interface KeyRecord {
-  id: string
-  accountId: string
-  name: string
-  /** The first characters of the secret, to tell keys apart in lists. */
-  prefix: string
-  hash: string
-  permission: Permission
-  /** null: every namespace of the account. */
-  namespaces: string[] | null
-  createdAt: string
-  lastUsedAt: string | null
-}
-
-export interface NamespaceInfo {
-  name: string
-  engineName: string
-  createdAt: string
-}
-
-/** What an account looks like from outside: never its password hash. */
-export interface AccountView {
-  id: string
-  email: string
-  plan: string
-  createdAt: string
-  hasPassword: boolean
-}
-
-export type KeyView = Omit<KeyRecord, 'hash' | 'accountId'>
-
-export interface NewKey {
-  key: KeyView
-  /** Shown once; only its hash is kept. */
-  secret: string
-}
-
-export class Account {
-  namespaces = new Map<string, NamespaceInfo>()
-  keys = new Set<ApiKey>()
-  /** Token bucket state; tokens < 0 means not started yet. */
-  tokens = -1
-  refilledAt = 0
-  deleted = false
-  /** Today's usage counters (see usage.ts). */
-  usage: DayCounters | undefined = undefined
-
-  constructor(public rec: AccountRecord) {}
-
-  get id(): string {
-    return this.rec.id
-  }
-
-  view(): AccountView {
-    const { id, email, plan, createdAt, passwordHash } = this.rec
-    return { id, email, plan, createdAt, hasPassword: passwordHash !== null }
-  }
-}
-
-export class ApiKey {
-  readonly canWrite: boolean
-  readonly scope: Set<string> | null
-  revoked = false
-  /** Last use in ms, kept in memory per request and written out in the background. */
-  lastUsedMs = 0
-  lastUsedDirty = false
-
-  constructor(
-    public rec: KeyRecord,
-    readonly account: Account,
-  ) {
-    this.canWrite = rec.permission === 'read-write'
-    this.scope = rec.namespaces ? new Set(rec.namespaces) : null
-    this.lastUsedMs = rec.lastUsedAt ? Date.parse(rec.lastUsedAt) : 0
-  }
-
-  allows(ns: string): boolean {
-    return this.scope === null || this.scope.has(ns)
-  }
-
-  view(): KeyView {
-    const { hash: _h, accountId: _a, ...rest } = this.rec
-    return { ...rest, lastUsedAt: this.lastUsedMs ? new Date(this.lastUsedMs).toISOString() : null }
-  }
-}
-
-const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/
-export const NAMESPACE_NAME = /^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/
 const MAX_KEYS_PER_ACCOUNT = 100
-const AUTH_CACHE_MAX = 100_000
+/** Secrets and accounts held in the caches at most (docs/configuration.md). */
+const CACHE_MAX = 100_000
+/** How long another front end's change may go unseen here (shared stores only). */
+export const REFRESH_MS = 1000
 
-export function normalizeEmail(email: unknown): string {
-  if (typeof email !== 'string')
-    throw new ServiceError(400, 'invalid_email', 'Give an email address.')
-  const e = email.trim().toLowerCase()
-  if (e.length > 254 || !EMAIL.test(e)) {
-    throw new ServiceError(400, 'invalid_email', 'That does not look like an email address.')
-  }
-  return e
-}
-
-export function checkNewPassword(password: unknown): string {
-  if (typeof password !== 'string' || password.length < 8 || password.length > 200) {
-    throw new ServiceError(400, 'invalid_password', 'A password is 8 to 200 characters long.')
-  }
-  return password
-}
-
-export interface KeyOptions {
-  name?: string
-  permission?: Permission
-  namespaces?: string[] | null
-}
-
-function checkKeyOptions(opts: KeyOptions): {
-  name: string
-  permission: Permission
-  namespaces: string[] | null
-} {
-  const name = (opts.name ?? 'default').trim()
-  if (!name || name.length > 64 || /[\u0000-\u001f\u007f]/.test(name)) {
-    throw new ServiceError(
-      400,
-      'invalid_key_name',
-      'A key name is 1 to 64 characters, no control characters.',
-    )
-  }
-  const permission = opts.permission ?? 'read-write'
-  if (permission !== 'read' && permission !== 'read-write') {
-    throw new ServiceError(400, 'invalid_permission', 'permission is "read" or "read-write".')
-  }
-  let namespaces: string[] | null = null
-  if (opts.namespaces != null) {
-    if (
-      !Array.isArray(opts.namespaces) ||
-      opts.namespaces.length === 0 ||
-      opts.namespaces.length > 100
-    ) {
-      throw new ServiceError(
-        400,
-        'invalid_namespace',
-        'Limit a key to 1 to 100 namespaces, or to none (all).',
-      )
-    }
-    for (const n of opts.namespaces) {
-      if (typeof n !== 'string' || !NAMESPACE_NAME.test(n)) {
-        throw new ServiceError(400, 'invalid_namespace', `"${String(n)}" is not a namespace name.`)
-      }
-    }
-    namespaces = [...new Set(opts.namespaces)]
-  }
-  return { name, permission, namespaces }
+interface NamespaceRecord {
+  createdAt: string
 }
 
 export class Accounts {
-  private byId = new Map<string, Account>()
-  private byEmail = new Map<string, Account>()
-  private keysByHash = new Map<string, ApiKey>()
-  private keysById = new Map<string, ApiKey>()
-  /** Secrets already checked, so a known key costs one lookup, not a hash (bounded). */
-  private authCache = new LRUCache<string, ApiKey>({ max: AUTH_CACHE_MAX })
+  private readonly records: Records
+  private readonly shared: boolean
+  private byId: LRUCache<string, Account>
+  /** Secrets already checked, so a known key costs one lookup, not a hash and a read. */
+  private bySecret: LRUCache<string, ApiKey>
+  /** Keys whose last-used time changed since it was last written (flushLastUsed). */
+  private lastUsed = new Map<string, ApiKey>()
 
   constructor(
-    private engine: Engine,
+    store: Store,
     private plans: PlanBook,
-  ) {}
+  ) {
+    this.records = store.records
+    this.shared = !store.soleWriter
+    const ttl = this.shared ? { ttl: REFRESH_MS } : {}
+    this.byId = new LRUCache({ max: CACHE_MAX, ...ttl })
+    this.bySecret = new LRUCache({ max: CACHE_MAX, ...ttl })
+  }
 
-  /** Reads every account and key into memory (at start). */
+  /** On a store only this process writes, reads every account in (at start). */
   async load(): Promise<void> {
-    for await (const [, rec] of entries<AccountRecord>(this.engine, SYS.accounts)) {
-      const a = new Account(rec)
-      this.byId.set(rec.id, a)
-      this.byEmail.set(rec.email, a)
-    }
-    for await (const [, rec] of entries<KeyRecord>(this.engine, SYS.keys)) {
-      const a = this.byId.get(rec.accountId)
-      if (a) this.addKey(new ApiKey(rec, a))
-    }
+    if (this.shared) return
+    let after: string | undefined
+    do {
+      const page = await this.records.list<AccountRecord>('account', '', after)
+      for (const [, rec] of page.items) {
+        if (this.byId.size >= CACHE_MAX) return
+        this.byId.set(rec.id, await this.read(rec))
+      }
+      after = page.next
+    } while (after)
   }
 
-  private addKey(k: ApiKey): void {
-    this.keysByHash.set(k.rec.hash, k)
-    this.keysById.set(k.rec.id, k)
-    k.account.keys.add(k)
-  }
-
-  private dropKey(k: ApiKey): void {
-    k.revoked = true
-    this.keysByHash.delete(k.rec.hash)
-    this.keysById.delete(k.rec.id)
-    k.account.keys.delete(k)
-    // The cache is keyed by secret, which is not kept; revoked entries fail the check below
-    // and are cleared out with the rest when the cache is next emptied.
+  /** An account snapshot: its record and its namespaces. */
+  private async read(rec: AccountRecord): Promise<Account> {
+    const a = new Account(rec)
+    let after: string | undefined
+    do {
+      const page = await this.records.list<NamespaceRecord>('namespace', `${rec.id}/`, after)
+      for (const [id, ns] of page.items) {
+        const name = id.slice(rec.id.length + 1)
+        a.namespaces.set(name, {
+          name,
+          storeName: userNamespace(rec.id, name),
+          createdAt: ns.createdAt,
+        })
+      }
+      after = page.next
+    } while (after)
+    return a
   }
 
   /** Secrets held in the authentication cache (a metric; bounded). */
   get cachedKeys(): number {
-    return this.authCache.size
+    return this.bySecret.size
   }
 
-  /** The key behind a secret, or undefined. The hot path: a Map lookup for a known secret. */
-  authenticate(secret: string): ApiKey | undefined {
-    const hit = this.authCache.get(secret)
+  /**
+   * The key behind a secret, or undefined. The hot path: a cache hit answers at once; the
+   * embedded store answers a miss at once too; a shared store's miss costs two reads.
+   */
+  authenticate(secret: string): ApiKey | undefined | Promise<ApiKey | undefined> {
+    const hit = this.bySecret.get(secret)
     if (hit !== undefined) return hit.revoked ? undefined : hit
     if (!looksLikeApiKey(secret)) return undefined
-    const k = this.keysByHash.get(hashApiKey(secret))
-    if (!k) return undefined
-    this.authCache.set(secret, k)
+    const hash = hashApiKey(secret)
+    const r = this.records
+    if (r.getNow !== undefined && !this.shared) {
+      const id = r.getNow<string>('keyhash', hash)
+      const rec = id === undefined ? undefined : r.getNow<KeyRecord>('key', id)
+      if (rec === undefined || rec.hash !== hash) return undefined
+      const account = this.byId.get(rec.accountId)
+      if (account !== undefined) return this.remember(secret, new ApiKey(rec, account))
+    }
+    return this.loadKey(secret, hash)
+  }
+
+  private async loadKey(secret: string, hash: string): Promise<ApiKey | undefined> {
+    const id = await this.records.get<string>('keyhash', hash)
+    const rec = id === undefined ? undefined : await this.records.get<KeyRecord>('key', id)
+    // A rotated key's old hash may still point at the record until it is removed.
+    if (rec === undefined || rec.hash !== hash) return undefined
+    const account = await this.get(rec.accountId)
+    if (account === undefined) return undefined
+    return this.remember(secret, new ApiKey(rec, account))
+  }
+
+  private remember(secret: string, k: ApiKey): ApiKey {
+    const pending = this.lastUsed.get(k.recordId)
+    if (pending !== undefined && pending.lastUsedMs > k.lastUsedMs)
+      k.lastUsedMs = pending.lastUsedMs
+    this.bySecret.set(secret, k)
     return k
   }
 
-  get(id: string): Account | undefined {
-    return this.byId.get(id)
+  /** Notes a request made with `k`; written out by flushLastUsed. */
+  touch(k: ApiKey, now: number): void {
+    k.lastUsedMs = now
+    this.lastUsed.set(k.recordId, k)
   }
 
-  find(email: string): Account | undefined {
-    return this.byEmail.get(email.trim().toLowerCase())
+  async get(id: string): Promise<Account | undefined> {
+    const hit = this.byId.get(id)
+    if (hit !== undefined) return hit
+    const rec = await this.records.get<AccountRecord>('account', id)
+    if (rec === undefined) return undefined
+    const a = await this.read(rec)
+    this.byId.set(id, a)
+    return a
+  }
+
+  async find(email: string): Promise<Account | undefined> {
+    let e: string
+    try {
+      e = normalizeEmail(email)
+    } catch {
+      return undefined
+    }
+    const id = await this.records.get<string>('email', e)
+    return id === undefined ? undefined : this.get(id)
   }
 
   /** The account for an email, or a 404 ServiceError. */
-  require(email: unknown): Account {
-    const a = this.byEmail.get(normalizeEmail(email))
+  async require(email: unknown): Promise<Account> {
+    const a = await this.find(normalizeEmail(email))
     if (!a)
       throw new ServiceError(404, 'account_not_found', `There is no account for ${String(email)}.`)
     return a
   }
 
-  all(): Account[] {
-    return [...this.byId.values()]
+  /**
+   * The account's namespace, or undefined. A shared store's other front ends may have made
+   * it since the snapshot was read: a name not in the snapshot is looked up before it is
+   * called missing, so a namespace made on one front end is usable at once on the next.
+   */
+  namespace(
+    a: Account,
+    name: string,
+  ): NamespaceInfo | undefined | Promise<NamespaceInfo | undefined> {
+    const info = a.namespaces.get(name)
+    if (info !== undefined || !this.shared) return info
+    return this.records.get<NamespaceRecord>('namespace', `${a.id}/${name}`).then((rec) => {
+      if (rec === undefined) return undefined
+      const made = { name, storeName: userNamespace(a.id, name), createdAt: rec.createdAt }
+      a.namespaces.set(name, made)
+      return made
+    })
+  }
+
+  /** Every account, page by page. */
+  async *all(): AsyncGenerator<Account> {
+    let after: string | undefined
+    do {
+      const page = await this.records.list<AccountRecord>('account', '', after)
+      for (const [, rec] of page.items) yield this.byId.get(rec.id) ?? (await this.read(rec))
+      after = page.next
+    } while (after)
   }
 
   async create(opts: {
@@ -269,39 +217,39 @@ export class Accounts {
     const plan = opts.plan ?? this.plans.defaultId
     if (!this.plans.has(plan))
       throw new ServiceError(400, 'invalid_plan', `There is no plan "${plan}".`)
-    if (this.byEmail.has(email))
-      throw new ServiceError(409, 'account_exists', 'An account with that email already exists.')
+    const exists = () =>
+      new ServiceError(409, 'account_exists', 'An account with that email already exists.')
+    if ((await this.records.get('email', email)) !== undefined) throw exists()
     const passwordHash = password === null ? null : await hashPassword(password)
-    if (this.byEmail.has(email))
-      throw new ServiceError(409, 'account_exists', 'An account with that email already exists.')
-    const now = new Date().toISOString()
-    const rec: AccountRecord = { id: newId('acct'), email, plan, passwordHash, createdAt: now }
+    const rec: AccountRecord = {
+      id: newId('acct'),
+      email,
+      plan,
+      passwordHash,
+      createdAt: new Date().toISOString(),
+    }
+    // The email is claimed first: of two sign-ups with one email, exactly one claims it.
+    if ((await this.records.create('email', email, rec.id)) !== 'created') throw exists()
     const account = new Account(rec)
-    // Claimed before the write so a second sign-up with the same email waits for nothing and fails.
-    this.byEmail.set(email, account)
-    this.byId.set(rec.id, account)
     const made = this.keyRecord(account, checkKeyOptions({ name: 'default' }))
     try {
-      await this.engine.batch([
-        { type: 'put', ns: SYS.accounts, key: rec.id, value: rec },
-        { type: 'put', ns: SYS.emails, key: email, value: rec.id },
-        { type: 'put', ns: SYS.keys, key: made.rec.id, value: made.rec },
+      await this.records.batch([
+        { kind: 'account', id: rec.id, value: rec },
+        { kind: 'key', id: keyRecordId(rec.id, made.rec.id), value: made.rec },
       ])
+      await this.records.put('keyhash', made.rec.hash, keyRecordId(rec.id, made.rec.id))
     } catch (err) {
-      this.byEmail.delete(email)
-      this.byId.delete(rec.id)
+      await this.records.delete('email', email).catch(() => {})
       throw err
     }
-    this.addKey(new ApiKey(made.rec, account))
-    return {
-      account: account.view(),
-      apiKey: { key: new ApiKey(made.rec, account).view(), secret: made.secret },
-    }
+    this.byId.set(rec.id, account)
+    const k = new ApiKey(made.rec, account)
+    return { account: account.view(), apiKey: { key: k.view(), secret: made.secret } }
   }
 
   /** The account when the password matches; the same work is done for an unknown email. */
   async verifyPassword(email: string, password: string): Promise<Account | undefined> {
-    const a = this.find(String(email))
+    const a = await this.find(String(email))
     const ok = await checkPassword(
       String(password),
       a ? (a.rec.passwordHash ?? DUMMY_PASSWORD_HASH) : DUMMY_PASSWORD_HASH,
@@ -321,33 +269,69 @@ export class Accounts {
   }
 
   private async save(account: Account, rec: AccountRecord): Promise<void> {
-    await this.engine.put(SYS.accounts, rec.id, rec)
+    await this.records.put('account', rec.id, rec)
     account.rec = rec
+  }
+
+  private async keyRecords(account: Account): Promise<KeyRecord[]> {
+    const out: KeyRecord[] = []
+    let after: string | undefined
+    do {
+      const page = await this.records.list<KeyRecord>('key', `${account.id}/`, after)
+      for (const [, rec] of page.items) out.push(rec)
+      after = page.next
+    } while (after)
+    return out
   }
 
   /** Removes the account record, its email and its keys; the caller removes its data first. */
   async remove(account: Account): Promise<void> {
     account.deleted = true
-    const keys = [...account.keys]
-    for (const k of keys) this.dropKey(k)
-    this.byEmail.delete(account.rec.email)
-    this.byId.delete(account.id)
-    await this.engine.batch([
-      ...keys.map((k) => ({ type: 'delete' as const, ns: SYS.keys, key: k.rec.id })),
-      { type: 'delete', ns: SYS.emails, key: account.rec.email },
-      { type: 'delete', ns: SYS.accounts, key: account.id },
+    const keys = await this.keyRecords(account)
+    this.forgetKeys(account.id)
+    // Hashes first: from then on no secret of the account authenticates anywhere.
+    for (const k of keys) await this.records.delete('keyhash', k.hash)
+    await this.records.batch([
+      ...keys.map((k) => ({
+        kind: 'key' as const,
+        id: keyRecordId(k.accountId, k.id),
+        delete: true as const,
+      })),
+      { kind: 'account', id: account.id, delete: true },
     ])
+    await this.records.delete('email', account.rec.email)
+    this.byId.delete(account.id)
   }
 
-  listKeys(account: Account): KeyView[] {
-    return [...account.keys]
-      .map((k) => k.view())
+  /** Drops cached secrets of one key (or of every key of an account). */
+  private forgetKeys(accountId: string, keyId?: string): void {
+    for (const [secret, k] of this.bySecret.entries()) {
+      if (k.rec.accountId === accountId && (keyId === undefined || k.rec.id === keyId)) {
+        k.revoked = true
+        this.bySecret.delete(secret)
+      }
+    }
+  }
+
+  async countKeys(account: Account): Promise<number> {
+    return (await this.keyRecords(account)).length
+  }
+
+  async listKeys(account: Account): Promise<KeyView[]> {
+    return (await this.keyRecords(account))
+      .map((rec) => {
+        const k = new ApiKey(rec, account)
+        const pending = this.lastUsed.get(k.recordId)
+        if (pending !== undefined && pending.lastUsedMs > k.lastUsedMs)
+          k.lastUsedMs = pending.lastUsedMs
+        return k.view()
+      })
       .sort((a, b) => a.createdAt.localeCompare(b.createdAt))
   }
 
   private keyRecord(
     account: Account,
-    o: { name: string; permission: Permission; namespaces: string[] | null },
+    o: { name: string; permission: KeyRecord['permission']; namespaces: string[] | null },
   ): { rec: KeyRecord; secret: string } {
     const { secret, prefix, hash } = newApiKey()
     const rec: KeyRecord = {
@@ -365,59 +349,72 @@ export class Accounts {
   }
 
   async createKey(account: Account, opts: KeyOptions): Promise<NewKey> {
-    if (account.keys.size >= MAX_KEYS_PER_ACCOUNT) {
+    const made = this.keyRecord(account, checkKeyOptions(opts))
+    const id = keyRecordId(account.id, made.rec.id)
+    const res = await this.records.create('key', id, made.rec, { maxInGroup: MAX_KEYS_PER_ACCOUNT })
+    if (res !== 'created') {
       throw new ServiceError(
         403,
         'key_quota_exceeded',
         `An account holds at most ${MAX_KEYS_PER_ACCOUNT} keys.`,
       )
     }
-    const made = this.keyRecord(account, checkKeyOptions(opts))
-    await this.engine.put(SYS.keys, made.rec.id, made.rec)
-    const k = new ApiKey(made.rec, account)
-    this.addKey(k)
-    return { key: k.view(), secret: made.secret }
+    await this.records.put('keyhash', made.rec.hash, id)
+    return { key: new ApiKey(made.rec, account).view(), secret: made.secret }
   }
 
-  private ownKey(account: Account, keyId: unknown): ApiKey {
-    const k = typeof keyId === 'string' ? this.keysById.get(keyId) : undefined
-    if (!k || k.account !== account)
+  private async ownKey(account: Account, keyId: unknown): Promise<KeyRecord> {
+    const rec =
+      typeof keyId === 'string' && /^key_[A-Za-z0-9]{1,40}$/.test(keyId)
+        ? await this.records.get<KeyRecord>('key', keyRecordId(account.id, keyId))
+        : undefined
+    if (!rec)
       throw new ServiceError(
         404,
         'key_not_found',
         `There is no key ${String(keyId)} on this account.`,
       )
-    return k
+    return rec
   }
 
   /** A new secret for the same name and scope; the old secret stops working at once. */
   async rotateKey(account: Account, keyId: unknown): Promise<NewKey> {
-    const old = this.ownKey(account, keyId)
+    const old = await this.ownKey(account, keyId)
     const { secret, prefix, hash } = newApiKey()
-    const rec: KeyRecord = { ...old.rec, prefix, hash, lastUsedAt: null }
-    this.dropKey(old)
-    await this.engine.put(SYS.keys, rec.id, rec)
-    const k = new ApiKey(rec, account)
-    this.addKey(k)
-    return { key: k.view(), secret }
+    const rec: KeyRecord = { ...old, prefix, hash, lastUsedAt: null }
+    const id = keyRecordId(account.id, rec.id)
+    this.forgetKeys(account.id, rec.id)
+    this.lastUsed.delete(id)
+    // The record names the new hash before either hash entry changes: from this write on, the
+    // old secret's lookup finds a record whose hash is not its own and is refused.
+    await this.records.put('key', id, rec)
+    await this.records.put('keyhash', hash, id)
+    await this.records.delete('keyhash', old.hash)
+    return { key: new ApiKey(rec, account).view(), secret }
   }
 
   async revokeKey(account: Account, keyId: unknown): Promise<KeyView> {
-    const k = this.ownKey(account, keyId)
-    this.dropKey(k)
-    await this.engine.delete(SYS.keys, k.rec.id)
-    return k.view()
+    const rec = await this.ownKey(account, keyId)
+    const id = keyRecordId(account.id, rec.id)
+    this.forgetKeys(account.id, rec.id)
+    this.lastUsed.delete(id)
+    await this.records.delete('keyhash', rec.hash)
+    await this.records.delete('key', id)
+    return new ApiKey(rec, account).view()
   }
 
   /** Writes out the last-used times that changed since the last call (in the background). */
   async flushLastUsed(): Promise<void> {
-    const ops = []
-    for (const k of this.keysById.values()) {
-      if (!k.lastUsedDirty) continue
-      k.lastUsedDirty = false
-      k.rec = { ...k.rec, lastUsedAt: new Date(k.lastUsedMs).toISOString() }
-      ops.push({ type: 'put' as const, ns: SYS.keys, key: k.rec.id, value: k.rec })
+    const dirty = [...this.lastUsed.values()]
+    this.lastUsed.clear()
+    for (const k of dirty) {
+      if (k.revoked) continue
+      const rec = await this.records.get<KeyRecord>('key', k.recordId)
+      // Gone or rotated meanwhile (perhaps on another front end): nothing to update.
+      if (rec === undefined || rec.hash !== k.rec.hash) continue
+      const at = new Date(k.lastUsedMs).toISOString()
+      if (rec.lastUsedAt !== null && rec.lastUsedAt >= at) continue
+      await this.records.put('key', k.recordId, { ...rec, lastUsedAt: at })
     }
-    if (ops.length > 0) await this.engine.batch(ops)
   }
 }

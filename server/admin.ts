@@ -2,13 +2,13 @@
 // server's data directory itself, and the operator endpoint when a running server holds it.
 import type { Accounts, KeyOptions, Permission } from './accounts.js'
 import type { SessionStore } from './dashboard/sessions.js'
-import type { Engine } from '../engine/types.js'
 import type { Namespaces } from './namespaces.js'
 import type { PlanBook } from './plans.js'
 import { ServiceError } from './service-error.js'
+import type { Store } from './store/types.js'
 
 export interface AdminServices {
-  engine: Engine
+  store: Store
   accounts: Accounts
   namespaces: Namespaces
   plans: PlanBook
@@ -50,6 +50,17 @@ function keyOptions(a: AdminArgs): KeyOptions {
   }
 }
 
+/** The embedded engine's maintenance, or a 400 saying that Redis does its own. */
+function embeddedOnly(store: Store, command: string) {
+  if (store.admin === undefined)
+    throw new ServiceError(
+      400,
+      'not_supported',
+      `"${command}" is for the embedded engine; on Redis, use Redis's own tools (docs/scale-out.md).`,
+    )
+  return store.admin
+}
+
 export async function runAdmin(
   svc: AdminServices,
   command: string,
@@ -58,43 +69,44 @@ export async function runAdmin(
   switch (command as Command) {
     case 'account.create':
       return svc.accounts.create({ email: a.email, password: a.password, plan: str(a.plan) })
-    case 'account.list':
-      return {
-        accounts: svc.accounts
-          .all()
-          .map((acct) => ({
-            ...acct.view(),
-            namespaces: acct.namespaces.size,
-            keys: acct.keys.size,
-          }))
-          .sort((x, y) => x.createdAt.localeCompare(y.createdAt)),
+    case 'account.list': {
+      const accounts = []
+      for await (const acct of svc.accounts.all()) {
+        accounts.push({
+          ...acct.view(),
+          namespaces: acct.namespaces.size,
+          keys: await svc.accounts.countKeys(acct),
+        })
       }
+      return { accounts: accounts.sort((x, y) => x.createdAt.localeCompare(y.createdAt)) }
+    }
     case 'account.delete': {
-      const acct = svc.accounts.require(a.email)
+      const acct = await svc.accounts.require(a.email)
       await svc.deleteAccount(acct.id)
       return { deleted: acct.view() }
     }
     case 'account.password': {
-      const acct = svc.accounts.require(a.email)
+      const acct = await svc.accounts.require(a.email)
       await svc.accounts.setPassword(acct, a.password)
       // A new password is a reset: whoever was signed in with the old one is signed out.
       await svc.sessions.destroyAccount(acct.id)
       return { account: acct.view() }
     }
     case 'key.create':
-      return svc.accounts.createKey(svc.accounts.require(a.email), keyOptions(a))
+      return svc.accounts.createKey(await svc.accounts.require(a.email), keyOptions(a))
     case 'key.list':
-      return { keys: svc.accounts.listKeys(svc.accounts.require(a.email)) }
+      return { keys: await svc.accounts.listKeys(await svc.accounts.require(a.email)) }
     case 'key.rotate':
-      return svc.accounts.rotateKey(svc.accounts.require(a.email), a.id)
+      return svc.accounts.rotateKey(await svc.accounts.require(a.email), a.id)
     case 'key.revoke':
-      return { revoked: await svc.accounts.revokeKey(svc.accounts.require(a.email), a.id) }
+      return { revoked: await svc.accounts.revokeKey(await svc.accounts.require(a.email), a.id) }
     case 'plan.set': {
-      const acct = svc.accounts.require(a.email)
+      const acct = await svc.accounts.require(a.email)
       await svc.accounts.setPlan(acct, String(a.plan ?? ''))
       return { account: acct.view() }
     }
     case 'backup': {
+      const admin = embeddedOnly(svc.store, 'backup')
       const to = str(a.to)
       if (!to)
         throw new ServiceError(
@@ -102,13 +114,14 @@ export async function runAdmin(
           'invalid_request',
           'Give the directory to write the backup to (--to DIR).',
         )
-      await svc.engine.backup(to)
+      await admin.backup(to)
       return { backup: to }
     }
     case 'compact': {
-      const before = svc.engine.stats()
-      await svc.engine.compact()
-      const after = svc.engine.stats()
+      const admin = embeddedOnly(svc.store, 'compact')
+      const before = admin.stats()
+      await admin.compact()
+      const after = admin.stats()
       return {
         diskBytesBefore: before.diskBytes,
         diskBytesAfter: after.diskBytes,

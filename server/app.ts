@@ -44,14 +44,16 @@ export async function serve(
   log: Logger = createLogger(config.logLevel),
 ): Promise<Running> {
   const plans = PlanBook.load(config.plansFile)
-  const svc = await openServices(config.dataDir, config.durability, plans)
+  // Also on Redis: the operator token and server.json live here for the command line.
+  fs.mkdirSync(config.dataDir, { recursive: true })
+  const svc = await openServices(config, plans)
   const token = config.operatorToken ?? randomToken()
   const ctx: Context = {
     ...svc,
     config,
     badKeys: new AddressLimiter(),
     badOperatorTokens: new AddressLimiter(5, 0.2),
-    metrics: new Metrics(svc.engine),
+    metrics: new Metrics(svc.store),
     log,
     debug: config.logLevel === 'debug',
     openapi: fs.readFileSync(OPENAPI_FILE),
@@ -88,7 +90,7 @@ export async function serve(
       s ? resolve(s) : reject(new Error(`cannot listen on ${config.host}:${config.port}`)),
     )
   }).catch(async (err) => {
-    await svc.engine.close()
+    await svc.store.close()
     throw err
   })
   const port = uws.us_socket_local_port(listenSocket)
@@ -129,6 +131,8 @@ export async function serve(
       port,
       host: config.host,
       dataDir: config.dataDir,
+      // The store's kind only: a redis:// URL may hold a password.
+      store: svc.store.kind,
       durability: config.durability,
       plans: config.plansFile,
     },
@@ -148,7 +152,7 @@ export async function serve(
       await flush().catch((err) =>
         log.error({ err: (err as Error).message }, 'writing usage failed'),
       )
-      await ctx.engine.close()
+      await ctx.store.close()
       try {
         fs.rmSync(path.join(config.dataDir, SERVER_FILE), { force: true })
       } catch (err) {

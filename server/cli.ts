@@ -1,21 +1,23 @@
 #!/usr/bin/env node
 // The `cairn` command line: `serve` runs the server; the account, key, plan and backup
-// commands work on a running server through its operator endpoint, and on a stopped one by
-// opening its data directory directly.
+// commands work on a running server through its operator endpoint, on a stopped one by
+// opening its data directory directly, and on Redis Cluster (--store) directly.
 import fs from 'node:fs'
 import path from 'node:path'
 import { type AdminArgs, runAdmin } from './admin.js'
-import { type RepairReport, repair } from '../engine/index.js'
 import { SERVER_FILE, TOKEN_FILE, serve } from './app.js'
 import { ConfigError, parseArgs, serveConfig } from './config.js'
 import { createLogger, errFields } from './log.js'
 import { DEFAULT_PLANS_FILE, PlanBook, PlanError } from './plans.js'
 import { ServiceError } from './service-error.js'
 import { openServices } from './services.js'
+import { type RepairReport, repairData } from './store/embedded.js'
+import { isRedisUrl } from './store/open.js'
 
 const HELP = `Usage: cairn <command> [options]
 
-  serve [--host H] [--port P] [--data DIR] [--durability always|interval|none]
+  serve [--host H] [--port P] [--data DIR | --store redis://H:P[,H:P...]]
+        [--durability always|interval|none]
         [--plans FILE] [--cors-origins '*'|ORIGINS] [--trust-proxy] [--log-level L]
         [--operator-token T]                      run the server
   account create --email E [--password P] [--plan ID]
@@ -37,6 +39,8 @@ const HELP = `Usage: cairn <command> [options]
 Every command takes --data DIR (default ./data) and --json. With the server running, the
 commands go through its operator endpoint (token in <data>/${TOKEN_FILE}, or
 --operator-token / CAIRN_OPERATOR_TOKEN); with it stopped, they open the data directory.
+With --store redis://... (or CAIRN_STORE) the account, key and plan commands work on
+Redis Cluster directly, whether or not front ends run on it (docs/scale-out.md).
 `
 
 class UsageError extends Error {}
@@ -116,17 +120,34 @@ async function viaServer(
   return body
 }
 
-async function locally(
-  dataDir: string,
+/** Runs the command on storage itself: a stopped server's data directory, or Redis. */
+async function directly(
+  where: { dataDir: string; store?: string },
   plansFile: string,
   command: string,
   args: AdminArgs,
 ): Promise<unknown> {
-  const svc = await openServices(dataDir, 'always', PlanBook.load(plansFile))
+  const svc = await openServices({ ...where, durability: 'always' }, PlanBook.load(plansFile))
   try {
     return await runAdmin(svc, command, args)
   } finally {
-    await svc.engine.close()
+    await svc.store.close()
+  }
+}
+
+/** Whether server.json names a process that is still running (the data directory's holder). */
+function serverRunning(dataDir: string): boolean {
+  let pid: number
+  try {
+    pid = JSON.parse(fs.readFileSync(path.join(dataDir, SERVER_FILE), 'utf8')).pid
+  } catch {
+    return false
+  }
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM'
   }
 }
 
@@ -170,7 +191,7 @@ async function repairCommand(dataDir: string, json: boolean): Promise<number> {
   if (!fs.existsSync(dataDir)) throw new UsageError(`${dataDir} does not exist`)
   let report: RepairReport
   try {
-    report = await repair(dataDir)
+    report = await repairData(dataDir)
   } catch (err) {
     if ((err as { code?: string }).code !== 'LOCKED') throw err
     throw new ServiceError(
@@ -232,13 +253,23 @@ async function main(argv: string[]): Promise<number> {
     flags.get('--plans') ?? process.env.CAIRN_PLANS ?? DEFAULT_PLANS_FILE,
   )
   const token = flags.get('--operator-token') ?? process.env.CAIRN_OPERATOR_TOKEN
-  let out: unknown
-  try {
-    out = await locally(dataDir, plansFile, command, args)
-  } catch (err) {
-    if ((err as { code?: string }).code !== 'LOCKED') throw err
-    out = await viaServer(dataDir, command, args, token)
-  }
+  const store = flags.get('--store') ?? (process.env.CAIRN_STORE || undefined)
+  if (store !== undefined && !isRedisUrl(store))
+    throw new UsageError('--store takes a redis:// or rediss:// URL')
+  // Redis is shared by design: commands work on it directly, servers running or not. A data
+  // directory belongs to the one server holding it, which is asked through its operator
+  // endpoint; a stopped server's directory is opened here.
+  const out =
+    store === undefined && serverRunning(dataDir)
+      ? await viaServer(dataDir, command, args, token)
+      : await directly({ dataDir, store }, plansFile, command, args).catch((err) => {
+          if ((err as { code?: string }).code !== 'LOCKED') throw err
+          throw new ServiceError(
+            409,
+            'locked',
+            `${dataDir} is held by a server this command cannot reach (no live server in ${SERVER_FILE}); is it running as another user?`,
+          )
+        })
   process.stdout.write(flags.has('--json') ? `${JSON.stringify(out)}\n` : `${show(command, out)}\n`)
   return 0
 }

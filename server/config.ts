@@ -8,6 +8,8 @@ export interface Config {
   host: string
   port: number
   dataDir: string
+  /** A `redis://` URL: keep everything in Redis Cluster instead of the data directory. */
+  store: string | undefined
   durability: Durability
   plansFile: string
   /** '*' or the exact origins allowed to call /v1 from a browser. */
@@ -33,6 +35,7 @@ const OPTIONS: Record<keyof Omit<Config, 'usageFlushMs'>, Option> = {
   host: { flag: '--host', env: 'CAIRN_HOST' },
   port: { flag: '--port', env: 'CAIRN_PORT' },
   dataDir: { flag: '--data', env: 'CAIRN_DATA' },
+  store: { flag: '--store', env: 'CAIRN_STORE' },
   durability: { flag: '--durability', env: 'CAIRN_DURABILITY' },
   plansFile: { flag: '--plans', env: 'CAIRN_PLANS' },
   corsOrigins: { flag: '--cors-origins', env: 'CAIRN_CORS_ORIGINS' },
@@ -96,6 +99,11 @@ export function serveConfig(flags: Map<string, string>, env: NodeJS.ProcessEnv):
     if (!/^https?:\/\/[^/]+$/.test(o))
       throw new ConfigError(`--cors-origins: ${o} is not an origin like https://app.example`)
   }
+  const store = pick(OPTIONS.store)
+  if (store !== undefined && !/^rediss?:\/\/[^\s]+$/.test(store))
+    throw new ConfigError(
+      '--store takes redis://[user:pass@]host:port[,host:port...] (or rediss://)',
+    )
   const trust = flags.get(OPTIONS.trustProxy.flag) ?? env[OPTIONS.trustProxy.env] ?? ''
   const token = pick(OPTIONS.operatorToken)
   if (token !== undefined && token.length < 16)
@@ -104,6 +112,7 @@ export function serveConfig(flags: Map<string, string>, env: NodeJS.ProcessEnv):
     host: pick(OPTIONS.host) ?? '0.0.0.0',
     port,
     dataDir: path.resolve(pick(OPTIONS.dataDir) ?? './data'),
+    store,
     durability,
     plansFile: path.resolve(pick(OPTIONS.plansFile) ?? DEFAULT_PLANS_FILE),
     corsOrigins,

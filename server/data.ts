@@ -1,12 +1,11 @@
 // Reading and writing an account's entries: the rules /v1 and the dashboard's data browser
-// share (namespace lookup, conditional writes, the storage quota, TTLs), over the engine's
-// public API only.
-import type { Engine, GetResult, ListResult, PutResult } from '../engine/types.js'
-import type { Account, NamespaceInfo } from './accounts.js'
+// share (namespace lookup, conditional writes, the storage quota, TTLs), over the store.
+import type { Account, Accounts, NamespaceInfo } from './accounts.js'
 import { ApiError } from './errors.js'
 import type { Namespaces } from './namespaces.js'
 import type { PlanBook } from './plans.js'
-import { type Tags, matches, singleVersion } from './v1/conditions.js'
+import type { Entry, Listed, Store, Written } from './store/types.js'
+import { type Tags, matches, singleVersion } from './wire/conditions.js'
 
 export interface WriteOptions {
   /** Seconds from now. */
@@ -20,32 +19,38 @@ export interface WriteOptions {
 const isConflict = (err: unknown) => (err as { code?: string }).code === 'CONFLICT'
 const isGone = (err: unknown) => (err as { code?: string }).code === 'NAMESPACE_NOT_FOUND'
 
+function present(info: NamespaceInfo | undefined, name: string): NamespaceInfo {
+  if (info === undefined)
+    throw new ApiError('namespace_not_found', `There is no namespace "${name}".`)
+  return info
+}
+
 export class Data {
-  /** Whether the engine answers reads synchronously (getNow). */
+  /** Whether the store answers reads synchronously (getNow). */
   readonly readsNow: boolean
 
   constructor(
-    private engine: Engine,
+    private store: Store,
+    private accounts: Accounts,
     private namespaces: Namespaces,
     private plans: PlanBook,
   ) {
-    this.readsNow = engine.getNow !== undefined
+    this.readsNow = store.getNow !== undefined
   }
 
-  namespace(account: Account, name: string): NamespaceInfo {
-    const info = account.namespaces.get(name)
-    if (info === undefined)
-      throw new ApiError('namespace_not_found', `There is no namespace "${name}".`)
-    return info
+  /** The account's namespace, or an ApiError; at once unless a shared store must be asked. */
+  namespace(account: Account, name: string): NamespaceInfo | Promise<NamespaceInfo> {
+    const found = this.accounts.namespace(account, name)
+    return found instanceof Promise ? found.then((i) => present(i, name)) : present(found, name)
   }
 
-  getNow(info: NamespaceInfo, key: string): GetResult | undefined {
-    return this.engine.getNow!(info.engineName, key)
+  getNow(info: NamespaceInfo, key: string): Entry | undefined {
+    return this.store.getNow!(info.storeName, key)
   }
 
-  /** The engine's own promise: a namespace dropped meanwhile rejects with NAMESPACE_NOT_FOUND. */
-  get(info: NamespaceInfo, key: string): Promise<GetResult | undefined> {
-    return this.engine.get(info.engineName, key)
+  /** The store's own promise: a namespace dropped meanwhile rejects with NAMESPACE_NOT_FOUND. */
+  get(info: NamespaceInfo, key: string): Promise<Entry | undefined> {
+    return this.store.get(info.storeName, key)
   }
 
   async put(
@@ -54,7 +59,7 @@ export class Data {
     key: string,
     json: Buffer,
     o: WriteOptions,
-  ): Promise<PutResult> {
+  ): Promise<Written> {
     const plan = this.plans.get(account.rec.plan)
     let ifVersion: number | null | undefined
     let oldBytes = -1
@@ -77,12 +82,12 @@ export class Data {
       ) {
         throw new ApiError('precondition_failed')
       }
-      // The engine checks again at the moment of the write, so nothing can slip in between.
+      // The store checks again at the moment of the write, so nothing can slip in between.
       if (o.ifMatch !== undefined || o.ifNoneMatch !== undefined) ifVersion = v ?? null
     } else if (fast !== undefined) ifVersion = fast
     else if (o.ifNoneMatch === '*') ifVersion = null
     if (quota !== null) {
-      const used = this.namespaces.storageBytes(account)
+      const used = await this.namespaces.storageBytes(account)
       const next = used - oldBytes + Buffer.byteLength(key) + json.length
       if (next > quota && next > used) {
         throw new ApiError(
@@ -92,7 +97,7 @@ export class Data {
       }
     }
     try {
-      return await this.engine.put(info.engineName, key, json, {
+      return await this.store.put(info.storeName, key, json, {
         ttlMs: o.ttl !== undefined ? o.ttl * 1000 : undefined,
         expiresAt: o.expiresAt !== undefined ? o.expiresAt * 1000 : undefined,
         ifVersion,
@@ -117,8 +122,8 @@ export class Data {
       }
     }
     try {
-      return await this.engine.delete(
-        info.engineName,
+      return await this.store.delete(
+        info.storeName,
         key,
         ifVersion === undefined ? undefined : { ifVersion },
       )
@@ -134,13 +139,13 @@ export class Data {
     prefix: string,
     after: string | undefined,
     limit: number,
-  ): Promise<ListResult> {
-    return this.engine.list(info.engineName, { prefix, after, limit })
+  ): Promise<Listed> {
+    return this.store.list(info.storeName, { prefix, after, limit })
   }
 
   private async stat(info: NamespaceInfo, key: string) {
     try {
-      return await this.engine.stat(info.engineName, key)
+      return await this.store.stat(info.storeName, key)
     } catch (err) {
       throw isGone(err) ? new ApiError('namespace_not_found') : err
     }

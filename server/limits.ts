@@ -1,9 +1,13 @@
 // Rate limits. Each account has a token bucket (all its keys share it) filled at the plan's
-// rate up to its burst; each client address has a small bucket for requests with missing or
-// wrong keys, so guessing keys is slow and cheap to refuse.
+// rate up to its burst, kept by the store, so front ends on one store share it; each client
+// address has a small bucket for requests with missing or wrong keys, so guessing keys is
+// slow and cheap to refuse.
 import { LRUCache } from 'lru-cache'
-import type { Account } from './accounts.js'
 import type { Plan } from './plans.js'
+import { takeToken } from './store/token-bucket.js'
+import type { Bucket, Limiter } from './store/types.js'
+
+export type { Bucket }
 
 const DAY_MS = 86_400_000
 const BAD_KEY_BURST = 20
@@ -11,54 +15,20 @@ const BAD_KEY_PER_SECOND = 2
 /** Addresses the per-address limiters remember at most (docs/configuration.md). */
 export const ADDRESSES_MAX = 100_000
 
-/** The outcome of the last `take`, reused rather than allocated per request. */
-export interface Bucket {
-  ok: boolean
-  limit: number
-  remaining: number
-  /** Seconds until the bucket is full. */
-  reset: number
-  /** Whole seconds until one token is back (when refused). */
-  retryAfter: number
-}
-
-export function takeToken(
-  state: { tokens: number; refilledAt: number },
-  rate: number,
-  burst: number,
+/** Takes a token from the account's bucket; `ok: true` with limit -1 when the plan has none. */
+export function takeAccountToken(
+  limiter: Limiter,
+  accountId: string,
+  plan: Plan,
   now: number,
   out: Bucket,
-): Bucket {
-  let tokens = state.tokens
-  if (tokens < 0) tokens = burst
-  else {
-    tokens += ((now - state.refilledAt) * rate) / 1000
-    if (tokens > burst) tokens = burst
-  }
-  state.refilledAt = now
-  out.limit = burst
-  if (tokens >= 1) {
-    tokens -= 1
-    out.ok = true
-    out.retryAfter = 0
-  } else {
-    out.ok = false
-    out.retryAfter = Math.max(1, Math.ceil((1 - tokens) / rate))
-  }
-  state.tokens = tokens
-  out.remaining = Math.floor(tokens)
-  out.reset = Math.ceil((burst - tokens) / rate)
-  return out
-}
-
-/** Takes a token from the account's bucket; `ok: true` with limit -1 when the plan has none. */
-export function takeAccountToken(a: Account, plan: Plan, now: number, out: Bucket): Bucket {
+): Bucket | Promise<Bucket> {
   if (plan.ratePerSecond === null || plan.burst === null) {
     out.ok = true
     out.limit = -1
     return out
   }
-  return takeToken(a, plan.ratePerSecond, plan.burst, now, out)
+  return limiter.take(accountId, plan.ratePerSecond, plan.burst, now, out)
 }
 
 /** Seconds to the next UTC midnight, at least 1: when a spent daily quota comes back. */

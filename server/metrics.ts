@@ -2,7 +2,8 @@
 // status, and a latency histogram by route) and rendered as text only when scraped;
 // prom-client supplies the process metrics and the engine's figures at scrape time.
 import client from 'prom-client'
-import type { Engine } from '../engine/types.js'
+import type { EngineStats } from '../engine/types.js'
+import type { Store } from './store/types.js'
 
 export const ROUTES = [
   'get_value',
@@ -37,15 +38,30 @@ export class Metrics {
   private sums = new Float64Array(ROUTES.length)
   readonly registry = new client.Registry()
 
-  constructor(engine: Engine) {
+  constructor(store: Store) {
     client.collectDefaultMetrics({ register: this.registry, prefix: 'cairn_' })
-    const gauge = (name: string, help: string, read: (s: ReturnType<Engine['stats']>) => number) =>
+    if (store.admin !== undefined) this.engineGauges(store.admin.stats)
+    new client.Gauge({
+      name: 'cairn_storage_state',
+      help: 'The storage state: 1 for the current one of ok, no_space (disk full) and failed.',
+      labelNames: ['state'],
+      registers: [this.registry],
+      collect() {
+        const now = store.health().state
+        for (const state of ['ok', 'no_space', 'failed']) this.set({ state }, now === state ? 1 : 0)
+      },
+    })
+  }
+
+  /** The embedded engine's figures, read at scrape time. */
+  private engineGauges(stats: () => EngineStats): void {
+    const gauge = (name: string, help: string, read: (s: EngineStats) => number) =>
       new client.Gauge({
         name,
         help,
         registers: [this.registry],
         collect() {
-          this.set(read(engine.stats()))
+          this.set(read(stats()))
         },
       })
     gauge('cairn_engine_keys', 'Live keys in storage.', (s) => s.keys)
@@ -87,16 +103,6 @@ export class Metrics {
       'Writes the storage failed to make durable (disk full or an I/O error).',
       (s) => s.writeFailures,
     )
-    new client.Gauge({
-      name: 'cairn_storage_state',
-      help: 'The storage state: 1 for the current one of ok, no_space (disk full) and failed.',
-      labelNames: ['state'],
-      registers: [this.registry],
-      collect() {
-        const now = engine.health().state
-        for (const state of ['ok', 'no_space', 'failed']) this.set({ state }, now === state ? 1 : 0)
-      },
-    })
   }
 
   /**

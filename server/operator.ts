@@ -13,7 +13,7 @@ import { sameSecret } from './secrets.js'
 import { ServiceError } from './service-error.js'
 import { storageFault } from './storage-faults.js'
 import { ApiError } from './errors.js'
-import { parseJsonObject } from './v1/json-body.js'
+import { parseJsonObject } from './wire/json-body.js'
 
 const BODY_LIMIT = 64 * 1024
 

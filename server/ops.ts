@@ -60,7 +60,7 @@ function readiness(ctx: Context): { status: number; body: Record<string, string>
       status: 503,
       body: { status: 'not ready', reason: ctx.lifecycle.stopping ? 'stopping' : 'starting' },
     }
-  const health = ctx.engine.health()
+  const health = ctx.store.health()
   if (health.state === 'ok') return { status: 200, body: { status: 'ready' } }
   if (health.state === 'no_space')
     return {

@@ -1,18 +1,18 @@
 // Opening storage and building the services on it: shared by `cairn serve` and by the
-// command line when it works on a stopped server's data directory.
-import fs from 'node:fs'
-import { open } from '../engine/index.js'
-import type { Durability, Engine } from '../engine/types.js'
+// command line when it works on storage itself (a stopped server's data directory, or a
+// Redis Cluster whether or not front ends run on it).
+import type { Durability } from '../engine/types.js'
 import { Accounts } from './accounts.js'
 import { SessionStore } from './dashboard/sessions.js'
 import { Data } from './data.js'
 import { Namespaces } from './namespaces.js'
 import type { PlanBook } from './plans.js'
-import { ensureSystemNamespaces } from './system.js'
+import { openStore } from './store/open.js'
+import type { Store } from './store/types.js'
 import { Usage } from './usage.js'
 
 export interface Services {
-  engine: Engine
+  store: Store
   plans: PlanBook
   accounts: Accounts
   namespaces: Namespaces
@@ -23,42 +23,45 @@ export interface Services {
   deleteAccount(accountId: string): Promise<void>
 }
 
-export async function openServices(
-  dataDir: string,
-  durability: Durability,
-  plans: PlanBook,
-): Promise<Services> {
-  fs.mkdirSync(dataDir, { recursive: true })
-  const engine = await open(dataDir, { durability })
+/** Where storage is: a data directory (the embedded engine) or a `redis://` URL. */
+export interface StoreLocation {
+  dataDir: string
+  store?: string
+  durability: Durability
+}
+
+export async function openServices(where: StoreLocation, plans: PlanBook): Promise<Services> {
+  const store = await openStore(where)
   try {
-    await ensureSystemNamespaces(engine)
-    const accounts = new Accounts(engine, plans)
-    await accounts.load()
-    const namespaces = new Namespaces(engine, accounts, plans)
-    await namespaces.load()
-    const usage = new Usage(engine, accounts, (a) => namespaces.storageBytes(a))
-    await usage.load()
-    const data = new Data(engine, namespaces, plans)
-    const sessions = new SessionStore(engine)
-    return {
-      engine,
-      plans,
-      accounts,
-      namespaces,
-      data,
-      usage,
-      sessions,
-      async deleteAccount(accountId) {
-        const account = accounts.get(accountId)
-        if (!account) return
-        await namespaces.dropAll(account)
-        await usage.forget(account)
-        await accounts.remove(account)
-        await sessions.destroyAccount(accountId)
-      },
-    }
+    return await servicesOn(store, plans)
   } catch (err) {
-    await engine.close().catch(() => {})
+    await store.close().catch(() => {})
     throw err
+  }
+}
+
+export async function servicesOn(store: Store, plans: PlanBook): Promise<Services> {
+  const accounts = new Accounts(store, plans)
+  await accounts.load()
+  const namespaces = new Namespaces(store, accounts, plans)
+  const usage = new Usage(store, accounts, (a) => namespaces.storageBytes(a))
+  const data = new Data(store, accounts, namespaces, plans)
+  const sessions = new SessionStore(store)
+  return {
+    store,
+    plans,
+    accounts,
+    namespaces,
+    data,
+    usage,
+    sessions,
+    async deleteAccount(accountId) {
+      const account = await accounts.get(accountId)
+      if (!account) return
+      await namespaces.dropAll(account)
+      await usage.forget(account)
+      await accounts.remove(account)
+      await sessions.destroyAccount(accountId)
+    },
   }
 }

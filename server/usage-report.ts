@@ -24,7 +24,7 @@ export async function usageReport(
   const days = await svc.usage.days(account, REPORT_DAYS)
   const plan = svc.plans.get(account.rec.plan)
   const today = days[days.length - 1]!
-  const rows = svc.namespaces.list(account).filter((r) => visible(r.name))
+  const rows = (await svc.namespaces.list(account)).filter((r) => visible(r.name))
   return {
     plan,
     today: {

@@ -1,13 +1,21 @@
 // Usage: per account and UTC day, requests by operation, errors, 429s and bytes. Counting is
-// a few additions on the account's in-memory counters; a timer writes the changed ones to
-// sys/usage every couple of seconds and at shutdown, so a crash loses at most that interval.
-import type { Engine } from '../engine/types.js'
+// a few additions on this front end's counters; a timer adds what was counted since the last
+// pass to the day's record in the store every couple of seconds and at shutdown, and reads
+// back the record's totals, so several front ends on one store count into one total and the
+// daily quota sees all of them (within a pass). A crash loses at most one interval's counts.
 import type { Account, Accounts } from './accounts.js'
-import { SYS } from './system.js'
+import type { Store } from './store/types.js'
 
 export const OPS = ['get', 'put', 'delete', 'list', 'namespace', 'usage'] as const
 export type OpName = (typeof OPS)[number]
 export const OP = { get: 0, put: 1, delete: 2, list: 3, namespace: 4, usage: 5 } as const
+
+/** A day record's fields, in the order the counters hold them. */
+const FIELDS = [...OPS, 'errors', 'rateLimited', 'bytesIn', 'bytesOut'] as const
+const ERRORS = 6
+const RATE_LIMITED = 7
+const BYTES_IN = 8
+const BYTES_OUT = 9
 
 const DAY_MS = 86_400_000
 /** Days of records kept; older ones are removed when the day turns. */
@@ -25,13 +33,14 @@ export interface DayUsage {
   storageBytes?: number
 }
 
-/** One account's counters for one day, as kept in memory. */
+type DayRecord = Partial<Record<(typeof FIELDS)[number] | 'storageBytes', number>>
+
+/** One account's counters for one day: the store's totals as last read, plus what is new here. */
 export class DayCounters {
-  ops = [0, 0, 0, 0, 0, 0]
-  errors = 0
-  rateLimited = 0
-  bytesIn = 0
-  bytesOut = 0
+  /** Totals: the store's as of the last pass plus `pending`. */
+  readonly total = new Float64Array(FIELDS.length)
+  /** Counted here since the last pass. */
+  readonly pending = new Float64Array(FIELDS.length)
   storageBytes = 0
   dirty = false
 
@@ -42,105 +51,104 @@ export class DayCounters {
 
   get requests(): number {
     let n = 0
-    for (const v of this.ops) n += v
+    for (let i = 0; i < OPS.length; i++) n += this.total[i]!
     return n
+  }
+
+  /** Takes in the store's record: its totals plus what is still pending here. */
+  settle(rec: DayRecord | undefined): void {
+    FIELDS.forEach((f, i) => {
+      this.total[i] = Number(rec?.[f] ?? 0) + this.pending[i]!
+    })
+    this.storageBytes = Number(rec?.storageBytes ?? this.storageBytes)
   }
 
   toDay(): DayUsage {
     const operations = {} as Record<OpName, number>
     OPS.forEach((op, i) => {
-      operations[op] = this.ops[i]!
+      operations[op] = this.total[i]!
     })
     return {
       date: dateOf(this.day),
       requests: this.requests,
       operations,
-      errors: this.errors,
-      rateLimited: this.rateLimited,
-      bytesIn: this.bytesIn,
-      bytesOut: this.bytesOut,
+      errors: this.total[ERRORS]!,
+      rateLimited: this.total[RATE_LIMITED]!,
+      bytesIn: this.total[BYTES_IN]!,
+      bytesOut: this.total[BYTES_OUT]!,
       storageBytes: this.storageBytes,
     }
-  }
-
-  static from(accountId: string, day: number, d: Partial<DayUsage>): DayCounters {
-    const c = new DayCounters(accountId, day)
-    OPS.forEach((op, i) => {
-      c.ops[i] = Number(d.operations?.[op] ?? 0)
-    })
-    c.errors = Number(d.errors ?? 0)
-    c.rateLimited = Number(d.rateLimited ?? 0)
-    c.bytesIn = Number(d.bytesIn ?? 0)
-    c.bytesOut = Number(d.bytesOut ?? 0)
-    c.storageBytes = Number(d.storageBytes ?? 0)
-    return c
   }
 }
 
 export const dayOf = (ms: number) => Math.floor(ms / DAY_MS)
 export const dateOf = (day: number) => new Date(day * DAY_MS).toISOString().slice(0, 10)
-const recordKey = (accountId: string, day: number) => `${accountId}/${dateOf(day)}`
+const recordId = (accountId: string, day: number) => `${accountId}/${dateOf(day)}`
 
 export function emptyDay(day: number): DayUsage {
   return new DayCounters('', day).toDay()
 }
 
 export class Usage {
-  private dirty: DayCounters[] = []
+  /** Today's counters of the accounts seen since the last pass (and of those still dirty). */
+  private counters = new Map<string, DayCounters>()
   private flushing: Promise<void> | null = null
-  private prunedDay = 0
+  private prunedDay = dayOf(Date.now())
 
   constructor(
-    private engine: Engine,
+    private store: Store,
     private accounts: Accounts,
-    private storageOf: (a: Account) => number,
+    private storageOf: (a: Account) => Promise<number>,
   ) {}
 
-  /** Today's counters of every account, so the daily quota holds across a restart. */
-  async load(): Promise<void> {
-    const today = dayOf(Date.now())
-    this.prunedDay = today
-    for (const a of this.accounts.all()) {
-      const got = await this.engine.get(SYS.usage, recordKey(a.id, today))
-      if (got) a.usage = DayCounters.from(a.id, today, got.value as DayUsage)
-    }
-  }
-
   /** The account's counters for the current UTC day (a new day starts from zero). */
-  today(a: Account, now: number): DayCounters {
+  today(accountId: string, now: number): DayCounters {
     const day = dayOf(now)
-    let c = a.usage
+    let c = this.counters.get(accountId)
     if (c === undefined || c.day !== day) {
-      c = new DayCounters(a.id, day)
-      a.usage = c
+      c = new DayCounters(accountId, day)
+      this.counters.set(accountId, c)
+      this.load(c)
     }
     return c
   }
 
+  /** Reads the day's record in: at once from a store that can, else in the background. */
+  private load(c: DayCounters): void {
+    const id = recordId(c.accountId, c.day)
+    const r = this.store.records
+    if (r.getNow !== undefined) return c.settle(r.getNow<DayRecord>('usage', id))
+    r.get<DayRecord>('usage', id).then(
+      (rec) => c.settle(rec),
+      () => {},
+    )
+  }
+
   /** Counts one answered request. 429s count apart, not as requests of their operation. */
   record(
-    a: Account,
+    accountId: string,
     op: number,
     status: number,
     bytesIn: number,
     bytesOut: number,
     now: number,
   ): void {
-    const c = this.today(a, now)
-    if (status === 429) c.rateLimited++
+    const c = this.today(accountId, now)
+    const add = (i: number, n: number) => {
+      c.total[i]! += n
+      c.pending[i]! += n
+    }
+    if (status === 429) add(RATE_LIMITED, 1)
     else {
-      c.ops[op]!++
-      if (status >= 400) c.errors++
+      add(op, 1)
+      if (status >= 400) add(ERRORS, 1)
     }
-    c.bytesIn += bytesIn
-    c.bytesOut += bytesOut
-    if (!c.dirty) {
-      c.dirty = true
-      this.dirty.push(c)
-    }
+    add(BYTES_IN, bytesIn)
+    add(BYTES_OUT, bytesOut)
+    c.dirty = true
   }
 
-  /** Writes every changed day record; concurrent calls share one pass. */
+  /** Adds every changed day's counts to the store; concurrent calls share one pass. */
   flush(): Promise<void> {
     if (this.flushing) return this.flushing.then(() => this.flush())
     this.flushing = this.writeDirty().finally(() => {
@@ -150,76 +158,91 @@ export class Usage {
   }
 
   private async writeDirty(): Promise<void> {
-    const batch = this.dirty
-    this.dirty = []
-    const ops = []
-    for (const c of batch) {
+    let failed: unknown
+    for (const [id, c] of [...this.counters]) {
+      if (!c.dirty) {
+        // Idle for a whole pass: read afresh when it is next needed.
+        this.counters.delete(id)
+        continue
+      }
+      const a = await this.accounts.get(id)
+      if (a === undefined || a.deleted) {
+        this.counters.delete(id)
+        continue
+      }
       c.dirty = false
-      const a = this.accounts.get(c.accountId)
-      if (!a || a.deleted) continue
-      c.storageBytes = this.storageOf(a)
-      ops.push({
-        type: 'put' as const,
-        ns: SYS.usage,
-        key: recordKey(c.accountId, c.day),
-        value: c.toDay(),
+      const delta: Record<string, number> = {}
+      FIELDS.forEach((f, i) => {
+        if (c.pending[i] !== 0) delta[f] = c.pending[i]!
       })
-    }
-    if (ops.length > 0) {
+      const sent = Float64Array.from(c.pending)
+      c.pending.fill(0)
       try {
-        await this.engine.batch(ops)
+        c.storageBytes = await this.storageOf(a)
+        c.settle(
+          await this.store.records.add('usage', recordId(id, c.day), delta, {
+            storageBytes: c.storageBytes,
+          }),
+        )
       } catch (err) {
-        // A full or failing disk: keep the counters to write on a later pass rather than
-        // lose them (a batch that failed left nothing behind).
-        for (const c of batch) {
-          if (c.dirty) continue
-          c.dirty = true
-          this.dirty.push(c)
-        }
-        throw err
+        // A full disk or an unreachable store: keep the counts for a later pass rather than
+        // lose them (an add that failed added nothing).
+        sent.forEach((n, i) => {
+          c.pending[i]! += n
+        })
+        c.dirty = true
+        failed = err
       }
     }
+    if (failed !== undefined) throw failed
     await this.prune()
   }
 
-  /** Once a day, removes records that fell out of the kept window. */
+  /** Once a day, removes the records of active accounts that fell out of the kept window. */
   private async prune(): Promise<void> {
     const today = dayOf(Date.now())
     if (today === this.prunedDay) return
     this.prunedDay = today
-    const cutoff = `${dateOf(today - KEEP_DAYS)}`
-    for (const a of this.accounts.all()) {
-      const page = await this.engine.list(SYS.usage, { prefix: `${a.id}/`, limit: 100 })
-      for (const key of page.keys) {
-        if (key.slice(a.id.length + 1) < cutoff) await this.engine.delete(SYS.usage, key)
-      }
+    const cutoff = dateOf(today - KEEP_DAYS)
+    for (const id of this.counters.keys()) {
+      const page = await this.store.records.list('usage', `${id}/`, undefined, 200)
+      const old = page.items.filter(([key]) => key.slice(id.length + 1) < cutoff)
+      await this.store.records.batch(
+        old.map(([key]) => ({ kind: 'usage' as const, id: key, delete: true as const })),
+      )
     }
   }
 
-  /** The last `days` days, oldest first, today last (from memory, the rest from storage). */
+  /** The last `days` days, oldest first, today last. */
   async days(a: Account, days: number): Promise<DayUsage[]> {
     const today = dayOf(Date.now())
     const out: DayUsage[] = []
     for (let d = today - days + 1; d <= today; d++) {
-      if (d === today) {
-        const c = this.today(a, Date.now())
-        const day = c.toDay()
-        day.storageBytes = this.storageOf(a)
-        out.push(day)
-        continue
+      const c = new DayCounters(a.id, d)
+      const live = this.counters.get(a.id)
+      if (d === today && live !== undefined && live.day === d) {
+        c.total.set(live.total)
+      } else {
+        const rec = await this.store.records.get<DayRecord>('usage', recordId(a.id, d))
+        if (rec === undefined && d !== today) {
+          out.push(emptyDay(d))
+          continue
+        }
+        c.settle(rec)
       }
-      const got = await this.engine.get(SYS.usage, recordKey(a.id, d))
-      out.push(got ? DayCounters.from(a.id, d, got.value as DayUsage).toDay() : emptyDay(d))
+      if (d === today) c.storageBytes = await this.storageOf(a)
+      out.push(c.toDay())
     }
     return out
   }
 
   async forget(a: Account): Promise<void> {
+    this.counters.delete(a.id)
     for (;;) {
-      const page = await this.engine.list(SYS.usage, { prefix: `${a.id}/`, limit: 1000 })
-      if (page.keys.length === 0) return
-      await this.engine.batch(
-        page.keys.map((key) => ({ type: 'delete' as const, ns: SYS.usage, key })),
+      const page = await this.store.records.list('usage', `${a.id}/`, undefined, 1000)
+      if (page.items.length === 0) return
+      await this.store.records.batch(
+        page.items.map(([id]) => ({ kind: 'usage' as const, id, delete: true as const })),
       )
     }
   }

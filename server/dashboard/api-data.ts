@@ -5,11 +5,11 @@
 import type { NamespaceInfo } from '../accounts.js'
 import type { Context } from '../context.js'
 import { ApiError } from '../errors.js'
-import { jsonContentType } from '../v1/body.js'
-import { parseTags } from '../v1/conditions.js'
-import { encodeCursor, walkOf } from '../v1/cursor.js'
-import { parsePutBody } from '../v1/json-body.js'
-import { decodeKey } from '../v1/paths.js'
+import { jsonContentType } from '../wire/content-type.js'
+import { parseTags } from '../wire/conditions.js'
+import { encodeCursor, walkOf } from '../wire/cursor.js'
+import { parsePutBody } from '../wire/json-body.js'
+import { decodeKey } from '../wire/keys.js'
 import type { Caller } from './guard.js'
 import { type Reply, type Req, jsonReply } from './http.js'
 
@@ -44,12 +44,12 @@ function gone(err: unknown): never {
 export class DataApi {
   constructor(private ctx: Context) {}
 
-  private ns(req: Req, c: Caller): NamespaceInfo {
+  private async ns(req: Req, c: Caller): Promise<NamespaceInfo> {
     return this.ctx.data.namespace(c.account, req.params[0]!)
   }
 
   async listKeys(req: Req, c: Caller): Promise<Reply> {
-    const info = this.ns(req, c)
+    const info = await this.ns(req, c)
     const limitText = req.query.get('limit')
     const limit = limitText === null ? PAGE : LIMIT.test(limitText) ? Number(limitText) : 0
     if (limit < 1 || limit > 1000) throw new ApiError('invalid_limit')
@@ -65,7 +65,7 @@ export class DataApi {
 
   /** The value as its JSON text in a string, so the page never rounds a number. */
   async getValue(req: Req, c: Caller): Promise<Reply> {
-    const info = this.ns(req, c)
+    const info = await this.ns(req, c)
     const key = keyParam(req)
     const got = await this.ctx.data.get(info, key).catch(gone)
     if (!got) throw new ApiError('key_not_found', 'There is no such key in this namespace.')
@@ -79,7 +79,7 @@ export class DataApi {
 
   /** The body is a /v1 PUT body; If-Match and If-None-Match work as they do there. */
   async putValue(req: Req, c: Caller): Promise<Reply> {
-    const info = this.ns(req, c)
+    const info = await this.ns(req, c)
     const key = keyParam(req)
     if (!jsonContentType(req.headers['content-type']!)) throw new ApiError('unsupported_media_type')
     const plan = this.ctx.plans.get(c.account.rec.plan)
@@ -97,7 +97,7 @@ export class DataApi {
   }
 
   async deleteValue(req: Req, c: Caller): Promise<Reply> {
-    const info = this.ns(req, c)
+    const info = await this.ns(req, c)
     const key = keyParam(req)
     if (!(await this.ctx.data.delete(info, key, parseTags(req.headers['if-match']!))))
       throw new ApiError('key_not_found', 'There is no such key in this namespace.')

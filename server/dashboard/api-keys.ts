@@ -9,7 +9,7 @@ export class KeysApi {
   constructor(private ctx: Context) {}
 
   async list(_req: Req, c: Caller): Promise<Reply> {
-    return jsonReply(200, { keys: this.ctx.accounts.listKeys(c.account) })
+    return jsonReply(200, { keys: await this.ctx.accounts.listKeys(c.account) })
   }
 
   async create(req: Req, c: Caller): Promise<Reply> {

@@ -10,7 +10,7 @@ export class NamespacesApi {
   constructor(private ctx: Context) {}
 
   async list(_req: Req, c: Caller): Promise<Reply> {
-    return jsonReply(200, { namespaces: this.ctx.namespaces.list(c.account) })
+    return jsonReply(200, { namespaces: await this.ctx.namespaces.list(c.account) })
   }
 
   async create(req: Req, c: Caller): Promise<Reply> {

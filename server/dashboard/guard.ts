@@ -44,7 +44,7 @@ export async function currentCaller(
   const cookie = req.cookies[SESSION_COOKIE]
   const session = await sessions.get(cookie)
   if (!session || !cookie) return undefined
-  const account = ctx.accounts.get(session.accountId)
+  const account = await ctx.accounts.get(session.accountId)
   if (!account || account.deleted) return undefined
   return { cookie, session, account }
 }

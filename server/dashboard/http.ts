@@ -12,7 +12,7 @@ import type { HttpRequest, HttpResponse, TemplatedApp } from '../http/uws.js'
 import { R } from '../metrics.js'
 import { ServiceError } from '../service-error.js'
 import { storageFault } from '../storage-faults.js'
-import { jsonContentType } from '../v1/body.js'
+import { jsonContentType } from '../wire/content-type.js'
 
 export interface Req {
   method: string

@@ -1,13 +1,13 @@
-// Dashboard sessions, kept in the engine's sys/sessions namespace, which no API can name.
+// Dashboard sessions, kept in the store's session records, which no API can name.
 // The cookie holds `<account id>.<random secret>`; storage holds the record under
 // `<account id>/<SHA-256 of the secret>`, so a copy of the data directory cannot be
 // replayed as a login, and one account's sessions list by prefix (to end them all after a
 // password change). Each session carries its own CSRF token.
 import { createHash } from 'node:crypto'
 import { LRUCache } from 'lru-cache'
-import type { Engine } from '../../engine/types.js'
+import { REFRESH_MS } from '../accounts.js'
 import { randomToken, sameSecret } from '../secrets.js'
-import { SYS } from '../system.js'
+import type { Records, Store } from '../store/types.js'
 
 export const SESSION_COOKIE = 'cairn_session'
 export const PRE_SESSION_COOKIE = 'cairn_pre'
@@ -30,10 +30,17 @@ export function sameToken(a: string | undefined, b: string | undefined): boolean
 }
 
 export class SessionStore {
-  /** Sessions recently used, so a page load costs no storage read (bounded, LRU). */
-  private cache = new LRUCache<string, Session>({ max: CACHE_MAX })
+  /**
+   * Sessions recently used, so a page load costs no storage read (bounded, LRU). On a store
+   * other front ends share, a session ended elsewhere is trusted here for REFRESH_MS at most.
+   */
+  private cache: LRUCache<string, Session>
+  private records: Records
 
-  constructor(private engine: Engine) {}
+  constructor(store: Store) {
+    this.records = store.records
+    this.cache = new LRUCache({ max: CACHE_MAX, ...(store.soleWriter ? {} : { ttl: REFRESH_MS }) })
+  }
 
   /** A new session; `cookie` is the value for the session cookie. */
   async create(accountId: string): Promise<{ cookie: string; session: Session }> {
@@ -46,7 +53,7 @@ export class SessionStore {
       expiresAt: now + TTL_MS,
     }
     const key = recordKey(accountId, secret)
-    await this.engine.put(SYS.sessions, key, session, { expiresAt: session.expiresAt })
+    await this.records.put('session', key, session, { expiresAt: session.expiresAt })
     this.remember(key, session)
     return { cookie: `${accountId}.${secret}`, session }
   }
@@ -56,9 +63,8 @@ export class SessionStore {
     if (key === undefined) return undefined
     let session = this.cache.get(key)
     if (!session) {
-      const found = await this.engine.get(SYS.sessions, key)
-      if (!found) return undefined
-      session = found.value as Session
+      session = await this.records.get<Session>('session', key)
+      if (!session) return undefined
       this.remember(key, session)
     }
     if (session.expiresAt <= Date.now()) {
@@ -72,19 +78,19 @@ export class SessionStore {
     const key = keyOf(cookie)
     if (key === undefined) return
     this.cache.delete(key)
-    await this.engine.delete(SYS.sessions, key)
+    await this.records.delete('session', key)
   }
 
   /** Ends every session of an account but the one behind `keepCookie`. */
   async destroyAccount(accountId: string, keepCookie?: string): Promise<void> {
     const keep = keyOf(keepCookie)
     for (;;) {
-      const page = await this.engine.list(SYS.sessions, { prefix: `${accountId}/`, limit: 1000 })
-      const doomed = page.keys.filter((k) => k !== keep)
+      const page = await this.records.list('session', `${accountId}/`, undefined, 1000)
+      const doomed = page.items.map(([k]) => k).filter((k) => k !== keep)
       if (doomed.length === 0) return
       for (const k of doomed) this.cache.delete(k)
-      await this.engine.batch(
-        doomed.map((key) => ({ type: 'delete' as const, ns: SYS.sessions, key })),
+      await this.records.batch(
+        doomed.map((id) => ({ kind: 'session' as const, id, delete: true as const })),
       )
     }
   }

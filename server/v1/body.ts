@@ -5,6 +5,7 @@
 // the client would often never see the 413; so the rest is read and dropped first, up to
 // DISCARD_MAX, past which the connection is cut.
 import type { HttpRequest } from '../http/uws.js'
+import { jsonContentType } from '../wire/content-type.js'
 import type { Call } from './call.js'
 
 const DISCARD_MAX = 64 * 1024 * 1024
@@ -25,6 +26,19 @@ export function readBody(
       cut,
     )
   call.unreadBody = false
+  const stash = call.stash
+  if (stash !== undefined) {
+    // Already arriving (deferred.ts): judged against this route's limit once it is all in.
+    const judge = () => {
+      if (call.done) return
+      if (stash.over || stash.size > limit) return tooBig(stash.size, false)
+      call.bytesIn = stash.size
+      next(Buffer.concat(stash.chunks, stash.size))
+    }
+    if (stash.done) return judge()
+    stash.onDone = judge
+    return
+  }
   if (declared > limit && (!closing || declared - limit > DISCARD_MAX))
     return tooBig(declared, closing)
   call.async()
@@ -80,11 +94,4 @@ export function acceptsJson(call: Call, req: HttpRequest): boolean {
     `Content-Type ${JSON.stringify(type.slice(0, 100))} is not accepted: send Content-Type: application/json (or none).`,
   )
   return false
-}
-
-/** Whether a Content-Type is JSON (any charset) or absent. */
-export function jsonContentType(type: string): boolean {
-  if (type === '') return true
-  const semi = type.indexOf(';')
-  return (semi < 0 ? type : type.slice(0, semi)).trim().toLowerCase() === 'application/json'
 }

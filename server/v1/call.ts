@@ -15,6 +15,8 @@ import { statusLine } from '../http/status.js'
 import type { HttpResponse } from '../http/uws.js'
 import { storageFault } from '../storage-faults.js'
 import { EXPOSE, allowOrigin } from './cors.js'
+import type { Entry } from '../store/types.js'
+import type { BodyStash } from './deferred.js'
 
 /** An unread body is read and dropped up to this size before an early answer; past it, cut off. */
 const DRAIN_MAX = 64 * 1024 * 1024
@@ -44,6 +46,10 @@ export class Call {
    * an early answer then waits for the body to arrive (see body.ts for why).
    */
   unreadBody = false
+  /** The body as it arrived, when the request was deferred before its operation (deferred.ts). */
+  stash: BodyStash | undefined = undefined
+  /** A GET's read, started while the rate limit was checked (entries.ts prefetch). */
+  prefetched: Promise<Entry | undefined> | undefined = undefined
   /** The connection is not read while this request's write is applied (see applyLater). */
   private paused = false
   readonly started: number
@@ -171,7 +177,7 @@ export class Call {
     if (this.account !== undefined && this.op >= 0) {
       // A request the client walked away from was still served (a PUT may have landed).
       ctx.usage.record(
-        this.account,
+        this.account.id,
         this.op,
         status === 499 ? 200 : status,
         this.bytesIn,

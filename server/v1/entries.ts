@@ -1,15 +1,17 @@
 // GET, PUT and DELETE /v1/{namespace}/{key}. A value is stored as its JSON text and read
 // back as bytes, so the response body is `{"value":` + the stored text + `}` with no
 // parsing or re-serialising on the way.
-import type { GetResult } from '../../engine/types.js'
 import type { NamespaceInfo } from '../accounts.js'
+import type { Context } from '../context.js'
 import type { HttpRequest } from '../http/uws.js'
 import type { Plan } from '../plans.js'
+import type { Entry } from '../store/types.js'
 import { acceptsJson, readRequestBody } from './body.js'
 import type { Call } from './call.js'
-import { matches, parseTags } from './conditions.js'
-import { type PutBody, parsePutBody } from './json-body.js'
-import { type Parsed, decodeKey } from './paths.js'
+import { matches, parseTags } from '../wire/conditions.js'
+import { type PutBody, parsePutBody } from '../wire/json-body.js'
+import { decodeKey } from '../wire/keys.js'
+import type { Parsed } from './paths.js'
 
 const HEAD = Buffer.from('{"value":')
 const TAIL = 0x7d // }
@@ -46,11 +48,44 @@ function canUse(call: Call, ns: string, write: boolean): boolean {
 
 const etag = (version: number) => `"${version}"`
 
-/** The caller's namespace, or undefined after answering 404 namespace_not_found. */
-export function namespaceOf(call: Call, ns: string): NamespaceInfo | undefined {
-  const info = call.account!.namespaces.get(ns)
-  if (info === undefined) call.fail('namespace_not_found', `There is no namespace "${ns}".`)
-  return info
+/** The largest body any plan reads: what a deferred request keeps while it waits. */
+export function largestBody(ctx: Context): number {
+  let most = 0
+  for (const p of ctx.plans.info().plans) {
+    if (p.maxValueBytes === null) return UNLIMITED_BODY
+    most = Math.max(most, p.maxValueBytes + Math.min(p.maxValueBytes, SLACK))
+  }
+  return most
+}
+
+/**
+ * Calls `next` with the caller's namespace (at once when the account's snapshot has it),
+ * or answers 404 namespace_not_found.
+ */
+export function withNamespace(call: Call, ns: string, next: (info: NamespaceInfo) => void): void {
+  const found = call.ctx.accounts.namespace(call.account!, ns)
+  const go = (info: NamespaceInfo | undefined) => {
+    if (info === undefined)
+      return call.fail('namespace_not_found', `There is no namespace "${ns}".`)
+    next(info)
+  }
+  if (!(found instanceof Promise)) return go(found)
+  call.async()
+  found.then(go, (err) => call.error(err))
+}
+
+/**
+ * Starts a GET's read while the rate limit is still being checked (handler.ts); getEntry
+ * then answers from it. Only where the namespace and key are known at once; otherwise
+ * getEntry reads as usual.
+ */
+export function prefetch(call: Call, parsed: Parsed): void {
+  const info = call.account!.namespaces.get(parsed.ns)
+  const key = decodeKey(parsed.rawKey)
+  if (info === undefined || key === undefined || !call.key!.allows(parsed.ns)) return
+  const read = call.ctx.data.get(info, key)
+  read.catch(() => {})
+  call.prefetched = read
 }
 
 export function getEntry(call: Call, req: HttpRequest, parsed: Parsed): void {
@@ -59,13 +94,15 @@ export function getEntry(call: Call, req: HttpRequest, parsed: Parsed): void {
   const key = keyOf(call, parsed)
   if (key === undefined) return
   const inm = req.getHeader('if-none-match')
-  const info = namespaceOf(call, ns)
-  if (info === undefined) return
+  withNamespace(call, ns, (info) => readEntry(call, info, key, inm))
+}
+
+function readEntry(call: Call, info: NamespaceInfo, key: string, inm: string): void {
   const data = call.ctx.data
   // An engine that can answer at once is asked synchronously: no promise, no registration
   // for an abort, the answer written while uWebSockets.js still has the socket corked.
   if (data.readsNow) {
-    let got: GetResult | undefined
+    let got: Entry | undefined
     try {
       got = data.getNow(info, key)
     } catch (err) {
@@ -74,13 +111,13 @@ export function getEntry(call: Call, req: HttpRequest, parsed: Parsed): void {
     return answerGet(call, got, inm)
   }
   call.async()
-  data.get(info, key).then(
+  ;(call.prefetched ?? data.get(info, key)).then(
     (got) => answerGet(call, got, inm),
     (err) => call.error(err),
   )
 }
 
-function answerGet(call: Call, got: GetResult | undefined, inm: string): void {
+function answerGet(call: Call, got: Entry | undefined, inm: string): void {
   if (got === undefined)
     return call.fail('key_not_found', 'There is no such key in this namespace.')
   const tag = etag(got.version)
@@ -108,8 +145,11 @@ export function putEntry(call: Call, req: HttpRequest, parsed: Parsed, plan: Pla
   if (!acceptsJson(call, req)) return
   const ifMatch = parseTags(req.getHeader('if-match'))
   const ifNoneMatch = parseTags(req.getHeader('if-none-match'))
-  const info = namespaceOf(call, ns)
-  if (info === undefined) return
+  // A namespace the snapshot lacks is refused before the body is read, where that is known
+  // at once; where the store must be asked, the body is read first (uWebSockets.js hands a
+  // body's chunks only to a reader registered before the handler returns).
+  if (!call.ctx.accounts.namespace(call.account!, ns))
+    return call.fail('namespace_not_found', `There is no namespace "${ns}".`)
   const max = plan.maxValueBytes
   const limit = max === null ? UNLIMITED_BODY : max + Math.min(max, SLACK)
   readRequestBody(call, req, limit, (body) => {
@@ -119,25 +159,27 @@ export function putEntry(call: Call, req: HttpRequest, parsed: Parsed, plan: Pla
     } catch (err) {
       return call.error(err)
     }
-    call.applyLater(() =>
-      call.ctx.data
-        .put(call.account!, info, key, parsedBody.value, {
-          ttl: parsedBody.ttl,
-          expiresAt: parsedBody.expiresAt,
-          ifMatch,
-          ifNoneMatch,
-        })
-        .then(
-          (r) => {
-            const v = String(r.version)
-            call.send(
-              r.created ? 201 : 200,
-              `{"created":${r.created},"version":"${v}"}`,
-              `\r\nETag: "${v}"`,
-            )
-          },
-          (err) => call.error(err),
-        ),
+    withNamespace(call, ns, (info) =>
+      call.applyLater(() =>
+        call.ctx.data
+          .put(call.account!, info, key, parsedBody.value, {
+            ttl: parsedBody.ttl,
+            expiresAt: parsedBody.expiresAt,
+            ifMatch,
+            ifNoneMatch,
+          })
+          .then(
+            (r) => {
+              const v = String(r.version)
+              call.send(
+                r.created ? 201 : 200,
+                `{"created":${r.created},"version":"${v}"}`,
+                `\r\nETag: "${v}"`,
+              )
+            },
+            (err) => call.error(err),
+          ),
+      ),
     )
   })
 }
@@ -148,15 +190,15 @@ export function deleteEntry(call: Call, req: HttpRequest, parsed: Parsed): void 
   const key = keyOf(call, parsed)
   if (key === undefined) return
   const ifMatch = parseTags(req.getHeader('if-match'))
-  const info = namespaceOf(call, ns)
-  if (info === undefined) return
-  call.applyLater(() =>
-    call.ctx.data.delete(info, key, ifMatch).then(
-      (deleted) => {
-        if (!deleted) return call.fail('key_not_found', 'There is no such key in this namespace.')
-        call.send(200, '{"deleted":true}')
-      },
-      (err) => call.error(err),
+  withNamespace(call, ns, (info) =>
+    call.applyLater(() =>
+      call.ctx.data.delete(info, key, ifMatch).then(
+        (deleted) => {
+          if (!deleted) return call.fail('key_not_found', 'There is no such key in this namespace.')
+          call.send(200, '{"deleted":true}')
+        },
+        (err) => call.error(err),
+      ),
     ),
   )
 }

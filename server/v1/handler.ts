@@ -1,19 +1,24 @@
 // The /v1 request path: route -> (preflight | 405) -> API key -> rate limit and daily quota
-// -> the operation. Everything up to the operation is synchronous and allocation-light; the
-// operation talks to storage through the engine's public API.
+// -> the operation. On the embedded store everything up to the operation is synchronous and
+// allocation-light; on a store shared with other front ends, a key not in the cache and the
+// rate limit are answered by the store, and the request is deferred (deferred.ts). The
+// operation talks to storage through the Store seam.
 import type { Context } from '../context.js'
 import { ERRORS } from '../errors.js'
 import { requestAddress } from '../http/address.js'
 import { bodyFraming } from '../http/framing.js'
 import { requestId } from '../http/request-id.js'
 import type { HttpRequest, HttpResponse } from '../http/uws.js'
+import type { ApiKey } from '../accounts.js'
 import { type Bucket, secondsToMidnight, takeAccountToken } from '../limits.js'
 import { R } from '../metrics.js'
 import { OP } from '../usage.js'
 import { closeRequested } from './body.js'
 import { Call } from './call.js'
 import { ALLOW_HEADERS, MAX_AGE, allowOrigin } from './cors.js'
-import { deleteEntry, getEntry, putEntry } from './entries.js'
+import type { Plan } from '../plans.js'
+import { freeze, stashBody } from './deferred.js'
+import { deleteEntry, getEntry, largestBody, prefetch, putEntry } from './entries.js'
 import { listKeys } from './list-keys.js'
 import { createNamespace, deleteNamespace, listNamespaces } from './namespace-routes.js'
 import { ALLOW, type Parsed, Route, parsePath } from './paths.js'
@@ -64,11 +69,15 @@ function allowed(route: Route, method: string): boolean {
   }
 }
 
+const newBucket = (): Bucket => ({ ok: true, limit: 0, remaining: 0, reset: 0, retryAfter: 0 })
+
 export function v1Handler(ctx: Context): (res: HttpResponse, req: HttpRequest) => void {
   const parsed: Parsed = { route: Route.NotFound, ns: '', rawKey: '' }
   const bucket: Bucket = { ok: true, limit: 0, remaining: 0, reset: 0, retryAfter: 0 }
 
-  return (res, req) => {
+  const shared = !ctx.store.soleWriter
+
+  function handle(res: HttpResponse, req: HttpRequest): void {
     const method = req.getMethod()
     parsePath(req.getUrl(), parsed)
     const route = parsed.route
@@ -115,10 +124,35 @@ export function v1Handler(ctx: Context): (res: HttpResponse, req: HttpRequest) =
       return call.send(200, ctx.openapi, '\r\nCache-Control: public, max-age=300')
 
     const secret = apiKeyOf(req)
-    const key = secret === '' ? undefined : ctx.accounts.authenticate(secret)
     const now = Date.now()
+    const key = secret === '' ? undefined : ctx.accounts.authenticate(secret)
+    if (!shared && !(key instanceof Promise))
+      return authenticated(call, req, parsed, method, secret, key, now, bucket)
+    // A shared store answers later: keep what the operation will need from the request.
+    const frozen = freeze(req)
+    const p: Parsed = { route: parsed.route, ns: parsed.ns, rawKey: parsed.rawKey }
+    if (method === 'put' || method === 'post') stashBody(call, largestBody(ctx))
+    call.async()
+    Promise.resolve(key).then(
+      (k) => authenticated(call, frozen, p, method, secret, k, now, newBucket()),
+      (err) => call.error(err),
+    )
+  }
+
+  function authenticated(
+    call: Call,
+    req: HttpRequest,
+    parsed: Parsed,
+    method: string,
+    secret: string,
+    key: ApiKey | undefined,
+    now: number,
+    out: Bucket,
+  ): void {
+    if (call.done) return
+    const route = parsed.route
     if (key === undefined) {
-      const b = ctx.badKeys.take(requestAddress(res, req, ctx.config.trustProxy), now)
+      const b = ctx.badKeys.take(requestAddress(call.res, req, ctx.config.trustProxy), now)
       if (!b.ok) {
         return call.fail(
           'rate_limited',
@@ -136,10 +170,7 @@ export function v1Handler(ctx: Context): (res: HttpResponse, req: HttpRequest) =
     const account = key.account
     call.key = key
     call.account = account
-    if (now - key.lastUsedMs >= LAST_USED_STEP_MS) {
-      key.lastUsedMs = now
-      key.lastUsedDirty = true
-    }
+    if (now - key.lastUsedMs >= LAST_USED_STEP_MS) ctx.accounts.touch(key, now)
     call.op =
       route === Route.Entry
         ? method === 'get'
@@ -153,7 +184,28 @@ export function v1Handler(ctx: Context): (res: HttpResponse, req: HttpRequest) =
             ? OP.usage
             : OP.namespace
     const plan = ctx.plans.get(account.rec.plan)
-    takeAccountToken(account, plan, now, bucket)
+    const b = takeAccountToken(ctx.store.limiter, account.id, plan, now, out)
+    if (!(b instanceof Promise)) return admitted(call, req, parsed, method, plan, b, now)
+    // The bucket's answer and a read are awaited together: one round trip, not two.
+    if (route === Route.Entry && method === 'get') prefetch(call, parsed)
+    b.then(
+      (got) => admitted(call, req, parsed, method, plan, got, now),
+      (err) => call.error(err),
+    )
+  }
+
+  function admitted(
+    call: Call,
+    req: HttpRequest,
+    parsed: Parsed,
+    method: string,
+    plan: Plan,
+    bucket: Bucket,
+    now: number,
+  ): void {
+    if (call.done) return
+    const route = parsed.route
+    const account = call.account!
     if (bucket.limit >= 0) {
       call.limit = bucket.limit
       call.remaining = bucket.remaining
@@ -163,7 +215,7 @@ export function v1Handler(ctx: Context): (res: HttpResponse, req: HttpRequest) =
       return call.fail('rate_limited', undefined, `\r\nRetry-After: ${bucket.retryAfter}`)
     if (
       plan.requestsPerDay !== null &&
-      ctx.usage.today(account, now).requests >= plan.requestsPerDay
+      ctx.usage.today(account.id, now).requests >= plan.requestsPerDay
     ) {
       return call.fail(
         'quota_exceeded',
@@ -187,4 +239,6 @@ export function v1Handler(ctx: Context): (res: HttpResponse, req: HttpRequest) =
         return usageReportRoute(call)
     }
   }
+
+  return handle
 }

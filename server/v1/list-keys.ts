@@ -1,8 +1,8 @@
 // GET /v1/{namespace}?prefix=&limit=&cursor=: keys in UTF-8 byte order, a page at a time.
 import type { HttpRequest } from '../http/uws.js'
 import type { Call } from './call.js'
-import { namespaceOf } from './entries.js'
-import { encodeCursor, walkOf } from './cursor.js'
+import { withNamespace } from './entries.js'
+import { encodeCursor, walkOf } from '../wire/cursor.js'
 import type { Parsed } from './paths.js'
 
 const LIMIT = /^[1-9][0-9]{0,3}$/
@@ -22,15 +22,15 @@ export function listKeys(call: Call, req: HttpRequest, parsed: Parsed): void {
   const walk = walkOf(q.get('prefix'), q.get('cursor'))
   if (walk === undefined) return call.fail('invalid_cursor')
   const { prefix, after } = walk
-  const info = namespaceOf(call, ns)
-  if (info === undefined) return
-  call.async()
-  call.ctx.data.list(info, prefix, after, limit).then(
-    (page) => {
-      let body = `{"keys":${JSON.stringify(page.keys)}`
-      if (page.next !== undefined) body += `,"cursor":"${encodeCursor(page.next, prefix)}"`
-      call.send(200, `${body}}`)
-    },
-    (err) => call.error(err),
-  )
+  withNamespace(call, ns, (info) => {
+    call.async()
+    call.ctx.data.list(info, prefix, after, limit).then(
+      (page) => {
+        let body = `{"keys":${JSON.stringify(page.keys)}`
+        if (page.next !== undefined) body += `,"cursor":"${encodeCursor(page.next, prefix)}"`
+        call.send(200, `${body}}`)
+      },
+      (err) => call.error(err),
+    )
+  })
 }

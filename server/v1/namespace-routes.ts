@@ -4,15 +4,18 @@ import type { HttpRequest } from '../http/uws.js'
 import { validNamespaceName } from '../namespaces.js'
 import { acceptsJson, readRequestBody } from './body.js'
 import type { Call } from './call.js'
-import { parseJsonObject } from './json-body.js'
+import { parseJsonObject } from '../wire/json-body.js'
 import type { Parsed } from './paths.js'
 
 const BODY_LIMIT = 16 * 1024
 
 export function listNamespaces(call: Call): void {
   const k = call.key!
-  const rows = call.ctx.namespaces.list(call.account!).filter((n) => k.allows(n.name))
-  call.send(200, JSON.stringify({ namespaces: rows }))
+  call.async()
+  call.ctx.namespaces.list(call.account!).then(
+    (rows) => call.send(200, JSON.stringify({ namespaces: rows.filter((n) => k.allows(n.name)) })),
+    (err) => call.error(err),
+  )
 }
 
 export function createNamespace(call: Call, req: HttpRequest): void {

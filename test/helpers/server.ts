@@ -77,6 +77,9 @@ export class TestServer {
       this.dataDir,
     ]
     if (this.plansFile) argv.push('--plans', this.plansFile)
+    // The suites that run on every backend (test/store/backends.test.ts) set this.
+    if (process.env.CAIRN_TEST_STORE && !this.args.includes('--store'))
+      argv.push('--store', process.env.CAIRN_TEST_STORE)
     argv.push(...this.args)
     const proc = spawn(process.execPath, argv, {
       cwd: root,

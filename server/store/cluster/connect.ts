@@ -1,0 +1,60 @@
+// Connecting to Redis Cluster with ioredis. ioredis over node-redis for its cluster
+// handling: it follows MOVED and ASK by itself, refreshes the slot table when a node fails,
+// retries commands while the cluster is down (CLUSTERDOWN, TRYAGAIN) or failing over, keeps
+// them queued meanwhile, and routes a pipeline, and a keyless WAIT sent in it, to the master
+// of the pipeline's slot (docs/redis.md, "Client").
+import { Cluster, type ClusterOptions } from 'ioredis'
+
+export interface RedisUrl {
+  nodes: { host: string; port: number }[]
+  username?: string
+  password?: string
+  tls: boolean
+}
+
+/** `redis://[user:pass@]host:port[,host:port...]`, or `rediss://` for TLS. */
+export function parseRedisUrl(url: string): RedisUrl {
+  const m = /^(rediss?):\/\/(.+)$/.exec(url)
+  if (!m) throw new Error('the store URL must start with redis:// or rediss://')
+  let rest = m[2]!.replace(/\/.*$/, '')
+  let username: string | undefined
+  let password: string | undefined
+  const at = rest.lastIndexOf('@')
+  if (at >= 0) {
+    const auth = rest.slice(0, at)
+    rest = rest.slice(at + 1)
+    const colon = auth.indexOf(':')
+    username = decodeURIComponent(colon < 0 ? '' : auth.slice(0, colon)) || undefined
+    password = decodeURIComponent(colon < 0 ? auth : auth.slice(colon + 1))
+  }
+  const nodes = rest.split(',').map((hp) => {
+    const hm = /^\[?([^\]]+?)\]?:(\d+)$/.exec(hp.trim())
+    if (!hm) throw new Error(`"${hp}" in the store URL is not host:port`)
+    return { host: hm[1]!, port: Number(hm[2]) }
+  })
+  return { nodes, username, password, tls: m[1] === 'rediss' }
+}
+
+export function connectCluster(url: RedisUrl): Cluster {
+  const options: ClusterOptions = {
+    // Masters only: a replica may lag, and a read after a write on another front end must
+    // see it.
+    scaleReads: 'master',
+    enableOfflineQueue: true,
+    // While a master fails over, commands wait and are retried rather than fail at once.
+    clusterRetryStrategy: (times) => Math.min(100 * times, 1000),
+    retryDelayOnFailover: 200,
+    retryDelayOnClusterDown: 200,
+    retryDelayOnTryAgain: 200,
+    maxRedirections: 64,
+    slotsRefreshTimeout: 2000,
+    redisOptions: {
+      username: url.username,
+      password: url.password,
+      tls: url.tls ? {} : undefined,
+      connectTimeout: 5000,
+      maxRetriesPerRequest: 20,
+    },
+  }
+  return new Cluster(url.nodes, options)
+}

@@ -1,0 +1,94 @@
+// The Redis Cluster store: `cairn serve --store redis://...`. All state lives in Redis:
+// entries (entries.ts), the service's records (records.ts) and the token buckets (below),
+// so any number of front ends can share it. Layout and rules: docs/redis.md.
+import type { Durability } from '../../../engine/types.js'
+import type { Bucket, Limiter, Store } from '../types.js'
+import { Commands } from './commands.js'
+import { checkConfiguration } from './config-check.js'
+import { connectCluster, parseRedisUrl } from './connect.js'
+import { ClusterEntries } from './entries.js'
+import { storeError } from './errors.js'
+import { ClusterRecords } from './records.js'
+
+const READY_MS = 15_000
+
+class ClusterLimiter implements Limiter {
+  constructor(private cmd: Commands) {}
+
+  async take(id: string, rate: number, burst: number, _now: number, out: Bucket): Promise<Bucket> {
+    // Rate-limit state need not survive a failover: no WAIT, one round trip.
+    const [ok, remaining, reset, retry] = await this.cmd.read('cairnBucket', [
+      `c:{${id}}:bucket`,
+      rate,
+      burst,
+    ])
+    out.ok = ok === 1
+    out.limit = burst
+    out.remaining = Number(remaining)
+    out.reset = Number(reset)
+    out.retryAfter = Number(retry)
+    return out
+  }
+}
+
+export async function openRedisStore(
+  url: string,
+  opts: { durability: Durability },
+): Promise<Store> {
+  const client = connectCluster(parseRedisUrl(url))
+  try {
+    await new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(
+        () =>
+          reject(new Error(`Redis Cluster at ${redact(url)} not ready in ${READY_MS / 1000} s`)),
+        READY_MS,
+      )
+      client.once('ready', () => {
+        clearTimeout(timer)
+        resolve()
+      })
+    })
+    await checkConfiguration(client, opts.durability)
+  } catch (err) {
+    client.disconnect()
+    throw err
+  }
+  // The client logs nothing itself; an error event without a listener would throw.
+  client.on('error', () => {})
+  const cmd = new Commands(client, opts.durability)
+  const entries = new ClusterEntries(cmd)
+  return {
+    kind: 'redis',
+    soleWriter: false,
+    records: new ClusterRecords(cmd),
+    limiter: new ClusterLimiter(cmd),
+    admin: undefined,
+    createNamespace: (ns) => entries.createNamespace(ns),
+    dropNamespace: (ns) => entries.dropNamespace(ns),
+    namespaceCounts: (ns) => entries.namespaceCounts(ns),
+    get: (ns, key) => entries.get(ns, key),
+    stat: (ns, key) => entries.stat(ns, key),
+    put: (ns, key, value, o) => entries.put(ns, key, value, o),
+    delete: (ns, key, o) => entries.delete(ns, key, o),
+    list: (ns, o) => entries.list(ns, o),
+    batch: (ns, ops, checks) => entries.batch(ns, ops, checks),
+    health: () =>
+      client.status === 'ready'
+        ? { state: 'ok' }
+        : { state: 'failed', reason: `Redis Cluster connection is ${client.status}` },
+    flush: async () => {},
+    async close() {
+      try {
+        await client.quit()
+      } catch (err) {
+        client.disconnect()
+        if ((err as Error).message !== 'Connection is closed.') throw storeError(err)
+      }
+    },
+  }
+}
+
+/** The URL without its password, for messages. */
+export function redact(url: string): string {
+  return url.replace(/\/\/[^@/]*@/, '//***@')
+}

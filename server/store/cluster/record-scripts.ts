@@ -1,0 +1,133 @@
+// The Lua scripts for the service's records and token buckets on Redis (docs/redis.md,
+// "Records" and "Token buckets"). A record is a string of JSON, or a hash of numbers for a
+// counter record; each group's records of a kind are listed by a sorted set of their ids.
+
+/** put: KEYS record, index; ARGV id, JSON, expiry in Unix ms ('' for none). */
+export const PUT = `
+redis.call('SET', KEYS[1], ARGV[2])
+if ARGV[3] ~= '' then redis.call('PEXPIREAT', KEYS[1], ARGV[3]) end
+redis.call('ZADD', KEYS[2], 0, ARGV[1])
+return 1
+`
+
+/** create: KEYS record, index; ARGV id, JSON, most records in the group ('' for no limit). */
+export const CREATE = `
+if redis.call('EXISTS', KEYS[1]) == 1 then return 'exists' end
+if ARGV[3] ~= '' and redis.call('ZCARD', KEYS[2]) >= tonumber(ARGV[3]) then return 'full' end
+redis.call('SET', KEYS[1], ARGV[2])
+redis.call('ZADD', KEYS[2], 0, ARGV[1])
+return 'created'
+`
+
+/** delete: KEYS record, index; ARGV id. Returns 1 if a record was there. */
+export const DELETE = `
+local n = redis.call('DEL', KEYS[1])
+redis.call('ZREM', KEYS[2], ARGV[1])
+return n
+`
+
+/**
+ * batch: KEYS[1] any key of the group (it routes the script); ARGV per op 'p' record index
+ * id JSON expiry, or 'd' record index id. All in one group, so all in one slot.
+ */
+export const BATCH = `
+local i = 1
+while i <= #ARGV do
+  if ARGV[i] == 'p' then
+    redis.call('SET', ARGV[i + 1], ARGV[i + 4])
+    if ARGV[i + 5] ~= '' then redis.call('PEXPIREAT', ARGV[i + 1], ARGV[i + 5]) end
+    redis.call('ZADD', ARGV[i + 2], 0, ARGV[i + 3])
+    i = i + 6
+  else
+    redis.call('DEL', ARGV[i + 1])
+    redis.call('ZREM', ARGV[i + 2], ARGV[i + 3])
+    i = i + 4
+  end
+end
+return 1
+`
+
+/**
+ * list: KEYS index; ARGV the records' name prefix, id prefix, after ('' for none), limit.
+ * Returns id, JSON, id, JSON... for up to limit + 1 records (so the caller knows whether
+ * more remain). An id whose record expired is dropped from the index on the way.
+ */
+export const LIST = `
+local base, prefix, after, limit = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4])
+local lo, hi = '-', '+'
+if prefix ~= '' then lo, hi = '[' .. prefix, '(' .. prefix .. '\\255' end
+if after ~= '' and (lo == '-' or after >= string.sub(lo, 2)) then lo = '(' .. after end
+local out = {}
+local found = 0
+while found <= limit do
+  local page = redis.call('ZRANGE', KEYS[1], lo, hi, 'BYLEX', 'LIMIT', 0, limit + 1 - found)
+  if #page == 0 then break end
+  for _, id in ipairs(page) do
+    local k = base .. id
+    local t = redis.call('TYPE', k).ok
+    if t == 'string' then
+      out[#out + 1] = id
+      out[#out + 1] = redis.call('GET', k)
+      found = found + 1
+    elseif t == 'hash' then
+      local flat = redis.call('HGETALL', k)
+      local obj = {}
+      for j = 1, #flat, 2 do obj[flat[j]] = tonumber(flat[j + 1]) end
+      out[#out + 1] = id
+      out[#out + 1] = cjson.encode(obj)
+      found = found + 1
+    else
+      redis.call('ZREM', KEYS[1], id)
+    end
+  end
+  lo = '(' .. page[#page]
+end
+return out
+`
+
+/**
+ * add: KEYS record (a hash), index; ARGV id, the number of fields to add, field n ..., then
+ * the fields to set, field n ... Returns every field and value after the change.
+ */
+export const ADD = `
+local n = tonumber(ARGV[2])
+local i = 3
+for _ = 1, n do
+  redis.call('HINCRBY', KEYS[1], ARGV[i], ARGV[i + 1])
+  i = i + 2
+end
+while i <= #ARGV do
+  redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1])
+  i = i + 2
+end
+redis.call('ZADD', KEYS[2], 0, ARGV[1])
+return redis.call('HGETALL', KEYS[1])
+`
+
+/**
+ * bucket: KEYS the bucket (a hash: tokens, at); ARGV rate per second, burst. Time is the
+ * Redis server's, so front ends whose clocks disagree still share one bucket fairly. An idle
+ * bucket expires once it would be full again. Returns ok (1/0), remaining, reset seconds,
+ * retry-after seconds.
+ */
+export const BUCKET = `
+local rate, burst = tonumber(ARGV[1]), tonumber(ARGV[2])
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local b = redis.call('HMGET', KEYS[1], 'tokens', 'at')
+local tokens = burst
+if b[1] then
+  tokens = tonumber(b[1]) + (now - tonumber(b[2])) * rate / 1000
+  if tokens > burst then tokens = burst end
+end
+local ok, retry = 0, 0
+if tokens >= 1 then
+  tokens = tokens - 1
+  ok = 1
+else
+  retry = math.max(1, math.ceil((1 - tokens) / rate))
+end
+redis.call('HSET', KEYS[1], 'tokens', tostring(tokens), 'at', now)
+redis.call('PEXPIRE', KEYS[1], math.ceil(burst / rate * 1000) + 1000)
+return {ok, math.floor(tokens), math.ceil((burst - tokens) / rate), retry}
+`

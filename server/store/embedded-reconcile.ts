@@ -1,0 +1,30 @@
+// After a crash between a namespace record's write and its engine namespace's creation (or
+// between the record's removal and the drop), the two disagree. The record is the truth
+// (namespaces.ts): at open, a record without its engine namespace gets one, and an engine
+// namespace without a record, or a record of an account that no longer exists, is dropped.
+import type { Db } from '../../engine/index.js'
+import { SYSTEM_NAMESPACE } from './embedded-records.js'
+import { USER_PREFIX, userNamespace } from './names.js'
+
+export async function reconcileNamespaces(db: Db): Promise<void> {
+  const known = new Set<string>()
+  let after: string | undefined
+  do {
+    const page = await db.list(SYSTEM_NAMESPACE.namespace, { after, limit: 1000 })
+    for (const id of page.keys) {
+      const slash = id.indexOf('/')
+      const accountId = id.slice(0, slash)
+      if (db.getNow(SYSTEM_NAMESPACE.account, accountId) === undefined) {
+        await db.delete(SYSTEM_NAMESPACE.namespace, id)
+        continue
+      }
+      const name = userNamespace(accountId, id.slice(slash + 1))
+      if (!db.hasNamespace(name)) await db.createNamespace(name)
+      known.add(name)
+    }
+    after = page.next
+  } while (after)
+  for (const n of db.namespaces()) {
+    if (n.name.startsWith(USER_PREFIX) && !known.has(n.name)) await db.dropNamespace(n.name)
+  }
+}

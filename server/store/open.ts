@@ -1,0 +1,24 @@
+// Picks the store: `--store redis://...` (or CAIRN_STORE) opens Redis Cluster; without one,
+// the embedded engine on the data directory.
+import type { Durability } from '../../engine/types.js'
+import { openEmbeddedStore } from './embedded.js'
+import type { Store } from './types.js'
+
+export function isRedisUrl(s: string | undefined): s is string {
+  return s !== undefined && /^rediss?:\/\//.test(s)
+}
+
+export async function openStore(where: {
+  dataDir: string
+  store?: string
+  durability: Durability
+}): Promise<Store> {
+  if (where.store !== undefined && where.store !== '') {
+    if (!isRedisUrl(where.store))
+      throw new Error(`--store takes a redis:// or rediss:// URL, not "${where.store}"`)
+    // Loaded only when asked for: the embedded default never loads the Redis client.
+    const { openRedisStore } = await import('./cluster/index.js')
+    return openRedisStore(where.store, { durability: where.durability })
+  }
+  return openEmbeddedStore(where.dataDir, where.durability)
+}
