@@ -3,6 +3,7 @@
 // (appendfsync always has put it in that master's append-only file before the script's
 // answer), and a write no replica took in time is refused as unconfirmed, unless the master
 // has no replica at all (then its AOF is all there is).
+import calculateSlot from 'cluster-key-slot'
 import type { Cluster } from 'ioredis'
 import type { Durability } from '../../../engine/types.js'
 import * as E from './entry-scripts.js'
@@ -34,6 +35,13 @@ const SCRIPTS: Record<string, { keys: number; lua: string }> = {
 
 export type ScriptName = keyof typeof SCRIPTS
 
+interface Pending {
+  name: ScriptName
+  args: (string | Buffer | number)[]
+  resolve(value: unknown): void
+  reject(err: Error): void
+}
+
 export class Commands {
   constructor(
     readonly client: Cluster,
@@ -53,27 +61,67 @@ export class Commands {
     }
   }
 
-  /** Runs a write script and resolves once it is as durable as the durability mode asks. */
-  async write(name: ScriptName, args: (string | Buffer | number)[]): Promise<any> {
+  /**
+   * Runs a write script and resolves once it is as durable as the durability mode asks.
+   * Writes bound for one master in the same turn of the event loop go in one pipeline with
+   * one WAIT after them (WAIT blocks its connection, so one per write would queue every
+   * later write behind it): a group commit, as the embedded engine does with fsync.
+   */
+  write(name: ScriptName, args: (string | Buffer | number)[]): Promise<any> {
     if (this.durability !== 'always') return this.read(name, args)
+    const slot = calculateSlot(String(args[0]))
+    const owners = (this.client as unknown as { slots: string[][] }).slots[slot]
+    // A master without replicas: its AOF, fsynced before the script answered, is all there is.
+    if (owners !== undefined && owners.length < 2) return this.read(name, args)
+    const node = owners?.[0] ?? `slot:${slot}`
+    return new Promise((resolve, reject) => {
+      let group = this.groups.get(node)
+      if (group === undefined) {
+        group = []
+        this.groups.set(node, group)
+        setImmediate(() => this.commit(node))
+      }
+      group.push({ name, args, resolve, reject })
+    })
+  }
+
+  private groups = new Map<string, Pending[]>()
+
+  private commit(node: string): void {
+    const group = this.groups.get(node)!
+    this.groups.delete(node)
+    this.send(group)
+  }
+
+  private async send(group: Pending[]): Promise<void> {
     const p = (this.client as any).pipeline()
-    p[name](...args)
+    for (const w of group) p[w.name](...w.args)
     p.call('WAIT', '1', String(WAIT_MS))
     let res: [Error | null, unknown][]
     try {
       res = await p.exec()
     } catch (err) {
-      throw storeError(err)
+      // The slot moved between queueing and sending (a failover, a reshard): one at a time.
+      if (group.length > 1 && /same slots allocation group/.test(String(err))) {
+        for (const w of group) this.send([w])
+        return
+      }
+      for (const w of group) w.reject(storeError(err))
+      return
     }
-    const [err, value] = res[0]!
-    if (err) throw storeError(err)
-    const acked = Number(res[1]?.[1] ?? 0)
-    if (acked < 1 && (await this.replicas(String(args[0]))) > 0) {
-      throw Object.assign(new Error('the write was not acknowledged by a replica in time'), {
+    let unconfirmed: Error | undefined
+    const acked = Number(res[group.length]?.[1] ?? 0)
+    if (acked < 1 && (await this.replicas(String(group[0]!.args[0])).catch(() => 1)) > 0) {
+      unconfirmed = Object.assign(new Error('the write was not acknowledged by a replica in time'), {
         code: 'IO_ERROR',
       })
     }
-    return value
+    group.forEach((w, i) => {
+      const [err, value] = res[i]!
+      if (err) w.reject(storeError(err))
+      else if (unconfirmed) w.reject(unconfirmed)
+      else w.resolve(value)
+    })
   }
 
   /** Replicas the master of `key`'s slot has connected now. */

@@ -1,0 +1,154 @@
+// Faults with two front ends on one Redis Cluster: a front end killed under 32 concurrent
+// writers (the other goes on; no acknowledged write is lost), and a Redis master killed
+// (the cluster fails over; every acknowledged write is there; both front ends serve again
+// within 15 s, without a restart).
+import Redis from 'ioredis'
+import t from 'tap'
+import { plansFile } from '../helpers/plans.js'
+import { type RedisCluster, startRedisCluster } from '../helpers/redis-cluster.js'
+import { type TestServer, startServer } from '../helpers/server.js'
+import { sleep } from '../server/contract/http.js'
+
+async function put(base: string, key: string, path: string, value: string): Promise<number> {
+  try {
+    const res = await fetch(`${base}/v1/${path}`, {
+      method: 'PUT',
+      headers: { 'x-api-key': key, 'content-type': 'application/json' },
+      body: `{"value":${JSON.stringify(value)}}`,
+      signal: AbortSignal.timeout(5000),
+    })
+    await res.arrayBuffer()
+    return res.status
+  } catch {
+    return 0
+  }
+}
+
+async function read(base: string, key: string, path: string): Promise<string | undefined> {
+  const res = await fetch(`${base}/v1/${path}`, { headers: { 'x-api-key': key } })
+  if (res.status !== 200) return `${res.status}`
+  return ((await res.json()) as { value: string }).value
+}
+
+const started = await startRedisCluster()
+if (typeof started === 'string') {
+  t.skip(started)
+} else {
+  const cluster: RedisCluster = started
+  t.teardown(() => cluster.stop())
+  const start = () => startServer({ plans: plansFile(), args: ['--store', cluster.url] })
+
+  t.test(
+    'a front end killed under 32 writers: the other goes on, nothing acknowledged is lost',
+    async (t) => {
+      const a: TestServer = await start()
+      const b: TestServer = await start()
+      t.teardown(() => a.stop())
+      t.teardown(() => b.stop())
+      const acct = await b.createAccount()
+      const made = await fetch(`${b.baseUrl}/namespaces`, {
+        method: 'POST',
+        headers: { 'x-api-key': acct.apiKey, 'content-type': 'application/json' },
+        body: '{"name":"w"}',
+      })
+      t.equal(made.status, 201)
+      const acked = new Map<string, string>()
+      let killed = false
+      let afterKill = 0
+      const deadline = Date.now() + 4000
+      const writer = async (w: number) => {
+        for (let n = 0; Date.now() < deadline; n++) {
+          const k = `w${w}-${n}`
+          const v = `${w}:${n}:${Date.now()}`
+          // Half the writers go through A until it dies, as a load balancer would send them.
+          const via = w % 2 === 0 && !killed ? a : b
+          const status = await put(via.url, acct.apiKey, `w/${k}`, v)
+          if (status >= 200 && status < 300) {
+            acked.set(k, v)
+            if (killed && via === b) afterKill++
+          }
+        }
+      }
+      const writers = Array.from({ length: 32 }, (_, w) => writer(w))
+      await sleep(1500)
+      await a.kill()
+      killed = true
+      await Promise.all(writers)
+      t.ok(acked.size > 100, `writes were acknowledged (${acked.size})`)
+      t.ok(afterKill > 50, `B went on taking writes after A died (${afterKill})`)
+      const missing = []
+      for (const [k, v] of acked) {
+        const got = await read(b.url, acct.apiKey, `w/${k}`)
+        if (got !== v) missing.push(`${k}: ${got}`)
+      }
+      t.same(missing, [], `every acknowledged write reads back on B (${acked.size})`)
+    },
+  )
+
+  t.test(
+    'a Redis master killed: failover, every acknowledged write there, both serve within 15 s',
+    async (t) => {
+      const a: TestServer = await start()
+      const b: TestServer = await start()
+      t.teardown(() => a.stop())
+      t.teardown(() => b.stop())
+      const acct = await a.createAccount()
+      await fetch(`${a.baseUrl}/namespaces`, {
+        method: 'POST',
+        headers: { 'x-api-key': acct.apiKey, 'content-type': 'application/json' },
+        body: '{"name":"f"}',
+      })
+      // The namespace's slot, and the master that serves it (docs/redis.md: one hash tag per
+      // namespace, `{n:u/<account>/<name>}`).
+      const client = new Redis.Cluster(
+        cluster.nodes.map((n) => ({ host: '127.0.0.1', port: n.port })),
+      )
+      t.teardown(() => client.disconnect())
+      const slot = Number(await client.cluster('KEYSLOT', `c:{n:u/${acct.accountId}/f}:m`))
+      const ranges = (await client.cluster('SLOTS')) as [number, number, [string, number]][]
+      const port = ranges.find(([from, to]) => slot >= from && slot <= to)?.[2]?.[1]
+      const victim = cluster.nodes.find((n) => n.port === port)
+      t.ok(victim, `found the master of slot ${slot}`)
+
+      const acked = new Map<string, string>()
+      let stop = false
+      const writer = async (w: number) => {
+        for (let n = 0; !stop; n++) {
+          const k = `f${w}-${n}`
+          const v = `${w}:${n}`
+          const status = await put((w % 2 ? a : b).url, acct.apiKey, `f/${k}`, v)
+          if (status >= 200 && status < 300) acked.set(k, v)
+          else await sleep(50)
+        }
+      }
+      const writers = Array.from({ length: 16 }, (_, w) => writer(w))
+      await sleep(1000)
+      const before = acked.size
+      await cluster.kill(victim!)
+      const killedAt = Date.now()
+      // Both front ends take writes again, without a restart.
+      const back = async (srv: TestServer) => {
+        for (let i = 0; ; i++) {
+          const status = await put(srv.url, acct.apiKey, `f/probe-${srv.port}-${i}`, 'x')
+          if ((status >= 200 && status < 300) || Date.now() - killedAt > 30_000)
+            return Date.now() - killedAt
+          await sleep(100)
+        }
+      }
+      const [backA, backB] = await Promise.all([back(a), back(b)])
+      t.ok(backA <= 15_000, `A serves again ${backA} ms after the kill`)
+      t.ok(backB <= 15_000, `B serves again ${backB} ms after the kill`)
+      await sleep(500)
+      stop = true
+      await Promise.all(writers)
+      t.ok(before > 20, `writes were acknowledged before the kill (${before})`)
+      t.ok(acked.size > before, `and after the failover (${acked.size})`)
+      const missing = []
+      for (const [k, v] of acked) {
+        const got = await read(a.url, acct.apiKey, `f/${k}`)
+        if (got !== v) missing.push(`${k}: ${got}`)
+      }
+      t.same(missing, [], `every acknowledged write is there after the failover (${acked.size})`)
+    },
+  )
+}
