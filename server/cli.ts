@@ -12,7 +12,9 @@ import { DEFAULT_PLANS_FILE, PlanBook, PlanError } from './plans.js'
 import { ServiceError } from './service-error.js'
 import { openServices } from './services.js'
 import { type RepairReport, repairData } from './store/embedded.js'
-import { isRedisUrl } from './store/open.js'
+import { openStore } from './store/open.js'
+import { isRedisUrl, redact } from './store/url.js'
+import { type MigrateReport, migrate } from './migrate.js'
 
 const HELP = `Usage: cairn <command> [options]
 
@@ -35,6 +37,8 @@ const HELP = `Usage: cairn <command> [options]
   compact                                         reclaim the space of overwritten and deleted data now
   repair                                          (server stopped) keep every intact record, drop
                                                   damaged ones, rebuild the index files; lists what it dropped
+  migrate --from-data DIR --to redis://H:P[,...]  (server stopped) copy an embedded database into Redis
+                                                  Cluster, resumably, and compare the key counts
 
 Every command takes --data DIR (default ./data) and --json. With the server running, the
 commands go through its operator endpoint (token in <data>/${TOKEN_FILE}, or
@@ -214,6 +218,43 @@ async function repairCommand(dataDir: string, json: boolean): Promise<number> {
   return 0
 }
 
+/** `cairn migrate`: an embedded database into Redis Cluster (the server stopped). */
+async function migrateCommand(flags: Map<string, string>): Promise<number> {
+  const from = flags.get('--from-data')
+  const to = flags.get('--to')
+  if (!from || !to || !isRedisUrl(to))
+    throw new UsageError('migrate needs --from-data DIR and --to redis://host:port[,host:port...]')
+  const dir = path.resolve(from)
+  if (!fs.existsSync(dir)) throw new UsageError(`${dir} does not exist`)
+  const json = flags.has('--json')
+  const store = await openStore({ dataDir: dir, store: to, durability: 'always' })
+  let report: MigrateReport
+  try {
+    report = await migrate(
+      dir,
+      store,
+      redact(to),
+      json ? undefined : (l) => process.stdout.write(`${l}\n`),
+    )
+  } catch (err) {
+    if ((err as { code?: string }).code !== 'LOCKED') throw err
+    throw new ServiceError(
+      409,
+      'locked',
+      `${dir} is in use by a running server; stop it, then migrate.`,
+    )
+  } finally {
+    await store.close()
+  }
+  const ok = report.mismatched.length === 0
+  if (json) process.stdout.write(`${JSON.stringify(report)}\n`)
+  else
+    process.stdout.write(
+      `${ok ? 'Migrated' : 'Copied, but the counts disagree'}: ${report.accounts} accounts, ${report.keys} keys, ${report.namespaces} namespaces, ${report.entries} entries, ${report.sessions} sessions, ${report.usageDays} days of usage${report.resumed ? ' (resumed)' : ''}.\n${report.mismatched.map((m) => `  ${m.namespace}: ${m.source} keys here, ${m.target} there\n`).join('')}`,
+    )
+  return ok ? 0 : 1
+}
+
 async function main(argv: string[]): Promise<number> {
   const { flags, words } = parseArgs(argv, ['--trust-proxy', '--json', '--help'])
   if (words.length === 0 || flags.has('--help') || words[0] === 'help') {
@@ -248,6 +289,7 @@ async function main(argv: string[]): Promise<number> {
   }
   const dataDir = path.resolve(flags.get('--data') ?? process.env.CAIRN_DATA ?? './data')
   if (words[0] === 'repair') return repairCommand(dataDir, flags.has('--json'))
+  if (words[0] === 'migrate') return migrateCommand(flags)
   const { command, args } = adminCommand(words, flags)
   const plansFile = path.resolve(
     flags.get('--plans') ?? process.env.CAIRN_PLANS ?? DEFAULT_PLANS_FILE,

@@ -3,10 +3,7 @@
 import type { Durability } from '../../engine/types.js'
 import { openEmbeddedStore } from './embedded.js'
 import type { Store } from './types.js'
-
-export function isRedisUrl(s: string | undefined): s is string {
-  return s !== undefined && /^rediss?:\/\//.test(s)
-}
+import { isRedisUrl } from './url.js'
 
 export async function openStore(where: {
   dataDir: string

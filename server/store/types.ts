@@ -63,6 +63,11 @@ export interface EntryCheck {
   version: number | null
 }
 
+/** An entry as copied from another store, version and all (cairn migrate). */
+export interface Restored extends Entry {
+  key: string
+}
+
 export interface NamespaceCounts {
   keys: number
   /** Bytes of keys plus values. */
@@ -204,6 +209,12 @@ export interface Store extends Entries {
   health(): StoreHealth
   /** The embedded engine's maintenance, undefined on other stores. */
   readonly admin: StoreAdmin | undefined
+  /**
+   * Writes entries with the versions they had in another store and moves the namespace's
+   * version counter past them: `cairn migrate`'s way in. Stores that are only migrated
+   * from (the embedded one) leave it out.
+   */
+  restore?(ns: string, rows: Restored[]): Promise<void>
   /** Makes what is buffered durable (the embedded engine's interval mode). */
   flush(): Promise<void>
   close(): Promise<void>

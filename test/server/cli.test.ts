@@ -1,32 +1,12 @@
 // The `cairn` command line, as an operator uses it: on a stopped server's data directory
 // (it opens the storage itself) and on a running one (through the operator endpoint).
-import { execFile } from 'node:child_process'
 import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import t from 'tap'
-import { root, startServer } from '../helpers/server.js'
+import { cairn, json } from '../helpers/cli.js'
+import { startServer } from '../helpers/server.js'
 import { Client } from './contract/http.js'
-
-interface Run {
-  code: number
-  stdout: string
-  stderr: string
-}
-
-function cairn(args: string[]): Promise<Run> {
-  return new Promise((resolve) => {
-    execFile(
-      process.execPath,
-      ['--import', 'tsx', path.join(root, 'server/cli.ts'), ...args],
-      { cwd: root, timeout: 60_000 },
-      (err, stdout, stderr) =>
-        resolve({ code: err ? Number((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
-    )
-  })
-}
-
-const json = (r: Run) => JSON.parse(r.stdout.trim().split('\n').pop()!)
 
 t.test('with the server stopped, the commands work on the data directory', async (t) => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cairn-cli-'))

@@ -90,13 +90,11 @@ async function suite(t: Test, store: Store, seed: number): Promise<void> {
           `put ${key} should have conflicted`,
         )
         check(w.created === !cur || uncertain(ns, key), `put ${key} created=${w.created}`)
-        model
-          .get(ns)!
-          .set(key, {
-            value,
-            version: w.version,
-            expiresAt: ttl === undefined ? undefined : Date.now() + ttl,
-          })
+        model.get(ns)!.set(key, {
+          value,
+          version: w.version,
+          expiresAt: ttl === undefined ? undefined : Date.now() + ttl,
+        })
       } catch (err) {
         check(
           (err as { code?: string }).code === 'CONFLICT',

@@ -24,6 +24,7 @@ const SCRIPTS: Record<string, { keys: number; lua: string }> = {
   cairnCreate: { keys: 2, lua: E.CREATE },
   cairnDrop: { keys: 1, lua: E.DROP },
   cairnSweep: { keys: 2, lua: E.SWEEP },
+  cairnImport: { keys: 1, lua: E.IMPORT },
   cairnRecPut: { keys: 2, lua: R.PUT },
   cairnRecCreate: { keys: 2, lua: R.CREATE },
   cairnRecDelete: { keys: 2, lua: R.DELETE },
@@ -112,9 +113,12 @@ export class Commands {
     let unconfirmed: Error | undefined
     const acked = Number(res[group.length]?.[1] ?? 0)
     if (acked < 1 && (await this.replicas(String(group[0]!.args[0])).catch(() => 1)) > 0) {
-      unconfirmed = Object.assign(new Error('the write was not acknowledged by a replica in time'), {
-        code: 'IO_ERROR',
-      })
+      unconfirmed = Object.assign(
+        new Error('the write was not acknowledged by a replica in time'),
+        {
+          code: 'IO_ERROR',
+        },
+      )
     }
     group.forEach((w, i) => {
       const [err, value] = res[i]!

@@ -12,6 +12,7 @@ import type {
   ListOptions,
   Listed,
   NamespaceCounts,
+  Restored,
   Written,
 } from '../types.js'
 
@@ -110,6 +111,14 @@ export class ClusterEntries implements Entries {
     if (keys.length <= limit) return { keys }
     keys.length = limit
     return { keys, next: keys[limit - 1] }
+  }
+
+  /** Writes entries with the versions they had elsewhere (cairn migrate). */
+  async restore(ns: string, rows: Restored[]): Promise<void> {
+    const args: (string | Buffer | number)[] = [meta(ns), Date.now()]
+    for (const r of rows)
+      args.push(r.key, r.value, r.version, r.expiresAt === undefined ? '' : String(r.expiresAt))
+    await this.cmd.write('cairnImport', args)
   }
 
   async batch(ns: string, ops: EntryOp[], checks: EntryCheck[] = []): Promise<{ version: number }> {

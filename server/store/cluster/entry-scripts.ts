@@ -212,3 +212,33 @@ local left = redis.call('ZCARD', idx)
 if left == 0 then redis.call('UNLINK', idx, exp) end
 return left
 `
+
+/**
+ * import: ARGV now, then per entry its key, value, version and expiry ('' for none). Writes
+ * entries with the versions they had (cairn migrate), and raises the namespace's version
+ * counter past the highest, so later writes keep the order.
+ */
+export const IMPORT = `${PRELUDE}
+local now = tonumber(ARGV[1])
+local top = tonumber(redis.call('HGET', meta, 'ver'))
+local i = 2
+while i <= #ARGV do
+  local k, v, n, x = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3]
+  i = i + 4
+  if x == '' or tonumber(x) > now then
+    if redis.call('EXISTS', ent .. k) == 1 then forget(k) end
+    if x == '' then
+      redis.call('HSET', ent .. k, 'v', v, 'n', n)
+    else
+      redis.call('HSET', ent .. k, 'v', v, 'n', n, 'x', x)
+      redis.call('ZADD', exp, tonumber(x), k)
+    end
+    redis.call('ZADD', idx, 0, k)
+    redis.call('HINCRBY', meta, 'keys', 1)
+    redis.call('HINCRBY', meta, 'bytes', #k + #v)
+    if tonumber(n) > top then top = tonumber(n) end
+  end
+end
+redis.call('HSET', meta, 'ver', top)
+return top
+`

@@ -9,6 +9,7 @@ import { connectCluster, parseRedisUrl } from './connect.js'
 import { ClusterEntries } from './entries.js'
 import { storeError } from './errors.js'
 import { ClusterRecords } from './records.js'
+import { redact } from '../url.js'
 
 const READY_MS = 15_000
 
@@ -72,6 +73,7 @@ export async function openRedisStore(
     delete: (ns, key, o) => entries.delete(ns, key, o),
     list: (ns, o) => entries.list(ns, o),
     batch: (ns, ops, checks) => entries.batch(ns, ops, checks),
+    restore: (ns, rows) => entries.restore(ns, rows),
     health: () =>
       client.status === 'ready'
         ? { state: 'ok' }
@@ -86,9 +88,4 @@ export async function openRedisStore(
       }
     },
   }
-}
-
-/** The URL without its password, for messages. */
-export function redact(url: string): string {
-  return url.replace(/\/\/[^@/]*@/, '//***@')
 }
