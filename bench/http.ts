@@ -18,6 +18,7 @@ import {
   root,
   startCairn,
   startCeiling,
+  startRedis,
   startWebdis,
 } from './http/servers.js'
 import { type WrkResult, runWrk } from './http/wrk.js'
@@ -136,17 +137,8 @@ async function seedCairn(url: string, apiKey: string): Promise<void> {
   agent.destroy()
 }
 
-function cairnCli(dataDir: string, args: string[]): any {
-  const out = execFileSync(
-    process.execPath,
-    [path.join(root, 'dist/server/cli.js'), ...args, '--data', dataDir, '--json'],
-    { cwd: root },
-  )
-  return JSON.parse(out.toString().trim().split('\n').pop()!)
-}
-
-async function cairnCases(dir: string): Promise<CaseResult[]> {
-  const dataDir = path.join(dir, 'cairn-data')
+/** A plans file with one unlimited plan, so the bench meets no rate limit. */
+function benchPlans(dir: string): string {
   const plans = path.join(dir, 'plans.json')
   fs.writeFileSync(
     plans,
@@ -167,22 +159,43 @@ async function cairnCases(dir: string): Promise<CaseResult[]> {
       upgradeUrl: null,
     }),
   )
-  const server = await startCairn(SERVER_CORE, dataDir, plans)
+  return plans
+}
+
+/** An account on the plan `bench` and its namespace `bench`; resolves with the API key. */
+async function cairnAccount(url: string, dataDir: string, store: string[] = []): Promise<string> {
+  const apiKey = cairnCli(dataDir, [
+    'account',
+    'create',
+    '--email',
+    'bench@example.com',
+    '--plan',
+    'bench',
+    ...store,
+  ]).apiKey.secret
+  const created = await fetch(`${url}/v1/namespaces`, {
+    method: 'POST',
+    headers: { 'x-api-key': apiKey, 'content-type': 'application/json' },
+    body: '{"name":"bench"}',
+  })
+  if (created.status !== 201) throw new Error(`creating the namespace: ${created.status}`)
+  return apiKey
+}
+
+function cairnCli(dataDir: string, args: string[]): any {
+  const out = execFileSync(
+    process.execPath,
+    [path.join(root, 'dist/server/cli.js'), ...args, '--data', dataDir, '--json'],
+    { cwd: root },
+  )
+  return JSON.parse(out.toString().trim().split('\n').pop()!)
+}
+
+async function cairnCases(dir: string): Promise<CaseResult[]> {
+  const dataDir = path.join(dir, 'cairn-data')
+  const server = await startCairn(SERVER_CORE, dataDir, benchPlans(dir))
   try {
-    const apiKey = cairnCli(dataDir, [
-      'account',
-      'create',
-      '--email',
-      'bench@example.com',
-      '--plan',
-      'bench',
-    ]).apiKey.secret
-    const created = await fetch(`${server.url}/v1/namespaces`, {
-      method: 'POST',
-      headers: { 'x-api-key': apiKey, 'content-type': 'application/json' },
-      body: '{"name":"bench"}',
-    })
-    if (created.status !== 201) throw new Error(`creating the namespace: ${created.status}`)
+    const apiKey = await cairnAccount(server.url, dataDir)
     process.stdout.write(`  seeding ${GROUPS * 100} keys of ${VALUE.length + 2}-byte values\n`)
     await seedCairn(server.url, apiKey)
     const s = writeScripts(path.join(dir, 'lua'), apiKey, { groups: GROUPS, value: VALUE })
@@ -225,21 +238,26 @@ async function cairnCases(dir: string): Promise<CaseResult[]> {
   }
 }
 
+/** Loads the data set into Redis through redis-cli's pipe mode (RESP), the quickest way in. */
+function seedRedis(port: number): void {
+  let resp = ''
+  for (let n = 0; n < GROUPS * 100; n++) {
+    const k = keyOf(Math.floor(n / 100), n % 100).replace('/', '_')
+    resp += `*3\r\n$3\r\nSET\r\n$${k.length}\r\n${k}\r\n$${VALUE.length}\r\n${VALUE}\r\n`
+  }
+  execFileSync('redis-cli', ['-p', String(port), '--pipe'], {
+    input: resp,
+    stdio: ['pipe', 'ignore', 'inherit'],
+  })
+}
+
 async function webdisCases(dir: string): Promise<CaseResult[]> {
   const wdir = path.join(dir, 'webdis')
   fs.mkdirSync(wdir)
-  const server = (await startWebdis(SERVER_CORE, wdir)) as Server & { redisPort: number }
+  const redis = await startRedis(SERVER_CORE, wdir, 'plain')
+  const server = await startWebdis(SERVER_CORE, wdir, redis)
   try {
-    // Seed through redis-cli's pipe mode (RESP), the quickest way in.
-    let resp = ''
-    for (let n = 0; n < GROUPS * 100; n++) {
-      const k = keyOf(Math.floor(n / 100), n % 100).replace('/', '_')
-      resp += `*3\r\n$3\r\nSET\r\n$${k.length}\r\n${k}\r\n$${VALUE.length}\r\n${VALUE}\r\n`
-    }
-    execFileSync('redis-cli', ['-p', String(server.redisPort), '--pipe'], {
-      input: resp,
-      stdio: ['pipe', 'ignore', 'inherit'],
-    })
+    seedRedis(redis.port)
     const s = writeScripts(path.join(dir, 'lua-webdis'), 'unused', { groups: GROUPS, value: VALUE })
     return [
       await measure(server, 'GET', server.url, s.redisGet),
@@ -247,7 +265,59 @@ async function webdisCases(dir: string): Promise<CaseResult[]> {
     ]
   } finally {
     await server.stop()
+    await redis.stop()
   }
+}
+
+/**
+ * Cairn on Redis beside webdis on the same Redis: a one-node Redis Cluster with its AOF
+ * fsynced on every write, Cairn with --store (durability always) and then webdis in front
+ * of it, each pinned with Redis to the server core. Both are an HTTP front end over one
+ * Redis; Cairn also authenticates, rate-limits (a script per request), counts usage and
+ * keeps its ordered index and counts in the same script as each write.
+ */
+async function sameRedisCases(dir: string): Promise<CaseResult[]> {
+  const rdir = path.join(dir, 'same-redis')
+  fs.mkdirSync(rdir)
+  const redis = await startRedis(SERVER_CORE, rdir, 'cluster')
+  const url = `redis://127.0.0.1:${redis.port}`
+  const out: CaseResult[] = []
+  try {
+    const server = await startCairn(SERVER_CORE, path.join(rdir, 'front'), benchPlans(dir), [
+      '--store',
+      url,
+    ])
+    try {
+      const apiKey = await cairnAccount(server.url, rdir, [
+        '--store',
+        url,
+        '--plans',
+        path.join(dir, 'plans.json'),
+      ])
+      process.stdout.write(`  seeding ${GROUPS * 100} keys on Redis through Cairn\n`)
+      await seedCairn(server.url, apiKey)
+      const s = writeScripts(path.join(dir, 'lua-redis'), apiKey, { groups: GROUPS, value: VALUE })
+      out.push(await measure(server, 'GET', server.url, s.get))
+      out.push(await measure(server, 'PUT existing', server.url, s.putExisting))
+    } finally {
+      await server.stop()
+    }
+    seedRedis(redis.port)
+    const webdis = await startWebdis(SERVER_CORE, rdir, redis, 'webdis-redis')
+    try {
+      const s = writeScripts(path.join(dir, 'lua-webdis-redis'), 'unused', {
+        groups: GROUPS,
+        value: VALUE,
+      })
+      out.push(await measure(webdis, 'GET', webdis.url, s.redisGet))
+      out.push(await measure(webdis, 'SET', webdis.url, s.redisSet))
+    } finally {
+      await webdis.stop()
+    }
+  } finally {
+    await redis.stop()
+  }
+  return out
 }
 
 function fmt(n: number, digits = 0): string {
@@ -266,13 +336,23 @@ function report(all: CaseResult[]): string {
     'PUT existing': find('webdis', 'SET'),
     'GET 90 / PUT 10': undefined,
   }
+  // Cairn on Redis is compared with webdis on the same Redis (sameRedisCases).
+  const samePeer: Record<string, CaseResult | undefined> = {
+    GET: find('webdis-redis', 'GET'),
+    'PUT existing': find('webdis-redis', 'SET'),
+  }
   const rows = [
     '| server | case | req/s | p50 ms | p99 ms | server CPU | Cairn / ceiling | Cairn / webdis |',
     '|---|---|---:|---:|---:|---:|---:|---:|',
   ]
   for (const c of all) {
     const vsCeiling = c.server === 'cairn' && ceiling ? `${fmt(c.rps / ceiling.rps, 2)}x` : ''
-    const p = c.server === 'cairn' ? peer[c.name] : undefined
+    const p =
+      c.server === 'cairn'
+        ? peer[c.name]
+        : c.server === 'cairn-redis'
+          ? samePeer[c.name]
+          : undefined
     const vsPeer = p ? `${fmt(c.rps / p.rps, 2)}x` : ''
     rows.push(
       `| ${c.server} | ${c.name}${c.extra?.compactions !== undefined ? ` (${c.extra.compactions} compactions)` : ''} | ${fmt(c.rps)} | ${fmt(c.p50, 3)} | ${fmt(c.p99, 3)} | ${fmt(c.cpu * 100)}% | ${vsCeiling} | ${vsPeer} |`,
@@ -283,12 +363,15 @@ function report(all: CaseResult[]): string {
   const list = find('cairn', 'LIST 100')
   const comp = find('cairn', 'GET during compaction')
   const set = find('webdis', 'SET')
+  const rget = find('cairn-redis', 'GET')
+  const rput = find('cairn-redis', 'PUT existing')
   const verdict = (ok: boolean | undefined) =>
     ok === undefined ? 'not measured' : ok ? 'met' : 'MISSED'
   const targets = [
     `- GET at least 0.75x the ceiling, p99 under 1 ms: ${get && ceiling ? `${fmt(get.rps / ceiling.rps, 2)}x, p99 ${fmt(get.p99, 3)} ms: ${verdict(get.rps >= 0.75 * ceiling.rps && get.p99 < 1)}` : 'not measured'}`,
     `- durable PUT at least webdis SET, p99 under 5 ms: ${put && set ? `${fmt(put.rps / set.rps, 2)}x, p99 ${fmt(put.p99, 3)} ms: ${verdict(put.rps >= set.rps && put.p99 < 5)}` : 'not measured (webdis missing)'}`,
     `- LIST of 100 keys at least 40,000 req/s: ${list ? `${fmt(list.rps)}: ${verdict(list.rps >= 40_000)}` : 'not measured'}`,
+    `- Cairn on Redis at least webdis on the same Redis: ${rget && rput && samePeer.GET && samePeer['PUT existing'] ? `GET ${fmt(rget.rps / samePeer.GET.rps, 2)}x, PUT ${fmt(rput.rps / samePeer['PUT existing'].rps, 2)}x: ${verdict(rget.rps >= samePeer.GET.rps && rput.rps >= samePeer['PUT existing'].rps)}` : 'not measured'}`,
     `- GET during compaction p99 at most twice GET's: ${comp && get ? `${fmt(comp.p99, 3)} vs ${fmt(get.p99, 3)} ms: ${verdict(comp.p99 <= 2 * get.p99)}` : 'not measured'}`,
   ]
   return `${rows.join('\n')}\n\nTargets:\n${targets.join('\n')}\n`
@@ -326,9 +409,10 @@ async function main(): Promise<number> {
       await ceiling.stop()
     }
     all.push(...(await cairnCases(dir)))
-    if (has('webdis') && has('redis-server') && has('redis-cli'))
+    if (has('webdis') && has('redis-server') && has('redis-cli')) {
       all.push(...(await webdisCases(dir)))
-    else
+      all.push(...(await sameRedisCases(dir)))
+    } else
       process.stdout.write(
         '  webdis or redis-server not installed (apt-get install -y webdis redis-server): peer cases skipped\n',
       )
@@ -351,7 +435,7 @@ async function main(): Promise<number> {
     path.join(root, `bench/results/http-${stamp}.json`),
     `${JSON.stringify({ machine: machine(), rounds: ROUNDS, seconds: SECONDS, connections: CONNECTIONS, cases: all }, null, 2)}\n`,
   )
-  const section = `<!-- http:start -->\n## HTTP\n\n\`npm run bench:http\` on ${new Date().toISOString().slice(0, 10)}: ${machine()}. wrk (1 thread, ${CONNECTIONS} connections) on core ${LOAD_CORE}, each server on core ${SERVER_CORE}; ${ROUNDS} rounds of ${SECONDS} s per case after a ${WARMUP} s warm-up, medians. Cairn runs with default durability (\`always\`: a PUT is answered after fsync), ${GROUPS * 100} keys of ${VALUE.length + 2}-byte values; webdis fronts redis-server with persistence off.\n\n${table}<!-- http:end -->`
+  const section = `<!-- http:start -->\n## HTTP\n\n\`npm run bench:http\` on ${new Date().toISOString().slice(0, 10)}: ${machine()}. wrk (1 thread, ${CONNECTIONS} connections) on core ${LOAD_CORE}, each server on core ${SERVER_CORE}; ${ROUNDS} rounds of ${SECONDS} s per case after a ${WARMUP} s warm-up, medians. Cairn runs with default durability (\`always\`: a PUT is answered after fsync), ${GROUPS * 100} keys of ${VALUE.length + 2}-byte values; webdis fronts redis-server with persistence off. \`cairn-redis\` is Cairn with \`--store\` on a one-node Redis Cluster (AOF, \`appendfsync always\`), beside \`webdis-redis\`: webdis on that same Redis.\n\n${table}<!-- http:end -->`
   const file = path.join(root, 'bench/RESULTS.md')
   const old = fs.existsSync(file) ? fs.readFileSync(file, 'utf8') : '# Benchmark results\n'
   const next = /<!-- http:start -->[\s\S]*<!-- http:end -->/.test(old)

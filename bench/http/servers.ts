@@ -1,5 +1,6 @@
 // The servers under test, each pinned to one core: a bare uWebSockets.js app (the ceiling),
-// Cairn started as users start it (the built CLI), and webdis in front of redis-server.
+// Cairn started as users start it (the built CLI, on its engine or on Redis), and webdis in
+// front of redis-server.
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process'
 import fs from 'node:fs'
 import net from 'node:net'
@@ -102,12 +103,25 @@ export async function startCairn(
   core: number,
   dataDir: string,
   plansFile: string,
+  extra: string[] = [],
 ): Promise<Server> {
   const cli = path.join(root, 'dist/server/cli.js')
   const p = pinned(
     core,
     process.execPath,
-    [cli, 'serve', '--host', '127.0.0.1', '--port', '0', '--data', dataDir, '--plans', plansFile],
+    [
+      cli,
+      'serve',
+      '--host',
+      '127.0.0.1',
+      '--port',
+      '0',
+      '--data',
+      dataDir,
+      '--plans',
+      plansFile,
+      ...extra,
+    ],
     {
       ...process.env,
       CAIRN_LOG_LEVEL: 'info',
@@ -115,7 +129,7 @@ export async function startCairn(
   )
   const line = await waitLine(p, (l) => l.includes('"listening"'), 'cairn')
   return {
-    name: 'cairn',
+    name: extra.includes('--store') ? 'cairn-redis' : 'cairn',
     url: `http://127.0.0.1:${JSON.parse(line).port}`,
     pids: [p.pid!],
     stop: stopper(p),
@@ -147,29 +161,67 @@ async function waitPort(port: number): Promise<void> {
   throw new Error(`nothing listens on ${port}`)
 }
 
-/** redis-server without persistence, and webdis in front of it, both on `core`. */
-export async function startWebdis(core: number, dir: string): Promise<Server> {
-  const redisPort = await freePort()
+export interface RedisServer {
+  port: number
+  pid: number
+  stop(): Promise<void>
+}
+
+/**
+ * redis-server on `core`: without persistence for the plain webdis case, or as a one-node
+ * Redis Cluster holding every slot with its AOF fsynced on every write, which Cairn (with
+ * --store) and webdis can both use: the same Redis behind both HTTP front ends.
+ */
+export async function startRedis(
+  core: number,
+  dir: string,
+  mode: 'plain' | 'cluster',
+): Promise<RedisServer> {
+  const port = await freePort()
+  const args = ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--dir', dir]
+  if (mode === 'plain') args.push('--appendonly', 'no')
+  else
+    args.push(
+      '--appendonly',
+      'yes',
+      '--appendfsync',
+      'always',
+      '--cluster-enabled',
+      'yes',
+      '--cluster-config-file',
+      path.join(dir, `nodes-${port}.conf`),
+      // A node that never met another does not know its own address; the client needs it.
+      '--cluster-announce-ip',
+      '127.0.0.1',
+    )
+  const redis = pinned(core, 'redis-server', args)
+  await waitPort(port)
+  if (mode === 'cluster') {
+    execFileSync('redis-cli', ['-p', String(port), 'CLUSTER', 'ADDSLOTSRANGE', '0', '16383'])
+    for (let i = 0; ; i++) {
+      const info = execFileSync('redis-cli', ['-p', String(port), 'CLUSTER', 'INFO']).toString()
+      if (info.includes('cluster_state:ok')) break
+      if (i > 200) throw new Error('the one-node Redis Cluster did not come up')
+      await new Promise((r) => setTimeout(r, 50))
+    }
+  }
+  return { port, pid: redis.pid!, stop: stopper(redis) }
+}
+
+/** webdis in front of the Redis on `redisPort`, on `core`. */
+export async function startWebdis(
+  core: number,
+  dir: string,
+  redis: RedisServer,
+  name = 'webdis',
+): Promise<Server> {
   const webdisPort = await freePort()
-  const redis = pinned(core, 'redis-server', [
-    '--port',
-    String(redisPort),
-    '--bind',
-    '127.0.0.1',
-    '--save',
-    '',
-    '--appendonly',
-    'no',
-    '--dir',
-    dir,
-  ])
-  await waitPort(redisPort)
-  const conf = path.join(dir, 'webdis.json')
+  const conf = path.join(dir, `webdis-${webdisPort}.json`)
   fs.writeFileSync(
     conf,
     JSON.stringify({
       redis_host: '127.0.0.1',
-      redis_port: redisPort,
+      redis_port: redis.port,
       http_host: '127.0.0.1',
       http_port: webdisPort,
       threads: 1,
@@ -183,16 +235,10 @@ export async function startWebdis(core: number, dir: string): Promise<Server> {
   )
   const webdis = pinned(core, 'webdis', [conf])
   await waitPort(webdisPort)
-  const stopRedis = stopper(redis)
-  const stopWebdis = stopper(webdis)
   return {
-    name: 'webdis',
+    name,
     url: `http://127.0.0.1:${webdisPort}`,
-    pids: [webdis.pid!, redis.pid!],
-    redisPort,
-    async stop() {
-      await stopWebdis()
-      await stopRedis()
-    },
-  } as Server & { redisPort: number }
+    pids: [webdis.pid!, redis.pid],
+    stop: stopper(webdis),
+  }
 }

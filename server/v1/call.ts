@@ -16,7 +16,6 @@ import type { HttpResponse } from '../http/uws.js'
 import { storageFault } from '../storage-faults.js'
 import { EXPOSE, allowOrigin } from './cors.js'
 import type { Entry } from '../store/types.js'
-import type { BodyStash } from './deferred.js'
 
 /** An unread body is read and dropped up to this size before an early answer; past it, cut off. */
 const DRAIN_MAX = 64 * 1024 * 1024
@@ -27,6 +26,17 @@ export function headerLines(headers: Record<string, string> | undefined): string
   let out = ''
   if (headers) for (const k in headers) out += `\r\n${k}: ${headers[k]}`
   return out
+}
+
+/** A deferred request's body as it arrives (deferred.ts). */
+export interface BodyStash {
+  chunks: Buffer[]
+  size: number
+  /** More arrived than `cap`: the rest was dropped and the body is too large for any plan. */
+  over: boolean
+  done: boolean
+  /** Called once when the last chunk is in (set by a reader that came first). */
+  onDone: (() => void) | undefined
 }
 
 export class Call {

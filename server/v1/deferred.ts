@@ -4,21 +4,28 @@
 // misses and rate limits asynchronously. So on that path the request's headers and query
 // are copied out (`freeze`) and its body is kept as it arrives (`stashBody`), up to the
 // largest body any plan accepts, until the operation asks for it (body.ts).
+import type { Context } from '../context.js'
 import type { HttpRequest } from '../http/uws.js'
-import type { Call } from './call.js'
+import type { BodyStash, Call } from './call.js'
+import { largestBody } from './entries.js'
 
-export interface BodyStash {
-  chunks: Buffer[]
-  size: number
-  /** More arrived than `cap`: the rest was dropped and the body is too large for any plan. */
-  over: boolean
-  done: boolean
-  /** Called once when the last chunk is in (set by a reader that came first). */
-  onDone: (() => void) | undefined
+const FROZEN = Symbol('frozen')
+
+/**
+ * Readies a request to be answered after an await: its headers copied out, its body (for
+ * PUT and POST) kept as it arrives, the abort handler registered. A request already
+ * deferred comes back as it is.
+ */
+export function defer(call: Call, req: HttpRequest, method: string, ctx: Context): HttpRequest {
+  if ((req as unknown as Record<symbol, boolean>)[FROZEN]) return req
+  const frozen = freeze(req)
+  if (method === 'put' || method === 'post') stashBody(call, largestBody(ctx))
+  call.async()
+  return frozen
 }
 
 /** The parts of a request the /v1 operations read, copied out of uWebSockets.js. */
-export function freeze(req: HttpRequest): HttpRequest {
+function freeze(req: HttpRequest): HttpRequest {
   const headers = new Map<string, string>()
   req.forEach((k, v) => {
     const had = headers.get(k)
@@ -28,6 +35,7 @@ export function freeze(req: HttpRequest): HttpRequest {
   const query = req.getQuery()
   const method = req.getMethod()
   return {
+    [FROZEN]: true,
     getHeader: (name: string) => headers.get(name) ?? '',
     getUrl: () => url,
     getQuery: () => query,
@@ -36,7 +44,7 @@ export function freeze(req: HttpRequest): HttpRequest {
 }
 
 /** Keeps the body as it arrives, dropping what passes `cap`. */
-export function stashBody(call: Call, cap: number): void {
+function stashBody(call: Call, cap: number): void {
   const stash: BodyStash = { chunks: [], size: 0, over: false, done: false, onDone: undefined }
   call.stash = stash
   call.res.onData((chunk, isLast) => {

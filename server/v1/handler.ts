@@ -17,8 +17,8 @@ import { closeRequested } from './body.js'
 import { Call } from './call.js'
 import { ALLOW_HEADERS, MAX_AGE, allowOrigin } from './cors.js'
 import type { Plan } from '../plans.js'
-import { freeze, stashBody } from './deferred.js'
-import { deleteEntry, getEntry, largestBody, prefetch, putEntry } from './entries.js'
+import { defer } from './deferred.js'
+import { deleteEntry, getEntry, prefetch, putEntry } from './entries.js'
 import { listKeys } from './list-keys.js'
 import { createNamespace, deleteNamespace, listNamespaces } from './namespace-routes.js'
 import { ALLOW, type Parsed, Route, parsePath } from './paths.js'
@@ -126,14 +126,21 @@ export function v1Handler(ctx: Context): (res: HttpResponse, req: HttpRequest) =
     const secret = apiKeyOf(req)
     const now = Date.now()
     const key = secret === '' ? undefined : ctx.accounts.authenticate(secret)
-    if (!shared && !(key instanceof Promise))
-      return authenticated(call, req, parsed, method, secret, key, now, bucket)
-    // A shared store answers later: keep what the operation will need from the request.
-    const frozen = freeze(req)
+    if (!(key instanceof Promise))
+      return authenticated(
+        call,
+        req,
+        parsed,
+        method,
+        secret,
+        key,
+        now,
+        shared ? newBucket() : bucket,
+      )
+    // The store answers later: keep what the operation will need from the request.
+    const frozen = defer(call, req, method, ctx)
     const p: Parsed = { route: parsed.route, ns: parsed.ns, rawKey: parsed.rawKey }
-    if (method === 'put' || method === 'post') stashBody(call, largestBody(ctx))
-    call.async()
-    Promise.resolve(key).then(
+    key.then(
       (k) => authenticated(call, frozen, p, method, secret, k, now, newBucket()),
       (err) => call.error(err),
     )
@@ -188,8 +195,11 @@ export function v1Handler(ctx: Context): (res: HttpResponse, req: HttpRequest) =
     if (!(b instanceof Promise)) return admitted(call, req, parsed, method, plan, b, now)
     // The bucket's answer and a read are awaited together: one round trip, not two.
     if (route === Route.Entry && method === 'get') prefetch(call, parsed)
+    const frozen = defer(call, req, method, ctx)
+    const p: Parsed =
+      frozen === req ? parsed : { route: parsed.route, ns: parsed.ns, rawKey: parsed.rawKey }
     b.then(
-      (got) => admitted(call, req, parsed, method, plan, got, now),
+      (got) => admitted(call, frozen, p, method, plan, got, now),
       (err) => call.error(err),
     )
   }

@@ -1,8 +1,12 @@
-// The scripts registered on the client, and how a write is made durable: with durability
+// Running the scripts, and how a write is made durable. Scripts go by EVALSHA, with EVAL
+// (the source) only when a node answers NOSCRIPT (a new node, a promoted replica, a
+// restart): ioredis's own script commands resend the whole source in every pipeline and
+// auto-pipeline, which on small requests costs more than the request. Durability: with durability
 // 'always', the script and a WAIT for one replica go in one pipeline to the slot's master
 // (appendfsync always has put it in that master's append-only file before the script's
 // answer), and a write no replica took in time is refused as unconfirmed, unless the master
 // has no replica at all (then its AOF is all there is).
+import { createHash } from 'node:crypto'
 import calculateSlot from 'cluster-key-slot'
 import type { Cluster } from 'ioredis'
 import type { Durability } from '../../../engine/types.js'
@@ -41,25 +45,37 @@ interface Pending {
   args: (string | Buffer | number)[]
   resolve(value: unknown): void
   reject(err: Error): void
+  /** Times it was sent again after a NOSCRIPT. */
+  tries?: number
 }
+
+const SHA: Record<string, string> = Object.fromEntries(
+  Object.entries(SCRIPTS).map(([name, s]) => [
+    name,
+    createHash('sha1').update(s.lua).digest('hex'),
+  ]),
+)
+const noScript = (err: unknown) => String((err as Error)?.message).startsWith('NOSCRIPT')
 
 export class Commands {
   constructor(
     readonly client: Cluster,
     private durability: Durability,
-  ) {
-    for (const [name, s] of Object.entries(SCRIPTS))
-      client.defineCommand(name, { numberOfKeys: s.keys, lua: s.lua })
-  }
+  ) {}
 
-  /** Runs a read-only script; `buffers` answers values as Buffers. */
-  async read(name: ScriptName, args: (string | Buffer | number)[], buffers = false): Promise<any> {
+  /** Runs a script without waiting for replicas; `buffers` answers values as Buffers. */
+  read(name: ScriptName, args: (string | Buffer | number)[], buffers = false): Promise<any> {
     const c = this.client as any
-    try {
-      return await c[buffers ? `${name}Buffer` : name](...args)
-    } catch (err) {
-      throw storeError(err)
-    }
+    const s = SCRIPTS[name]!
+    return c[buffers ? 'evalshaBuffer' : 'evalsha'](SHA[name], s.keys, ...args).catch(
+      (err: unknown) => {
+        // The script did not run: send its source once, which also loads it on that node.
+        if (!noScript(err)) throw storeError(err)
+        return c[buffers ? 'evalBuffer' : 'eval'](s.lua, s.keys, ...args).catch((e: unknown) => {
+          throw storeError(e)
+        })
+      },
+    )
   }
 
   /**
@@ -96,7 +112,7 @@ export class Commands {
 
   private async send(group: Pending[]): Promise<void> {
     const p = (this.client as any).pipeline()
-    for (const w of group) p[w.name](...w.args)
+    for (const w of group) p.evalsha(SHA[w.name], SCRIPTS[w.name]!.keys, ...w.args)
     p.call('WAIT', '1', String(WAIT_MS))
     let res: [Error | null, unknown][]
     try {
@@ -120,12 +136,41 @@ export class Commands {
         },
       )
     }
+    const unloaded = group.filter((_, i) => noScript(res[i]![0]))
+    if (unloaded.length > 0) {
+      // Those did not run: load them on their node, then send them again (a few times
+      // at most, should the slot keep moving).
+      const again = unloaded.filter((w) => (w.tries = (w.tries ?? 0) + 1) <= 3)
+      for (const w of unloaded)
+        if (!again.includes(w)) w.reject(storeError(new Error('NOSCRIPT after loading')))
+      this.loadOn(
+        String(unloaded[0]!.args[0]),
+        unloaded.map((w) => w.name),
+      ).then(
+        () => {
+          if (again.length > 0) this.send(again)
+        },
+        (err) => {
+          for (const w of again) w.reject(storeError(err))
+        },
+      )
+    }
     group.forEach((w, i) => {
       const [err, value] = res[i]!
+      if (noScript(err)) return
       if (err) w.reject(storeError(err))
       else if (unconfirmed) w.reject(unconfirmed)
       else w.resolve(value)
     })
+  }
+
+  /** Loads scripts on the master of `key`'s slot (SCRIPT LOAD has no key to route by). */
+  private async loadOn(key: string, names: ScriptName[]): Promise<void> {
+    const p = (this.client as any).pipeline().exists(key)
+    for (const name of new Set(names)) p.script('LOAD', SCRIPTS[name]!.lua)
+    const res: [Error | null, unknown][] = await p.exec()
+    const failed = res.find(([err]) => err)
+    if (failed) throw failed[0]
   }
 
   /** Replicas the master of `key`'s slot has connected now. */

@@ -41,6 +41,9 @@ export function connectCluster(url: RedisUrl): Cluster {
     // see it.
     scaleReads: 'master',
     enableOfflineQueue: true,
+    // Commands issued in one turn of the event loop go out in one write per node: under
+    // concurrent requests, far fewer system calls on both sides.
+    enableAutoPipelining: true,
     // While a master fails over, commands wait and are retried rather than fail at once.
     clusterRetryStrategy: (times) => Math.min(100 * times, 1000),
     retryDelayOnFailover: 200,

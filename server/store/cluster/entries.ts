@@ -34,6 +34,13 @@ function expiry(o: { ttlMs?: number; expiresAt?: number } | undefined, now: numb
   return ''
 }
 
+function toEntry(r: Buffer[] | null): Entry | undefined {
+  if (!r) return undefined
+  const e: Entry = { value: r[0]!, version: Number(r[1]!.toString()) }
+  if (r[2]) e.expiresAt = Number(r[2].toString())
+  return e
+}
+
 export class ClusterEntries implements Entries {
   constructor(private cmd: Commands) {}
 
@@ -63,12 +70,8 @@ export class ClusterEntries implements Entries {
     }
   }
 
-  async get(ns: string, key: string): Promise<Entry | undefined> {
-    const r = await this.cmd.read('cairnGet', [meta(ns), key, Date.now()], true)
-    if (!r) return undefined
-    const e: Entry = { value: r[0], version: Number(r[1].toString()) }
-    if (r[2]) e.expiresAt = Number(r[2].toString())
-    return e
+  get(ns: string, key: string): Promise<Entry | undefined> {
+    return this.cmd.read('cairnGet', [meta(ns), key, Date.now()], true).then(toEntry)
   }
 
   async stat(ns: string, key: string): Promise<EntryStat | undefined> {

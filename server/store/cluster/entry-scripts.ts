@@ -120,12 +120,16 @@ end
 return ver
 `
 
-/** get: ARGV key, now. Returns { value, version, expiresAt or false } or nil. */
-export const GET = `${PRELUDE}
-local k, now = ARGV[1], tonumber(ARGV[2])
-local e = redis.call('HMGET', ent .. k, 'v', 'n', 'x')
+/**
+ * get: ARGV key, now. Returns { value, version, expiresAt or false } or nil. The hot read:
+ * no prelude (it defines functions on every call), just the generation and the entry.
+ */
+export const GET = `
+local g = redis.call('HGET', KEYS[1], 'g')
+if not g then return redis.error_reply('NAMESPACE_NOT_FOUND') end
+local e = redis.call('HMGET', string.sub(KEYS[1], 1, -2) .. g .. ':e:' .. ARGV[1], 'v', 'n', 'x')
 if not e[1] then return nil end
-if e[3] and tonumber(e[3]) <= now then return nil end
+if e[3] and tonumber(e[3]) <= tonumber(ARGV[2]) then return nil end
 return {e[1], e[2], e[3] or false}
 `
 
