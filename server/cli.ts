@@ -288,7 +288,13 @@ async function main(argv: string[]): Promise<number> {
     return -1
   }
   const dataDir = path.resolve(flags.get('--data') ?? process.env.CAIRN_DATA ?? './data')
-  if (words[0] === 'repair') return repairCommand(dataDir, flags.has('--json'))
+  if (words[0] === 'repair') {
+    if (flags.has('--store') || process.env.CAIRN_STORE)
+      throw new UsageError(
+        'repair is for the embedded engine; Redis keeps its own AOF and replicas',
+      )
+    return repairCommand(dataDir, flags.has('--json'))
+  }
   if (words[0] === 'migrate') return migrateCommand(flags)
   const { command, args } = adminCommand(words, flags)
   const plansFile = path.resolve(

@@ -48,6 +48,14 @@ export async function openRedisStore(
         clearTimeout(timer)
         resolve()
       })
+      // A wrong password or user will not get better by retrying: say so at once.
+      const refused = (err: Error) => {
+        if (!/WRONGPASS|NOAUTH|NOPERM|invalid username-password/i.test(String(err?.message))) return
+        clearTimeout(timer)
+        reject(new Error(`Redis Cluster at ${redact(url)} refused the credentials: ${err.message}`))
+      }
+      client.on('error', refused)
+      client.on('node error', refused)
     })
     await checkConfiguration(client, opts.durability)
   } catch (err) {

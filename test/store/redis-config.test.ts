@@ -1,0 +1,71 @@
+// Starting on Redis: Cairn refuses a cluster whose configuration cannot keep the durability
+// asked for, saying which node to fix; it connects with a user and password in the URL, and
+// a wrong password stops it with a message that does not repeat the password.
+import { execFileSync } from 'node:child_process'
+import t from 'tap'
+import { plansFile } from '../helpers/plans.js'
+import { type RedisCluster, startRedisCluster } from '../helpers/redis-cluster.js'
+import { startServer } from '../helpers/server.js'
+import { Client } from '../server/contract/http.js'
+
+const started = await startRedisCluster()
+if (typeof started === 'string') {
+  t.skip(started)
+} else {
+  const cluster: RedisCluster = started
+  t.teardown(() => cluster.stop())
+  const onEvery = (...args: string[]) => {
+    for (const n of cluster.nodes) execFileSync('redis-cli', ['-p', String(n.port), ...args])
+  }
+  const plans = plansFile()
+
+  t.test('durability always is refused on a node without appendfsync always', async (t) => {
+    const node = cluster.nodes[0]!
+    execFileSync('redis-cli', ['-p', String(node.port), 'CONFIG', 'SET', 'appendfsync', 'everysec'])
+    t.teardown(() => onEvery('CONFIG', 'SET', 'appendfsync', 'always'))
+    const refused = await startServer({ plans, args: ['--store', cluster.url] }).then(
+      async (s) => {
+        await s.stop()
+        return ''
+      },
+      (err: Error) => err.message,
+    )
+    t.match(refused, /cannot keep --durability always/, 'it does not start')
+    t.match(
+      refused,
+      new RegExp(`127\\.0\\.0\\.1:${node.port} has appendfsync everysec`),
+      'and names the node',
+    )
+    const interval = await startServer({
+      plans,
+      args: ['--store', cluster.url, '--durability', 'interval'],
+    })
+    t.teardown(() => interval.stop())
+    const acct = await interval.createAccount()
+    t.equal(
+      (await new Client(interval.baseUrl, acct.apiKey).get('/namespaces')).status,
+      200,
+      'interval accepts everysec',
+    )
+  })
+
+  t.test('a user and password in the URL; a wrong one is refused without echoing it', async (t) => {
+    onEvery('ACL', 'SETUSER', 'cairn', 'on', '>s3cret-pass', '~*', '&*', '+@all')
+    const url = cluster.url.replace('redis://', 'redis://cairn:s3cret-pass@')
+    const srv = await startServer({ plans, args: ['--store', url] })
+    t.teardown(() => srv.stop())
+    const acct = await srv.createAccount()
+    t.equal((await new Client(srv.baseUrl, acct.apiKey).get('/namespaces')).status, 200)
+    t.notOk(srv.lines.join('\n').includes('s3cret-pass'), 'the password is not logged')
+    const wrong = cluster.url.replace('redis://', 'redis://cairn:not-the-pass@')
+    const failed = await startServer({ plans, args: ['--store', wrong] }).then(
+      async (s) => {
+        await s.stop()
+        return ''
+      },
+      (err: Error) => err.message,
+    )
+    t.not(failed, '', 'a wrong password does not start')
+    t.notOk(failed.includes('not-the-pass'), 'and the message does not repeat it')
+  })
+}
