@@ -21,7 +21,8 @@ import { defer } from './deferred.js'
 import { deleteEntry, getEntry, prefetch, putEntry } from './entries.js'
 import { listKeys } from './list-keys.js'
 import { createNamespace, deleteNamespace, listNamespaces } from './namespace-routes.js'
-import { ALLOW, type Parsed, Route, parsePath } from './paths.js'
+import { type Parsed, Route, parsePath } from './paths.js'
+import { ROUTES, operation } from './routes.js'
 import { usageReportRoute } from './usage-route.js'
 
 const BEARER = /^bearer\s+(\S+)\s*$/i
@@ -35,38 +36,6 @@ function apiKeyOf(req: HttpRequest): string {
   if (auth === '') return ''
   const m = BEARER.exec(auth)
   return m ? m[1]! : ''
-}
-
-function metricsRoute(route: Route, method: string): number {
-  switch (route) {
-    case Route.Entry:
-      return method === 'get' ? R.get_value : method === 'put' ? R.put_value : R.delete_value
-    case Route.Keys:
-      return R.list_keys
-    case Route.Namespaces:
-      return method === 'post' ? R.create_namespace : R.list_namespaces
-    case Route.Namespace:
-      return R.delete_namespace
-    case Route.Usage:
-      return R.usage
-    case Route.OpenApi:
-      return R.openapi
-    default:
-      return R.unmatched
-  }
-}
-
-function allowed(route: Route, method: string): boolean {
-  switch (route) {
-    case Route.Entry:
-      return method === 'get' || method === 'put' || method === 'delete'
-    case Route.Namespaces:
-      return method === 'get' || method === 'post'
-    case Route.Namespace:
-      return method === 'delete'
-    default:
-      return method === 'get'
-  }
 }
 
 const newBucket = (): Bucket => ({ ok: true, limit: 0, remaining: 0, reset: 0, retryAfter: 0 })
@@ -89,7 +58,7 @@ export function v1Handler(ctx: Context): (res: HttpResponse, req: HttpRequest) =
       requestId(req.getHeader('x-request-id')),
       // A preflight carries its CORS answer in headers of its own.
       preflight ? '' : origin,
-      preflight ? R.preflight : metricsRoute(route, method),
+      preflight ? R.preflight : (operation(route, method)?.metric ?? R.unmatched),
     )
     if (method === 'put' || method === 'post') {
       // Ambiguous framing: refused before anything is applied, and the connection closed,
@@ -106,18 +75,21 @@ export function v1Handler(ctx: Context): (res: HttpResponse, req: HttpRequest) =
     if (route === Route.NotFound) return call.fail('not_found')
     if (preflight) {
       const allowOriginValue = allowOrigin(ctx.config, origin)
-      let lines = `\r\nAllow: ${ALLOW[route]}, OPTIONS`
+      const allow = ROUTES[route].allow
+      let lines = `\r\nAllow: ${allow}, OPTIONS`
       if (allowOriginValue !== '') {
-        lines += `\r\nAccess-Control-Allow-Origin: ${allowOriginValue}\r\nAccess-Control-Allow-Methods: ${ALLOW[route]}, OPTIONS\r\nAccess-Control-Allow-Headers: ${ALLOW_HEADERS}\r\nAccess-Control-Max-Age: ${MAX_AGE}`
+        lines += `\r\nAccess-Control-Allow-Origin: ${allowOriginValue}\r\nAccess-Control-Allow-Methods: ${allow}, OPTIONS\r\nAccess-Control-Allow-Headers: ${ALLOW_HEADERS}\r\nAccess-Control-Max-Age: ${MAX_AGE}`
       }
       if (ctx.config.corsOrigins !== '*') lines += '\r\nVary: Origin'
       return call.empty(204, lines)
     }
-    if (!allowed(route, method)) {
+    const op = operation(route, method)
+    if (op === undefined) {
+      const allow = ROUTES[route].allow
       return call.fail(
         'method_not_allowed',
-        `${route === Route.OpenApi ? '/v1/openapi.json' : 'This route'} takes ${ALLOW[route]}.`,
-        `\r\nAllow: ${ALLOW[route]}`,
+        `${route === Route.OpenApi ? '/v1/openapi.json' : 'This route'} takes ${allow}.`,
+        `\r\nAllow: ${allow}`,
       )
     }
     if (route === Route.OpenApi)
@@ -178,18 +150,8 @@ export function v1Handler(ctx: Context): (res: HttpResponse, req: HttpRequest) =
     call.key = key
     call.account = account
     if (now - key.lastUsedMs >= LAST_USED_STEP_MS) ctx.accounts.touch(key, now)
-    call.op =
-      route === Route.Entry
-        ? method === 'get'
-          ? OP.get
-          : method === 'put'
-            ? OP.put
-            : OP.delete
-        : route === Route.Keys
-          ? OP.list
-          : route === Route.Usage
-            ? OP.usage
-            : OP.namespace
+    const op = operation(route, method)!
+    call.op = op.usage
     const plan = ctx.plans.get(account.rec.plan)
     const b = takeAccountToken(ctx.store.limiter, account.id, plan, now, out)
     if (!(b instanceof Promise)) return admitted(call, req, parsed, method, plan, b, now)
@@ -234,20 +196,7 @@ export function v1Handler(ctx: Context): (res: HttpResponse, req: HttpRequest) =
       )
     }
 
-    switch (route) {
-      case Route.Entry:
-        if (method === 'get') return getEntry(call, req, parsed)
-        if (method === 'put') return putEntry(call, req, parsed, plan)
-        return deleteEntry(call, req, parsed)
-      case Route.Keys:
-        return listKeys(call, req, parsed)
-      case Route.Namespaces:
-        return method === 'get' ? listNamespaces(call) : createNamespace(call, req)
-      case Route.Namespace:
-        return deleteNamespace(call, parsed)
-      case Route.Usage:
-        return usageReportRoute(call)
-    }
+    operation(route, method)!.run(call, req, parsed, plan)
   }
 
   return handle

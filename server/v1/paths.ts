@@ -12,17 +12,6 @@ export enum Route {
   Entry,
 }
 
-/** Methods each route takes, for 405 and the Allow header. */
-export const ALLOW: Record<Route, string> = {
-  [Route.NotFound]: '',
-  [Route.Namespaces]: 'GET, POST',
-  [Route.Namespace]: 'DELETE',
-  [Route.Usage]: 'GET',
-  [Route.OpenApi]: 'GET',
-  [Route.Keys]: 'GET',
-  [Route.Entry]: 'GET, PUT, DELETE',
-}
-
 export interface Parsed {
   route: Route
   /** The namespace name for Namespace, Keys and Entry routes (raw, not decoded). */

@@ -38,7 +38,14 @@ t.test('a full disk answers 507, shows nothing it refused, and heals by itself',
   if (typeof fsys === 'string') return t.skip(fsys)
   t.teardown(() => fsys.unmount())
   const dataDir = path.join(fsys.dir, 'data')
-  const srv = await startServer({ plans: plansFile(), dataDir })
+  // No usage writes in the background: a usage record small enough to fit where a value
+  // did not would, rightly, turn the engine back to ok, and /readyz's answer below would
+  // depend on that timer.
+  const srv = await startServer({
+    plans: plansFile(),
+    dataDir,
+    env: { CAIRN_USAGE_FLUSH_MS: '3600000' },
+  })
   t.teardown(() => srv.stop())
   const acct = await srv.createAccount()
   let api = new Client(srv.baseUrl, acct.apiKey)
