@@ -4,7 +4,7 @@ import type { Plan } from '../plans.js'
 import { ServiceError } from '../service-error.js'
 import { usageReport } from '../usage-report.js'
 import type { Caller } from './guard.js'
-import { type Reply, type Req, jsonReply, readJson } from './http.js'
+import { type Reply, type Req, jsonReply, readJson } from '../http/pipeline.js'
 
 export class AccountApi {
   constructor(private ctx: Context) {}

@@ -11,7 +11,7 @@ import { encodeCursor, walkOf } from '../wire/cursor.js'
 import { parsePutBody } from '../wire/json-body.js'
 import { decodeKey } from '../wire/keys.js'
 import type { Caller } from './guard.js'
-import { type Reply, type Req, jsonReply } from './http.js'
+import { type Reply, type Req, jsonReply } from '../http/pipeline.js'
 
 const PAGE = 50
 const LIMIT = /^[1-9][0-9]{0,3}$/

@@ -3,7 +3,7 @@
 import type { Permission } from '../accounts.js'
 import type { Context } from '../context.js'
 import type { Caller } from './guard.js'
-import { type Reply, type Req, jsonReply, readJson } from './http.js'
+import { type Reply, type Req, jsonReply, readJson } from '../http/pipeline.js'
 
 export class KeysApi {
   constructor(private ctx: Context) {}

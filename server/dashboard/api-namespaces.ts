@@ -4,7 +4,7 @@ import type { Context } from '../context.js'
 import { ApiError } from '../errors.js'
 import { ServiceError } from '../service-error.js'
 import type { Caller } from './guard.js'
-import { type Reply, type Req, jsonReply, readJson } from './http.js'
+import { type Reply, type Req, jsonReply, readJson } from '../http/pipeline.js'
 
 export class NamespacesApi {
   constructor(private ctx: Context) {}

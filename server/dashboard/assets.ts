@@ -6,7 +6,7 @@ import { createRequire } from 'node:module'
 import { dirname, join, relative, sep } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { gzipSync } from 'node:zlib'
-import type { Reply, Req } from './http.js'
+import type { Reply, Req } from '../http/pipeline.js'
 
 interface Asset {
   type: string

@@ -5,7 +5,7 @@
 import type { Account } from '../accounts.js'
 import type { Context } from '../context.js'
 import { ServiceError } from '../service-error.js'
-import type { Req } from './http.js'
+import type { Req } from '../http/pipeline.js'
 import {
   PRE_SESSION_COOKIE,
   SESSION_COOKIE,

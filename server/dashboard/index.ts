@@ -12,7 +12,7 @@ import { KeysApi } from './api-keys.js'
 import { NamespacesApi } from './api-namespaces.js'
 import { Assets } from './assets.js'
 import { type Caller, checkCsrf, checkSameOrigin, currentCaller } from './guard.js'
-import { type Method, type Reply, type Req, errorReply, fail, route } from './http.js'
+import { type Method, type Reply, type Req, errorReply, fail, route } from '../http/pipeline.js'
 import { PRIVATE_PAGES, PUBLIC_PAGES, page, shell } from './pages.js'
 
 type ApiHandler = (req: Req, caller: Caller) => Promise<Reply>

@@ -4,7 +4,7 @@
 import { randomToken } from '../secrets.js'
 import type { Assets } from './assets.js'
 import type { Caller } from './guard.js'
-import type { Reply, Req } from './http.js'
+import type { Reply, Req } from '../http/pipeline.js'
 import { PRE_SESSION_COOKIE, preSessionCookie } from './sessions.js'
 
 export const PUBLIC_PAGES = ['/login', '/signup']

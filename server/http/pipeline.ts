@@ -1,18 +1,21 @@
-// The dashboard's request plumbing over uWebSockets.js. A uWS request object dies when the
-// synchronous handler returns, so everything a handler may need later (headers, cookies,
-// the client address, the body) is copied into a plain Req first; the Reply is written in
-// one cork. Every answer counts in the metrics and in the in-flight figure the shutdown
-// drain waits on.
+// The request pipeline of the dashboard and the operator endpoint over uWebSockets.js: one
+// place for bodies (read whole, up to a limit), framing checks, errors (ServiceError,
+// ApiError and storage faults become the contract's error body; anything else a logged
+// 500), in-flight accounting and the shutdown drain, and metrics. A uWS request object dies
+// when the synchronous handler returns, so everything a handler may need later (headers,
+// cookies, the client address, the body) is copied into a plain Req first; the Reply is
+// written in one cork. (/v1 has its own allocation-light path, v1/call.ts, over the same
+// wire rules.)
 import type { Context } from '../context.js'
 import { ApiError } from '../errors.js'
-import { clientAddress } from '../http/address.js'
-import { bodyFraming } from '../http/framing.js'
-import { statusLine } from '../http/status.js'
-import type { HttpRequest, HttpResponse, TemplatedApp } from '../http/uws.js'
 import { R } from '../metrics.js'
 import { ServiceError } from '../service-error.js'
 import { storageFault } from '../storage-faults.js'
 import { jsonContentType } from '../wire/content-type.js'
+import { clientAddress } from './address.js'
+import { bodyFraming } from './framing.js'
+import { statusLine } from './status.js'
+import type { HttpRequest, HttpResponse, TemplatedApp } from './uws.js'
 
 export interface Req {
   method: string
@@ -49,6 +52,7 @@ const HEADERS_WANTED = [
   'x-csrf-token',
   'x-forwarded-for',
   'x-forwarded-proto',
+  'x-operator-token',
 ]
 
 // Pages cannot be framed and run only our own scripts. uPlot sets styles through the
@@ -155,6 +159,8 @@ export function route(
   pattern: string,
   maxBody: number | (() => number),
   handler: (req: Req) => Promise<Reply> | Reply,
+  /** The metrics label its answers count under (metrics.ts ROUTES). */
+  metric: number = R.dashboard,
 ): void {
   const paramCount = (pattern.match(/\/:/g) ?? []).length
   app[method](pattern, (res: HttpResponse, uwsReq: HttpRequest) => {
@@ -183,7 +189,7 @@ export function route(
       done = true
       ctx.lifecycle.inflight--
       if (!aborted) res.cork(() => write(res, reply, close))
-      ctx.metrics.observe(R.dashboard, reply.status, (performance.now() - started) / 1000)
+      ctx.metrics.observe(metric, reply.status, (performance.now() - started) / 1000)
     }
     res.onAborted(() => {
       aborted = true
@@ -208,7 +214,7 @@ export function route(
         .then(finish, (err) => {
           ctx.log.error(
             { err: (err as Error)?.message ?? String(err), path: req.path },
-            'dashboard request failed',
+            'request failed',
           )
           finish(fail(500, 'internal_error', 'Something went wrong on our side.'))
         })
