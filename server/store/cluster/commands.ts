@@ -1,7 +1,7 @@
-// Running the scripts, and how a write is made durable. Scripts go by EVALSHA, with EVAL
-// (the source) only when a node answers NOSCRIPT (a new node, a promoted replica, a
-// restart): ioredis's own script commands resend the whole source in every pipeline and
-// auto-pipeline, which on small requests costs more than the request. Durability: with durability
+// Running the scripts, and how a write is made durable. Scripts go by EVALSHA; a node that
+// answers NOSCRIPT (new, restarted, a promoted replica) is sent the source with SCRIPT LOAD
+// and the scripts again. Scripts bound for one master in one turn of the event loop go in
+// one pipeline, one write on the socket for every request of that turn. Durability: with durability
 // 'always', the script and a WAIT for one replica go in one pipeline to the slot's master
 // (appendfsync always has put it in that master's append-only file before the script's
 // answer), and a write no replica took in time is refused as unconfirmed, unless the master
@@ -43,6 +43,8 @@ export type ScriptName = keyof typeof SCRIPTS
 interface Pending {
   name: ScriptName
   args: (string | Buffer | number)[]
+  /** Answer values as Buffers (the read of an entry's value). */
+  buffers: boolean
   resolve(value: unknown): void
   reject(err: Error): void
   /** Times it was sent again after a NOSCRIPT. */
@@ -63,19 +65,13 @@ export class Commands {
     private durability: Durability,
   ) {}
 
-  /** Runs a script without waiting for replicas; `buffers` answers values as Buffers. */
+  /**
+   * Runs a script without waiting for replicas; `buffers` answers values as Buffers.
+   * Scripts bound for one master in one turn of the event loop go out in one pipeline: one
+   * write on the socket for all the requests uWebSockets.js handed over in that turn.
+   */
   read(name: ScriptName, args: (string | Buffer | number)[], buffers = false): Promise<any> {
-    const c = this.client as any
-    const s = SCRIPTS[name]!
-    return c[buffers ? 'evalshaBuffer' : 'evalsha'](SHA[name], s.keys, ...args).catch(
-      (err: unknown) => {
-        // The script did not run: send its source once, which also loads it on that node.
-        if (!noScript(err)) throw storeError(err)
-        return c[buffers ? 'evalBuffer' : 'eval'](s.lua, s.keys, ...args).catch((e: unknown) => {
-          throw storeError(e)
-        })
-      },
-    )
+    return this.enqueue(name, args, buffers, false)
   }
 
   /**
@@ -85,49 +81,62 @@ export class Commands {
    * later write behind it): a group commit, as the embedded engine does with fsync.
    */
   write(name: ScriptName, args: (string | Buffer | number)[]): Promise<any> {
-    if (this.durability !== 'always') return this.read(name, args)
-    const slot = calculateSlot(String(args[0]))
-    const owners = (this.client as unknown as { slots: string[][] }).slots[slot]
+    if (this.durability !== 'always') return this.enqueue(name, args, false, false)
+    const owners = this.owners(String(args[0]))
     // A master without replicas: its AOF, fsynced before the script answered, is all there is.
-    if (owners !== undefined && owners.length < 2) return this.read(name, args)
-    const node = owners?.[0] ?? `slot:${slot}`
+    return this.enqueue(name, args, false, owners === undefined || owners.length > 1)
+  }
+
+  private owners(key: string): string[] | undefined {
+    return (this.client as unknown as { slots: string[][] }).slots[calculateSlot(key)]
+  }
+
+  private enqueue(
+    name: ScriptName,
+    args: (string | Buffer | number)[],
+    buffers: boolean,
+    wait: boolean,
+  ): Promise<any> {
+    const key = String(args[0])
+    const node = `${wait ? 'w' : 'r'} ${this.owners(key)?.[0] ?? calculateSlot(key)}`
     return new Promise((resolve, reject) => {
       let group = this.groups.get(node)
       if (group === undefined) {
         group = []
         this.groups.set(node, group)
-        setImmediate(() => this.commit(node))
+        setImmediate(() => this.commit(node, wait))
       }
-      group.push({ name, args, resolve, reject })
+      group.push({ name, args, buffers, resolve, reject })
     })
   }
 
   private groups = new Map<string, Pending[]>()
 
-  private commit(node: string): void {
+  private commit(node: string, wait: boolean): void {
     const group = this.groups.get(node)!
     this.groups.delete(node)
-    this.send(group)
+    this.send(group, wait)
   }
 
-  private async send(group: Pending[]): Promise<void> {
+  private async send(group: Pending[], wait: boolean): Promise<void> {
     const p = (this.client as any).pipeline()
-    for (const w of group) p.evalsha(SHA[w.name], SCRIPTS[w.name]!.keys, ...w.args)
-    p.call('WAIT', '1', String(WAIT_MS))
+    for (const w of group)
+      p[w.buffers ? 'evalshaBuffer' : 'evalsha'](SHA[w.name], SCRIPTS[w.name]!.keys, ...w.args)
+    if (wait) p.call('WAIT', '1', String(WAIT_MS))
     let res: [Error | null, unknown][]
     try {
       res = await p.exec()
     } catch (err) {
       // The slot moved between queueing and sending (a failover, a reshard): one at a time.
       if (group.length > 1 && /same slots allocation group/.test(String(err))) {
-        for (const w of group) this.send([w])
+        for (const w of group) this.send([w], wait)
         return
       }
       for (const w of group) w.reject(storeError(err))
       return
     }
     let unconfirmed: Error | undefined
-    const acked = Number(res[group.length]?.[1] ?? 0)
+    const acked = wait ? Number(res[group.length]?.[1] ?? 0) : 1
     if (acked < 1 && (await this.replicas(String(group[0]!.args[0])).catch(() => 1)) > 0) {
       unconfirmed = Object.assign(
         new Error('the write was not acknowledged by a replica in time'),
@@ -148,7 +157,7 @@ export class Commands {
         unloaded.map((w) => w.name),
       ).then(
         () => {
-          if (again.length > 0) this.send(again)
+          if (again.length > 0) this.send(again, wait)
         },
         (err) => {
           for (const w of again) w.reject(storeError(err))
