@@ -1,6 +1,6 @@
 // `cairn serve` settings: flags win over environment variables, which win over defaults.
 import path from 'node:path'
-import type { Durability } from '../engine/types.js'
+import type { Durability } from './store/types.js'
 import type { LogLevel } from './log.js'
 import { DEFAULT_PLANS_FILE } from './plans.js'
 

@@ -2,8 +2,7 @@
 // status, and a latency histogram by route) and rendered as text only when scraped;
 // prom-client supplies the process metrics and the engine's figures at scrape time.
 import client from 'prom-client'
-import type { EngineStats } from '../engine/types.js'
-import type { Store } from './store/types.js'
+import type { EngineStats, Store } from './store/types.js'
 
 export const ROUTES = [
   'get_value',

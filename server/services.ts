@@ -1,14 +1,13 @@
 // Opening storage and building the services on it: shared by `cairn serve` and by the
 // command line when it works on storage itself (a stopped server's data directory, or a
 // Redis Cluster whether or not front ends run on it).
-import type { Durability } from '../engine/types.js'
 import { Accounts } from './accounts.js'
 import { SessionStore } from './dashboard/sessions.js'
 import { Data } from './data.js'
 import { Namespaces } from './namespaces.js'
 import type { PlanBook } from './plans.js'
 import { openStore } from './store/open.js'
-import type { Store } from './store/types.js'
+import type { Durability, Store } from './store/types.js'
 import { Usage } from './usage.js'
 
 export interface Services {

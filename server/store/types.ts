@@ -1,6 +1,6 @@
 // The storage seam: everything the service needs from storage, and nothing else. Two
 // implementations: the embedded engine (embedded.ts, the default) and Redis Cluster
-// (redis/). Every server module reaches storage through a `Store`; operations only the
+// (cluster/; docs/redis.md). Every server module reaches storage through a `Store`; operations only the
 // embedded engine has (compaction, backup, repair, engine statistics) sit behind `admin`.
 //
 // Two kinds of data live here:
@@ -8,6 +8,12 @@
 //   conditional writes, ordered prefix listing and atomic multi-op writes in one namespace;
 // - records: the small documents the service keeps (accounts, API keys, namespaces,
 //   sessions, usage), each named by a kind and an id, grouped by the id's first part.
+import type { EngineStats } from '../../engine/types.js'
+
+/** How soon a write is on disk (on Redis: in the AOF, and on a replica); see docs/configuration.md. */
+export type { Durability } from '../../engine/types.js'
+/** The embedded engine's figures, behind `admin`. */
+export type { EngineStats } from '../../engine/types.js'
 
 /** A stored entry. The value is the bytes as written (the API's JSON text). */
 export interface Entry {
@@ -196,7 +202,7 @@ export interface StoreAdmin {
   compact(opts?: { full?: boolean }): Promise<void>
   backup(toDir: string): Promise<void>
   /** The engine's figures for metrics and the operator endpoint (see engine/types.ts). */
-  stats(): import('../../engine/types.js').EngineStats
+  stats(): EngineStats
 }
 
 export interface Store extends Entries {

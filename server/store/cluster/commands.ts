@@ -149,9 +149,10 @@ export class Commands {
     if (unloaded.length > 0) {
       // Those did not run: load them on their node, then send them again (a few times
       // at most, should the slot keep moving).
-      const again = unloaded.filter((w) => (w.tries = (w.tries ?? 0) + 1) <= 3)
+      for (const w of unloaded) w.tries = (w.tries ?? 0) + 1
+      const again = unloaded.filter((w) => w.tries! <= 3)
       for (const w of unloaded)
-        if (!again.includes(w)) w.reject(storeError(new Error('NOSCRIPT after loading')))
+        if (w.tries! > 3) w.reject(storeError(new Error('NOSCRIPT after loading')))
       this.loadOn(
         String(unloaded[0]!.args[0]),
         unloaded.map((w) => w.name),
