@@ -2,17 +2,12 @@
 // start with `--store` on one real cluster (CAIRN_TEST_STORE, read by helpers/server.ts).
 import path from 'node:path'
 import type { Test } from 'tap'
-import { type RedisCluster, startRedisCluster } from './redis-cluster.js'
+import { clusterFor } from './redis-cluster.js'
 import { root } from './server.js'
 
 export async function runOnRedis(t: Test, files: string[]): Promise<void> {
-  const started = await startRedisCluster()
-  if (typeof started === 'string') {
-    t.skip(started)
-    return
-  }
-  const cluster: RedisCluster = started
-  t.teardown(() => cluster.stop())
+  const cluster = await clusterFor(t)
+  if (!cluster) return
   for (const f of files) {
     t.spawn(process.execPath, ['--import', 'tsx', path.join(root, f)], {
       name: `on Redis: ${f}`,

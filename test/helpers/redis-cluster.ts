@@ -197,3 +197,20 @@ export async function startRedisCluster(
   })
   return cluster
 }
+
+/**
+ * A cluster for one test file, stopped when it ends; undefined (the file skipped, with the
+ * reason) where redis-server is not installed.
+ */
+export async function clusterFor(t: {
+  skip(why: string): void
+  teardown(fn: () => unknown): void
+}): Promise<RedisCluster | undefined> {
+  const started = await startRedisCluster()
+  if (typeof started === 'string') {
+    t.skip(started)
+    return undefined
+  }
+  t.teardown(() => started.stop())
+  return started
+}

@@ -5,7 +5,7 @@
 import Redis from 'ioredis'
 import t from 'tap'
 import { plansFile } from '../helpers/plans.js'
-import { type RedisCluster, startRedisCluster } from '../helpers/redis-cluster.js'
+import { clusterFor } from '../helpers/redis-cluster.js'
 import { type TestServer, startServer } from '../helpers/server.js'
 import { sleep } from '../server/contract/http.js'
 
@@ -30,12 +30,8 @@ async function read(base: string, key: string, path: string): Promise<string | u
   return ((await res.json()) as { value: string }).value
 }
 
-const started = await startRedisCluster()
-if (typeof started === 'string') {
-  t.skip(started)
-} else {
-  const cluster: RedisCluster = started
-  t.teardown(() => cluster.stop())
+const cluster = await clusterFor(t)
+if (cluster) {
   const start = () => startServer({ plans: plansFile(), args: ['--store', cluster.url] })
 
   t.test(

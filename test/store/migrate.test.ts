@@ -8,16 +8,12 @@ import t from 'tap'
 import { cairn, json } from '../helpers/cli.js'
 import { logIn } from '../helpers/dashboard-api.js'
 import { plansFile } from '../helpers/plans.js'
-import { type RedisCluster, startRedisCluster } from '../helpers/redis-cluster.js'
+import { clusterFor } from '../helpers/redis-cluster.js'
 import { startServer } from '../helpers/server.js'
 import { Client, encodeKey, sleep } from '../server/contract/http.js'
 
-const started = await startRedisCluster()
-if (typeof started === 'string') {
-  t.skip(started)
-} else {
-  const cluster: RedisCluster = started
-  t.teardown(() => cluster.stop())
+const cluster = await clusterFor(t)
+if (cluster) {
   const plans = plansFile({ id: 'pro' })
 
   t.test('cairn migrate: an embedded database, carried over whole', async (t) => {

@@ -6,7 +6,7 @@ import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import t, { type Test } from 'tap'
-import { startRedisCluster } from '../helpers/redis-cluster.js'
+import { clusterFor } from '../helpers/redis-cluster.js'
 import { openStore } from '../../server/store/open.js'
 import type { Store } from '../../server/store/types.js'
 
@@ -208,9 +208,8 @@ t.test('embedded engine', async (t) => {
 })
 
 t.test('Redis Cluster', async (t) => {
-  const cluster = await startRedisCluster()
-  if (typeof cluster === 'string') return t.skip(cluster)
-  t.teardown(() => cluster.stop())
+  const cluster = await clusterFor(t)
+  if (!cluster) return
   const store = await openStore({ dataDir: '', store: cluster.url, durability: 'always' })
   t.teardown(() => store.close())
   await suite(t, store, seed)

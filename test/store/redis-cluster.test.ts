@@ -4,14 +4,10 @@
 // hash slot, sit on one master, which is what makes ordered listing and atomic scripts work.
 import Redis from 'ioredis'
 import t from 'tap'
-import { type RedisCluster, startRedisCluster } from '../helpers/redis-cluster.js'
+import { clusterFor } from '../helpers/redis-cluster.js'
 
-const started = await startRedisCluster()
-if (typeof started === 'string') {
-  t.skip(started)
-} else {
-  const cluster: RedisCluster = started
-  t.teardown(() => cluster.stop())
+const cluster = await clusterFor(t)
+if (cluster) {
   const client = new Redis.Cluster(
     cluster.nodes.map((n) => ({ host: '127.0.0.1', port: n.port })),
     {

@@ -4,16 +4,12 @@
 import { execFileSync } from 'node:child_process'
 import t from 'tap'
 import { plansFile } from '../helpers/plans.js'
-import { type RedisCluster, startRedisCluster } from '../helpers/redis-cluster.js'
+import { clusterFor } from '../helpers/redis-cluster.js'
 import { startServer } from '../helpers/server.js'
 import { Client } from '../server/contract/http.js'
 
-const started = await startRedisCluster()
-if (typeof started === 'string') {
-  t.skip(started)
-} else {
-  const cluster: RedisCluster = started
-  t.teardown(() => cluster.stop())
+const cluster = await clusterFor(t)
+if (cluster) {
   const onEvery = (...args: string[]) => {
     for (const n of cluster.nodes) execFileSync('redis-cli', ['-p', String(n.port), ...args])
   }

@@ -5,16 +5,12 @@
 import t from 'tap'
 import { preSession } from '../helpers/dashboard-api.js'
 import { plansFile } from '../helpers/plans.js'
-import { type RedisCluster, startRedisCluster } from '../helpers/redis-cluster.js'
+import { clusterFor } from '../helpers/redis-cluster.js'
 import { type TestServer, startServer } from '../helpers/server.js'
 import { Client, sleep } from '../server/contract/http.js'
 
-const started = await startRedisCluster()
-if (typeof started === 'string') {
-  t.skip(started)
-} else {
-  const cluster: RedisCluster = started
-  t.teardown(() => cluster.stop())
+const cluster = await clusterFor(t)
+if (cluster) {
   const plans = plansFile({ id: 'tight', ratePerSecond: 1, burst: 20 })
   const start = () => startServer({ plans, args: ['--store', cluster.url] })
   const a: TestServer = await start()

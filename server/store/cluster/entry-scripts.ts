@@ -27,6 +27,17 @@ local function prune(now, most)
   local gone = redis.call('ZRANGE', exp, '-inf', '(' .. now, 'BYSCORE', 'LIMIT', 0, most)
   for _, k in ipairs(gone) do forget(k) end
 end
+local function store(k, v, n, x)
+  if x == '' then
+    redis.call('HSET', ent .. k, 'v', v, 'n', n)
+  else
+    redis.call('HSET', ent .. k, 'v', v, 'n', n, 'x', x)
+    redis.call('ZADD', exp, tonumber(x), k)
+  end
+  redis.call('ZADD', idx, 0, k)
+  redis.call('HINCRBY', meta, 'keys', 1)
+  redis.call('HINCRBY', meta, 'bytes', #k + #v)
+end
 local function live(k, now)
   local e = redis.call('HMGET', ent .. k, 'n', 'x')
   if not e[1] then return nil end
@@ -50,15 +61,7 @@ elseif want ~= '' then
 end
 if redis.call('EXISTS', ent .. k) == 1 then forget(k) end
 local ver = redis.call('HINCRBY', meta, 'ver', 1)
-if x == '' then
-  redis.call('HSET', ent .. k, 'v', v, 'n', ver)
-else
-  redis.call('HSET', ent .. k, 'v', v, 'n', ver, 'x', x)
-  redis.call('ZADD', exp, tonumber(x), k)
-end
-redis.call('ZADD', idx, 0, k)
-redis.call('HINCRBY', meta, 'keys', 1)
-redis.call('HINCRBY', meta, 'bytes', #k + #v)
+store(k, v, ver, x)
 if cur then return {ver, 0} end
 return {ver, 1}
 `
@@ -102,16 +105,7 @@ while i <= #ARGV do
   local op, k = ARGV[i], ARGV[i + 1]
   if redis.call('EXISTS', ent .. k) == 1 then forget(k) end
   if op == 'p' then
-    local v, x = ARGV[i + 2], ARGV[i + 3]
-    if x == '' then
-      redis.call('HSET', ent .. k, 'v', v, 'n', ver)
-    else
-      redis.call('HSET', ent .. k, 'v', v, 'n', ver, 'x', x)
-      redis.call('ZADD', exp, tonumber(x), k)
-    end
-    redis.call('ZADD', idx, 0, k)
-    redis.call('HINCRBY', meta, 'keys', 1)
-    redis.call('HINCRBY', meta, 'bytes', #k + #v)
+    store(k, ARGV[i + 2], ver, ARGV[i + 3])
     i = i + 4
   else
     i = i + 2
@@ -231,15 +225,7 @@ while i <= #ARGV do
   i = i + 4
   if x == '' or tonumber(x) > now then
     if redis.call('EXISTS', ent .. k) == 1 then forget(k) end
-    if x == '' then
-      redis.call('HSET', ent .. k, 'v', v, 'n', n)
-    else
-      redis.call('HSET', ent .. k, 'v', v, 'n', n, 'x', x)
-      redis.call('ZADD', exp, tonumber(x), k)
-    end
-    redis.call('ZADD', idx, 0, k)
-    redis.call('HINCRBY', meta, 'keys', 1)
-    redis.call('HINCRBY', meta, 'bytes', #k + #v)
+    store(k, v, n, x)
     if tonumber(n) > top then top = tonumber(n) end
   end
 end
