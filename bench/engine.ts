@@ -25,6 +25,9 @@ interface Sizes {
   scanLength: number
   bigKeys: number
   valueBytes: number
+  /** Open time is measured at these sizes too (bigKeys is one of them); peers up to peerScale. */
+  openScale: number[]
+  peerScale: number
 }
 const FULL: Sizes = {
   puts: 200_000,
@@ -36,6 +39,8 @@ const FULL: Sizes = {
   scanLength: 100,
   bigKeys: 1_000_000,
   valueBytes: 100,
+  openScale: [100_000, 1_000_000, 4_000_000],
+  peerScale: 1_000_000,
 }
 const QUICK: Sizes = {
   ...FULL,
@@ -45,6 +50,8 @@ const QUICK: Sizes = {
   gets: 20_000,
   scans: 100,
   bigKeys: 50_000,
+  openScale: [5_000, 50_000, 200_000],
+  peerScale: 50_000,
 }
 
 // Keys come in groups of 100 under one prefix, so a prefix scan returns one whole group.
@@ -185,15 +192,26 @@ async function throughput(name: EngineName, s: Sizes) {
   return out
 }
 
-async function load(name: EngineName, dir: string, s: Sizes) {
+async function load(name: EngineName, dir: string, s: Sizes, keys = s.bigKeys) {
   const db = await openAdapter(name, dir, false)
-  await loadFast(db, s.bigKeys, s.valueBytes)
+  await loadFast(db, keys, s.valueBytes)
   await db.close()
   return { diskBytes: dirSize(dir) }
 }
 
-/** Open time and memory with bigKeys keys, in a process that did nothing else. */
-async function openBig(name: EngineName, dir: string, s: Sizes) {
+/**
+ * Open time and memory with `keys` keys, in a process that did nothing else. `noCheckpoint`:
+ * cairn's index checkpoint is removed first, so the open replays the log's hints as before
+ * checkpoints existed (its close writes a new one).
+ */
+async function openBig(
+  name: EngineName,
+  dir: string,
+  s: Sizes,
+  keys = s.bigKeys,
+  noCheckpoint = false,
+) {
+  if (noCheckpoint) fs.rmSync(path.join(dir, 'CHECKPOINT'), { force: true })
   await import(name === 'cairn' ? '../engine/index.js' : name)
   gc()
   const before = rssMiB()
@@ -203,10 +221,11 @@ async function openBig(name: EngineName, dir: string, s: Sizes) {
   // Memory is measured once the whole index is built: cairn finishes a large namespace's
   // sorted key list in the background after open, and a listing waits for it.
   await db.scan('', 1)
+  const listReadyMs = performance.now() - t0
   gc()
   const afterOpen = rssMiB()
-  const order = shuffled(s.bigKeys)
-  for (let i = 0; i < Math.min(10_000, s.bigKeys); i++) {
+  const order = shuffled(keys)
+  for (let i = 0; i < Math.min(10_000, keys); i++) {
     if ((await db.get(keyOf(order[i]))) === undefined)
       throw new Error(`${name}: key missing after reopen`)
   }
@@ -215,6 +234,7 @@ async function openBig(name: EngineName, dir: string, s: Sizes) {
   await db.close()
   return {
     openMs,
+    listReadyMs,
     rssOpenMiB: afterOpen,
     rssDeltaMiB: afterOpen - before,
     rssAfterGetsMiB: afterGets,
@@ -261,6 +281,7 @@ function worker(args: string[]): Record<string, number> {
       maxBuffer: 1 << 24,
     },
   )
+  if (res.error) throw new Error(`worker ${args.join(' ')} could not run: ${res.error.message}`)
   const lines = res.stdout.trim().split('\n')
   try {
     return JSON.parse(lines[lines.length - 1])
@@ -278,12 +299,14 @@ const ratio = (a?: number, b?: number) => (a && b ? `${(a / b).toFixed(2)}x` : '
 async function main() {
   const argv = process.argv.slice(2)
   if (argv[0] === '--worker') {
-    const [, kind, name, quick, dir] = argv
+    const [, kind, name, quick, dir, keysArg, flag] = argv
     const s = quick === 'quick' ? QUICK : FULL
+    const keys = keysArg ? Number(keysArg) : s.bigKeys
     let out: unknown
     if (kind === 'throughput') out = await throughput(name as EngineName, s)
-    else if (kind === 'load') out = await load(name as EngineName, dir, s)
-    else if (kind === 'open') out = await openBig(name as EngineName, dir, s)
+    else if (kind === 'load') out = await load(name as EngineName, dir, s, keys)
+    else if (kind === 'open')
+      out = await openBig(name as EngineName, dir, s, keys, flag === 'no-checkpoint')
     else out = mapBaseline(s)
     process.stdout.write(JSON.stringify(out) + '\n')
     return
@@ -306,8 +329,29 @@ async function main() {
       process.stderr.write(`${name}: loading ${s.bigKeys} keys...\n`)
       Object.assign(results[name], worker(['load', name, mode, dir]))
       Object.assign(results[name], worker(['open', name, mode, dir]))
+      if (name === 'cairn') {
+        const full = worker(['open', name, mode, dir, String(s.bigKeys), 'no-checkpoint'])
+        results[name].openFullReplayMs = full.openMs
+        results[name].listReadyFullReplayMs = full.listReadyMs
+      }
     } finally {
       fs.rmSync(dir, { recursive: true, force: true })
+    }
+    // Open time against size: linear or better is the goal.
+    for (const n of s.openScale) {
+      if (n === s.bigKeys) {
+        results[name][`open${n}Ms`] = results[name].openMs
+        continue
+      }
+      if (name !== 'cairn' && n > s.peerScale) continue
+      const d = fs.mkdtempSync(path.join(os.tmpdir(), `cairn-bench-scale-${name}-`))
+      try {
+        process.stderr.write(`${name}: open with ${n} keys...\n`)
+        worker(['load', name, mode, d, String(n)])
+        results[name][`open${n}Ms`] = worker(['open', name, mode, d, String(n)]).openMs
+      } finally {
+        fs.rmSync(d, { recursive: true, force: true })
+      }
     }
   }
   const map = worker(['map', 'none', mode])
@@ -320,7 +364,15 @@ async function main() {
     [`durable puts, ${s.writers} writers (${fmt(s.durableConcurrent)})`, 'durable64', 'ops/s', 0],
     [`random gets (${fmt(s.gets)})`, 'gets', 'ops/s', 0],
     [`prefix scans of ${s.scanLength} (${fmt(s.scans)})`, 'scanKeys', 'keys/s', 0],
-    [`open with ${fmt(s.bigKeys)} keys`, 'openMs', 'ms (lower is better)', 1],
+    ...s.openScale.map(
+      (n) => [`open with ${fmt(n)} keys`, `open${n}Ms`, 'ms (lower is better)', 1] as const,
+    ),
+    [
+      `open with ${fmt(s.bigKeys)} keys, no checkpoint (log replay)`,
+      'openFullReplayMs',
+      'ms (lower is better)',
+      1,
+    ],
     [`RSS after open, ${fmt(s.bigKeys)} keys`, 'rssOpenMiB', 'MiB (lower is better)', 1],
     [
       `disk, ${fmt(s.bigKeys)} keys of ${s.valueBytes} B`,
@@ -343,18 +395,35 @@ async function main() {
     `Index memory at ${fmt(s.bigKeys)} keys: cairn ${fmt(ours.indexBytesPerKey)} bytes/key (RSS growth from before open to a complete index) ` +
     `vs ${fmt(map.mapBytesPerKey)} bytes/key for a plain Map of position objects (${ratio(ours.indexBytesPerKey, map.mapBytesPerKey)}).`
 
+  const perMillion = s.openScale.map((n) => `${fmt((ours[`open${n}Ms`] / n) * 1e6, 0)} ms`)
+  const openLine =
+    `Cairn open per million keys at ${s.openScale.map((n) => fmt(n)).join(', ')} keys: ${perMillion.join(', ')}` +
+    ` (with the checkpoint; a full log replay of ${fmt(s.bigKeys)} keys: ${fmt(ours.openFullReplayMs, 1)} ms).` +
+    ` Listing the whole ${fmt(s.bigKeys)}-key namespace is ready ${fmt(ours.listReadyMs, 1)} ms after open starts` +
+    ` (${fmt(ours.listReadyFullReplayMs, 1)} ms after a log replay).`
   const targets = [
     ['puts >= lmdb', ours.puts >= results.lmdb.puts],
     ['gets >= lmdb', ours.gets >= results.lmdb.gets],
     ['prefix scans >= 3x lmdb keys/s', ours.scanKeys >= 3 * results.lmdb.scanKeys],
     ['durable 64-writer puts > 50,000/s', ours.durable64 > 50_000],
     ['index well under a plain Map', ours.indexBytesPerKey < map.mapBytesPerKey * 0.75],
+    [`open of ${fmt(s.bigKeys)} keys <= 300 ms`, ours.openMs <= 300],
+    [
+      'open time linear or better in keys',
+      s.openScale.every(
+        (n, i) =>
+          i === 0 ||
+          ours[`open${n}Ms`] / n <=
+            (ours[`open${s.openScale[i - 1]}Ms`] / s.openScale[i - 1]) * 1.25,
+      ),
+    ],
   ] as const
   const targetLine = targets.map(([name, ok]) => `${ok ? 'met' : 'MISSED'}: ${name}`).join('; ')
 
   console.log(table)
   console.log()
   console.log(indexLine)
+  console.log(openLine)
   console.log(`Targets: ${targetLine}`)
   if (quick || onlyArg >= 0) return
 
@@ -376,6 +445,8 @@ async function main() {
     table,
     '',
     indexLine,
+    '',
+    openLine,
     '',
     `Targets: ${targetLine}.`,
     '<!-- engine-bench:end -->',

@@ -1,6 +1,7 @@
 // The database: namespaces, the in-memory index, the write path with group commit, reads,
 // and the glue to recovery and compaction. engine/FORMAT.md describes the files.
 import path from 'node:path'
+import { writeCheckpoint } from './checkpoint.js'
 import { compactAll } from './compaction.js'
 import { EngineError, fail } from './errors.js'
 import { fsyncDir, io } from './io.js'
@@ -69,12 +70,31 @@ export class Db implements Engine {
   table: NamespaceTable = { nextId: 1, list: [] }
   readonly log: SegmentLog
   version = 0
+  /** The highest version the index has been given (a checkpoint records it). */
+  appliedVersion = 0
+  /** Counts compaction passes started: a checkpoint walk that sees it change gives up. */
+  compactionEpoch = 0
+  /** How the last open rebuilt the index: from a checkpoint and the log after it, or the log. */
+  openedFrom: 'checkpoint' | 'log' = 'log'
 
   private closed = false
   private release: () => void
   private cache: ValueCache | null
   private timer: NodeJS.Timeout | null = null
   private compacting: Promise<void> | null = null
+  private checkpointing: Promise<boolean> | null = null
+  /** Bytes the write path has made durable, and that count when the last checkpoint began. */
+  private logBytes = 0
+  private logBytesAtCheckpoint = 0
+  /** A compaction replaced segments since the last checkpoint, which no longer applies. */
+  private checkpointStale = false
+  /**
+   * A checkpoint on disk holds the whole index as of `logBytesAtCheckpoint` (open loaded one
+   * and replayed nothing after it, or this process wrote one): close need not write another
+   * when nothing was written since.
+   */
+  checkpointCurrent = false
+  private checkpointCounters = { checkpoints: 0, checkpointBytes: 0 }
   private compactAgain = false
   /** A full pass was asked for (by compact()) and has not started yet. */
   private wantFull = false
@@ -101,7 +121,10 @@ export class Db implements Engine {
       dropped: (g) => {
         for (const st of g.staged) this.unstage(st)
       },
-      idle: () => this.maybeCompact(),
+      idle: () => {
+        this.maybeCompact()
+        this.maybeCheckpoint()
+      },
     })
     this.log.version = () => this.version
     this.keydir = new KeyDir(this.log.segments, this.cache)
@@ -354,8 +377,10 @@ export class Db implements Engine {
   private applyGroup(g: Group): void {
     const seg = g.seg
     const b = g.buf
+    this.logBytes += g.len
     for (const st of g.staged) {
       if (st.version < seg.minVersion) seg.minVersion = st.version
+      if (st.version > this.appliedVersion) this.appliedVersion = st.version
       const keyLen = b.readUInt16LE(st.at + 6)
       seg.hint?.add(
         st.type,
@@ -597,13 +622,76 @@ export class Db implements Engine {
           await this.drain()
           if (this.closed) return
           if (this.damaged) throw this.damaged
-          if (await compactAll(this, whole)) this.counters.compactions++
+          this.compactionEpoch++
+          if (await compactAll(this, whole)) {
+            this.counters.compactions++
+            this.checkpointStale = true
+          }
         } while (this.compactAgain && !this.closed)
       } finally {
         this.compacting = null
+        // The checkpoint names segments the pass replaced: write one that names the new ones.
+        this.maybeCheckpoint()
       }
     })()
     return this.compacting
+  }
+
+  isCompacting(): boolean {
+    return this.compacting !== null
+  }
+
+  // ---- checkpoints ----
+
+  /**
+   * A checkpoint in the background once the log has grown by `checkpointBytes` (and by at
+   * least the last checkpoint's size, so checkpoints never write more than the log does),
+   * or, sooner, by a sixteenth of that once a compaction has made the last one useless (not
+   * after every pass: under steady overwrites passes come often, and the next open merely
+   * replays more of the log meanwhile).
+   */
+  private maybeCheckpoint(): void {
+    if (this.checkpointing || this.compacting || this.closed) return
+    if (this.log.health.state !== 'ok') return
+    const every = this.options.checkpointBytes ?? 64 * 1024 * 1024
+    if (every <= 0) return
+    const grown = this.logBytes - this.logBytesAtCheckpoint
+    const due = Math.max(every, this.checkpointCounters.checkpointBytes)
+    if (grown >= (this.checkpointStale ? due / 16 : due)) void this.checkpoint()
+  }
+
+  /**
+   * Writes a checkpoint of the index now (after the one running, if any), so the next open
+   * replays only what is written after it. Resolves false when it was not written (a
+   * compaction started meanwhile, the disk refused): nothing else depends on it.
+   */
+  async checkpoint(): Promise<boolean> {
+    this.checkOpen()
+    while (this.checkpointing) await this.checkpointing
+    if (this.closed) return false
+    const bytesAtStart = this.logBytes
+    const stale = this.checkpointStale
+    this.checkpointStale = false
+    this.checkpointing = writeCheckpoint(this, false).then((ok) => {
+      this.checkpointing = null
+      if (ok) {
+        this.logBytesAtCheckpoint = bytesAtStart
+        this.checkpointCurrent = true
+      } else if (stale) this.checkpointStale = true
+      return ok
+    })
+    return this.checkpointing
+  }
+
+  /** Counts a checkpoint written, and its size. */
+  noteCheckpoint(bytes: number): void {
+    this.checkpointCounters.checkpoints++
+    this.checkpointCounters.checkpointBytes = bytes
+  }
+
+  /** Checkpoints written since open, and the size of the last. */
+  checkpointStats(): { checkpoints: number; checkpointBytes: number } {
+    return { ...this.checkpointCounters }
   }
 
   /** Resolves once no compaction pass is running (a pass may start again at any write). */
@@ -679,10 +767,18 @@ export class Db implements Engine {
     this.closed = true
     try {
       if (this.compacting) await this.compacting.catch(() => {})
+      if (this.checkpointing) await this.checkpointing
       if (this.timer) clearInterval(this.timer)
       // Everything is on disk: the active segment gets its hint now, so the next open reads
       // hints only instead of scanning it.
       await this.log.close()
+      // And a checkpoint of the whole index, so the next open reads one file and replays
+      // nothing. Only on a healthy disk: otherwise the last checkpoint stays, still valid.
+      const unchanged =
+        this.checkpointCurrent &&
+        !this.checkpointStale &&
+        this.logBytes === this.logBytesAtCheckpoint
+      if (this.log.health.state === 'ok' && !unchanged) await writeCheckpoint(this, true)
     } finally {
       this.release()
     }

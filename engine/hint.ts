@@ -131,12 +131,19 @@ export type EntryVisitor = (
  */
 type Utf8Sliceable = Buffer & { utf8Slice(start: number, end: number): string }
 
-/** Calls `visit` for every entry of a checked hint, in file order, without building objects. */
-export function forEachHintEntry(h: Hint, visit: EntryVisitor): void {
+/**
+ * Calls `visit` for every entry of a checked hint, in file order, without building objects;
+ * `from`: only the entries at or after this offset in the segment.
+ */
+export function forEachHintEntry(h: Hint, visit: EntryVisitor, from = 0): void {
   const b = h.buf
   let p = HINT_HEADER
   for (let i = 0; i < h.count; i++) {
     const keyLen = b.readUInt16LE(p + 2)
+    if (from > 0 && b.readUInt32LE(p + 24) < from) {
+      p += HINT_ENTRY + keyLen
+      continue
+    }
     visit(
       b[p]!,
       b.readUInt32LE(p + 4),

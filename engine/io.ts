@@ -101,6 +101,27 @@ export const io = {
     check('write', fd)
     return fs.writeSync(fd, buf, off, len, pos)
   },
+  write(fd: number, buf: Uint8Array, off: number, len: number, pos: number): Promise<number> {
+    try {
+      check('write', fd)
+    } catch (err) {
+      return Promise.reject(err)
+    }
+    return new Promise((resolve, reject) =>
+      fs.write(fd, buf, off, len, pos, (err, n) => (err ? reject(err) : resolve(n))),
+    )
+  },
+  /** Writes all of buf at pos, off the event loop. */
+  async writeAll(
+    fd: number,
+    buf: Uint8Array,
+    off: number,
+    len: number,
+    pos: number,
+  ): Promise<void> {
+    let done = 0
+    while (done < len) done += await io.write(fd, buf, off + done, len - done, pos + done)
+  },
   /** Writes all of buf at pos. */
   writeAllSync(fd: number, buf: Uint8Array, off: number, len: number, pos: number): void {
     let done = 0

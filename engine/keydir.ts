@@ -3,6 +3,7 @@
 // version and expiry, so a million keys cost a Map entry and a few numbers each, not an
 // object. The sorted key lists (sorted-keys.ts) give ordered listing. Writes, recovery and
 // compaction all change it through here; reads look things up here.
+import { KeyMap } from './keymap.js'
 import { ENTRY_HEADER } from './record.js'
 import type { Namespace, Segment } from './parts.js'
 import { Slots } from './slots.js'
@@ -27,7 +28,7 @@ export class KeyDir {
     const n: Namespace = {
       id,
       name,
-      map: new Map(),
+      map: new KeyMap(),
       keys: new SortedKeys(),
       bytes: 0,
       ttl: 0,

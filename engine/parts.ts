@@ -1,12 +1,13 @@
 // The in-memory shapes the database is built from, and the names of its files.
 import type { HintBuilder } from './hint.js'
+import type { KeyMap } from './keymap.js'
 import type { SortedKeys } from './sorted-keys.js'
 
 export interface Namespace {
   id: number
   name: string
   /** key -> slot in Slots */
-  map: Map<string, number>
+  map: KeyMap
   keys: SortedKeys
   /** Bytes of live keys and values. */
   bytes: number

@@ -2,6 +2,7 @@
 // hint files (or the segments themselves), so every acknowledged write is back and no part
 // of an unacknowledged batch is. engine/FORMAT.md argues each step.
 import path from 'node:path'
+import { type Checkpoint, readCheckpoint, removeCheckpoint } from './checkpoint.js'
 import type { Db } from './db.js'
 import { EngineError } from './errors.js'
 import { fsyncDir, io } from './io.js'
@@ -12,7 +13,15 @@ import {
   readManifest,
   writeManifest,
 } from './manifest.js'
-import { type EntryVisitor, HintBuilder, forEachHintEntry, readHint, writeHint } from './hint.js'
+import {
+  type EntryVisitor,
+  type Hint,
+  HintBuilder,
+  forEachHintEntry,
+  readHint,
+  writeHint,
+} from './hint.js'
+import { BaseKeys, GONE, finishSorted } from './keymap.js'
 import { readNamespaces } from './namespaces-file.js'
 import {
   COMPACTED_FILE,
@@ -22,9 +31,18 @@ import {
   hintFile,
   segmentFile,
 } from './parts.js'
-import { DEL, type EntryInfo, PUT, REC_HEADER, SEG_COMPACTED, SEG_HEADER } from './record.js'
+import {
+  DEL,
+  ENTRY_HEADER,
+  type EntryInfo,
+  PUT,
+  REC_HEADER,
+  SEG_COMPACTED,
+  SEG_HEADER,
+  readSegmentHeader,
+} from './record.js'
 import { type Dropped, scanSegment } from './segment-scan.js'
-import { SORT_NOW, sortLater, sortNow } from './sorted-build.js'
+import { SORT_NOW, migrateLater, sortLater, sortNow } from './sorted-build.js'
 
 const HINT_NAME = /^seg-(\d{8})\.hint$/
 const LEFTOVER = /^(compact-\d{8}\.tmp|.*\.tmp)$/
@@ -88,6 +106,21 @@ export function recover(db: Db, repair: boolean): { dropped: Dropped[]; kept: nu
   // Only the segment the write path appended to last can end in a torn write.
   let newest = -1
   for (const id of ids) if (!listed.has(id) && !isCompactionOutput(dir, id)) newest = id
+
+  // A checkpoint of the index, when nothing doubts it, saves reading the log it covers.
+  // Repair trusts nothing but the records, and rewrites segments: the checkpoint goes.
+  if (repair) removeCheckpoint(dir)
+  else {
+    const ck = readCheckpoint(dir)
+    if (ck) {
+      const kept = fromCheckpoint(db, ck, { dir, ids, idSet, manifest, listed, newest })
+      if (kept >= 0) return { dropped: [], kept }
+    }
+    try {
+      // Damaged, stale or of another version: it is never read again.
+      removeCheckpoint(dir)
+    } catch {}
+  }
 
   const tombs = new Map<Namespace, Map<string, number>>()
   const sealed = new Map<number, SealedSegment>()
@@ -186,7 +219,267 @@ export function recover(db: Db, repair: boolean): { dropped: Dropped[]; kept: nu
     else sortLater(n, () => db.isClosed())
   }
   db.version = maxVersion
+  db.appliedVersion = maxVersion
+  db.openedFrom = 'log'
   return { dropped, kept }
+}
+
+interface Found {
+  dir: string
+  ids: number[]
+  idSet: Set<number>
+  manifest: Manifest | undefined
+  listed: Map<number, SealedSegment>
+  /** The segment whose tail may be torn (see recover). */
+  newest: number
+}
+
+/** A segment as the open from a checkpoint found it, before the index is touched. */
+interface Tail {
+  id: number
+  file: string
+  /** Where the intact data ends. */
+  end: number
+  baseVersion: number
+  minVersion: number
+  /** Replay starts here (the checkpoint holds what is before). */
+  from: number
+  /** The entries after `from`: from its hint, or scanned. */
+  hint: Hint | null
+  entries: EntryInfo[] | null
+  /** A torn tail to cut off (as recover does). */
+  cutAt: number
+  /** A hint to write, when the whole segment was scanned. */
+  hintBytes: Buffer | null
+  hintCrc: number
+}
+
+/**
+ * Opens from a checkpoint: loads its columns and replays the log after the position it
+ * covers, with recover's rules for that log. Returns the entries read, or -1, having
+ * changed nothing, when anything doubts the checkpoint (FORMAT.md, "CHECKPOINT").
+ */
+function fromCheckpoint(db: Db, ck: Checkpoint, x: Found): number {
+  const { dir } = x
+  const rows = new Map(ck.segments.map((r) => [r.id, r]))
+  // 1. Every segment it relies on is there, the same file, at least as long as it was.
+  let maxCovered = 0
+  for (const r of ck.segments) maxCovered = Math.max(maxCovered, r.id)
+  const limit = new Float64Array(maxCovered + 1)
+  for (const r of ck.segments) {
+    if (r.from < SEG_HEADER || r.from > r.size) return -1
+    if (r.size <= SEG_HEADER) continue
+    if (!x.idSet.has(r.id)) return -1
+    const file = path.join(dir, segmentFile(r.id))
+    if (io.sizeOf(file) < r.size) return -1
+    const h = readHeaderOf(file)
+    if (!h || h.segId !== r.id || h.baseVersion !== r.baseVersion) return -1
+    // It stands in for the hints: where recover would not use a sealed segment's hint (it
+    // is missing, or not the one the manifest names), it scans, and so must this open.
+    const sealedAt = x.listed.get(r.id)
+    if (sealedAt) {
+      if (sealedAt.size < r.size) return -1
+      if (lastWordOf(path.join(dir, hintFile(r.id))) !== sealedAt.hintCrc) return -1
+    }
+    limit[r.id] = r.size
+  }
+  // Any other segment was started by the write path after it. A compaction's output it
+  // does not name holds copies at old versions, whose tombstones it may not hold.
+  for (const id of x.ids) {
+    if (rows.has(id)) continue
+    if (id < maxCovered || isCompactionOutput(dir, id)) return -1
+  }
+  // Every entry points inside a segment it checked.
+  for (let i = 0; i < ck.count; i++) {
+    const sg = ck.seg[i]!
+    if (sg > maxCovered || ck.off[i]! < SEG_HEADER || ck.off[i]! + ck.len[i]! > limit[sg]!)
+      return -1
+  }
+  const names = new Map(db.table.list)
+  for (const c of ck.namespaces) {
+    const name = names.get(c.id)
+    if (name !== undefined && name !== c.name) return -1
+  }
+
+  // 2. The log after it, read with recover's rules, still without touching the index.
+  const tails: Tail[] = []
+  const empty: number[] = []
+  for (const id of x.ids) {
+    const row = rows.get(id)
+    const file = path.join(dir, segmentFile(id))
+    const size = io.sizeOf(file)
+    const entry = x.listed.get(id)
+    const t: Tail = {
+      id,
+      file,
+      end: size,
+      baseVersion: row?.baseVersion ?? 0,
+      minVersion: row?.minVersion ?? Number.POSITIVE_INFINITY,
+      from: row?.from ?? SEG_HEADER,
+      hint: null,
+      entries: null,
+      cutAt: -1,
+      hintBytes: null,
+      hintCrc: entry?.hintCrc ?? 0,
+    }
+    // A sealed segment is read after `from` from its hint; one that was not sealed is
+    // scanned whole, as recover scans it (damage before `from` is found too), and gets its
+    // hint, but only its entries after `from` are applied.
+    if (!row || t.from < size || !entry) {
+      let hint = readHint(path.join(dir, hintFile(id)), id, size)
+      if (hint && (entry ? hint.crc !== entry.hintCrc : x.manifest !== undefined)) hint = undefined
+      if (hint) {
+        t.hint = hint
+        if (!row) t.baseVersion = hint.baseVersion
+      } else {
+        const buf: Buffer = io.readFileSync(file)
+        const scan = scanSegment(file, buf, id === x.newest, false)
+        if (!scan.header) {
+          if (row && row.size > SEG_HEADER) return -1
+          empty.push(id)
+          continue
+        }
+        if (row && scan.validEnd < row.size) return -1
+        if (scan.validEnd < buf.length) t.cutAt = scan.validEnd
+        t.entries = scan.entries
+        t.end = scan.validEnd
+        if (!row) t.baseVersion = scan.header.baseVersion
+        t.hintBytes = hintFor(id, t.end, scan.entries, buf, t.baseVersion)
+        t.hintCrc = hintCrcOf(t.hintBytes)
+      }
+    }
+    if (t.end <= SEG_HEADER) {
+      if (row && row.size > SEG_HEADER) return -1
+      empty.push(id)
+      continue
+    }
+    tails.push(t)
+  }
+
+  // 3. Nothing doubts it: the index is its columns, a copy of typed arrays.
+  const s = db.keydir.slots
+  s.load(ck.count, ck.seg, ck.off, ck.len, ck.version, ck.expires)
+  const live = new Float64Array(maxCovered + 1)
+  const now = Date.now()
+  const fromCkpt = new Set<Namespace>()
+  for (const c of ck.namespaces) {
+    const n = db.keydir.byId.get(c.id)
+    const slots = new Uint32Array(c.count)
+    for (let i = 0; i < c.count; i++) {
+      const slot = c.first + i
+      const exp = s.expires[slot]!
+      // A dropped namespace's keys are dead; an expired key acts as its tombstone.
+      if (!n || (exp !== 0 && exp <= now)) {
+        slots[i] = GONE
+        s.release(slot)
+        continue
+      }
+      slots[i] = slot
+      const len = s.len[slot]!
+      n.bytes += len - ENTRY_HEADER
+      if (exp !== 0) n.ttl++
+      live[s.seg[slot]!] += len
+    }
+    if (!n) continue
+    const start = c.first === 0 ? 0 : ck.ends[c.first - 1]!
+    n.map.base = new BaseKeys(ck.blob, start, ck.ends.subarray(c.first, c.first + c.count), slots)
+    fromCkpt.add(n)
+    // Its keys are in order already: a small namespace's list is made now, a large one's
+    // as the keys move into the Map after open.
+    if (n.map.size <= SORT_NOW) {
+      const sorted: string[] = []
+      const wide = { on: false }
+      n.map.migrate(Number.POSITIVE_INFINITY, sorted, wide)
+      n.keys = finishSorted(sorted, wide.on, null, n.map)
+    } else migrateLater(n, () => db.isClosed())
+  }
+
+  // 4. Every segment, then the log after the checkpoint, in the order it was written.
+  let maxVersion = ck.maxVersion
+  for (const r of ck.segments) if (r.baseVersion > maxVersion) maxVersion = r.baseVersion
+  const sealed = new Map<number, SealedSegment>()
+  const segs: Segment[] = []
+  for (const t of tails) {
+    if (t.cutAt >= 0) io.truncateFileSync(t.file, t.cutAt)
+    if (t.baseVersion > maxVersion) maxVersion = t.baseVersion
+    const seg: Segment = {
+      id: t.id,
+      file: t.file,
+      fd: io.openSync(t.file, 'r+'),
+      written: t.end,
+      durable: t.end,
+      end: t.end,
+      live: t.id <= maxCovered ? live[t.id]! : 0,
+      hint: null,
+      sealed: true,
+      unsynced: false,
+      baseVersion: t.baseVersion,
+      minVersion: t.minVersion,
+    }
+    db.segments.set(t.id, seg)
+    segs.push(seg)
+  }
+  const tombs = new Map<Namespace, Map<string, number>>()
+  let kept = ck.count
+  tails.forEach((t, i) => {
+    const seg = segs[i]!
+    const visit: EntryVisitor = (type, nsId, key, version, expiresAt, off, len) => {
+      kept++
+      if (version > maxVersion) maxVersion = version
+      if (version < seg.minVersion) seg.minVersion = version
+      apply(db, tombs, seg, type, nsId, key, version, expiresAt, off, len, now, fromCkpt)
+    }
+    if (t.hint) forEachHintEntry(t.hint, visit, t.from)
+    else if (t.entries)
+      for (const e of t.entries)
+        if (e.off >= t.from) visit(e.type, e.nsId, e.key, e.version, e.expiresAt, e.off, e.len)
+    if (t.hintBytes) writeHint(path.join(dir, hintFile(t.id)), t.hintBytes)
+    sealed.set(t.id, x.listed.get(t.id) ?? { id: t.id, size: t.end, hintCrc: t.hintCrc })
+  })
+  for (const id of x.ids) if (id >= db.log.nextSegId) db.log.nextSegId = id + 1
+
+  // 5. As recover ends.
+  db.log.sealed = sealed
+  writeManifest(dir, { active: 0, sealed: [...sealed.values()] })
+  for (const id of empty) {
+    io.rmSync(path.join(dir, segmentFile(id)))
+    io.rmSync(path.join(dir, hintFile(id)))
+  }
+  for (const n of db.keydir.byName.values()) {
+    if (fromCkpt.has(n)) continue
+    if (n.map.size <= SORT_NOW) sortNow(n)
+    else sortLater(n, () => db.isClosed())
+  }
+  db.version = maxVersion
+  db.appliedVersion = maxVersion
+  db.openedFrom = 'checkpoint'
+  db.checkpointCurrent = kept === ck.count
+  return kept
+}
+
+/** The last four bytes of a file (a hint's checksum), or undefined when it has none. */
+function lastWordOf(file: string): number | undefined {
+  if (!io.existsSync(file)) return undefined
+  const size = io.sizeOf(file)
+  if (size < 4) return undefined
+  const fd = io.openSync(file, 'r')
+  try {
+    const b = Buffer.alloc(4)
+    return io.readSync(fd, b, 0, 4, size - 4) === 4 ? b.readUInt32LE(0) : undefined
+  } finally {
+    io.closeSync(fd)
+  }
+}
+
+/** A segment's header, or undefined when it is not whole. */
+function readHeaderOf(file: string) {
+  const fd = io.openSync(file, 'r')
+  try {
+    const b = Buffer.alloc(SEG_HEADER)
+    return io.readSync(fd, b, 0, SEG_HEADER, 0) === SEG_HEADER ? readSegmentHeader(b) : undefined
+  } finally {
+    io.closeSync(fd)
+  }
 }
 
 const openWith = (dir: string) =>
@@ -262,21 +555,24 @@ function apply(
   off: number,
   len: number,
   now: number,
+  /** Namespaces whose sorted list exists already (an open from a checkpoint) and is kept up. */
+  sorted: Set<Namespace> | null = null,
 ): void {
   const n = db.keydir.byId.get(nsId)
   if (!n) return // a dropped namespace: dead
+  const recovering = sorted === null || !sorted.has(n)
   let tomb = tombs.get(n)
   const slot = n.map.get(key)
   const current = slot !== undefined ? db.keydir.slots.version[slot]! : (tomb?.get(key) ?? -1)
   if (version < current) return
   const expired = type === PUT && expiresAt !== 0 && expiresAt <= now
   if (type === PUT && !expired) {
-    db.keydir.setLive(n, key, seg, off, len, version, expiresAt, true, slot)
+    db.keydir.setLive(n, key, seg, off, len, version, expiresAt, recovering, slot)
     tomb?.delete(key)
     return
   }
   if (type === DEL || expired) {
-    if (slot !== undefined) db.keydir.remove(n, key, true)
+    if (slot !== undefined) db.keydir.remove(n, key, recovering)
     if (!tomb) {
       tomb = new Map()
       tombs.set(n, tomb)

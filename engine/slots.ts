@@ -19,6 +19,34 @@ export class Slots {
     return this.used++
   }
 
+  /**
+   * Fills slots 0..n-1 from columns (an open from a checkpoint); only into empty Slots. Each
+   * column is copied whole, which costs a memcpy, not a loop.
+   */
+  load(
+    n: number,
+    seg: Uint32Array,
+    off: Uint32Array,
+    len: Uint32Array,
+    version: Float64Array,
+    expires: Float64Array,
+  ): void {
+    if (this.used !== 0) throw new Error('Slots.load into a used Slots')
+    let cap = 1024
+    while (cap < n) cap *= 2
+    this.seg = new Uint32Array(cap)
+    this.off = new Uint32Array(cap)
+    this.len = new Uint32Array(cap)
+    this.version = new Float64Array(cap)
+    this.expires = new Float64Array(cap)
+    this.seg.set(seg.subarray(0, n))
+    this.off.set(off.subarray(0, n))
+    this.len.set(len.subarray(0, n))
+    this.version.set(version.subarray(0, n))
+    this.expires.set(expires.subarray(0, n))
+    this.used = n
+  }
+
   /** Segment ids start at 1, so a freed slot's 0 never matches a segment. */
   release(slot: number): void {
     this.seg[slot] = 0

@@ -19,6 +19,12 @@ export interface OpenOptions {
   compactionDeadRatio?: number
   /** ...and dead bytes pass this many bytes. Default 16 MiB. */
   compactionMinDeadBytes?: number
+  /**
+   * A checkpoint of the index is written in the background once the log has grown by this
+   * many bytes (and by the last checkpoint's size), and at close. Default 64 MiB; 0 writes
+   * one only at close.
+   */
+  checkpointBytes?: number
   /** false turns automatic compaction off (db.compact() still works). Default true. */
   autoCompact?: boolean
   /** Salvage what is intact past a corrupt record instead of refusing to open. */

@@ -17,7 +17,7 @@ interface Attempt {
 }
 
 export interface CrashConfig {
-  mode: 'writes' | 'compact'
+  mode: 'writes' | 'compact' | 'checkpoint'
   iterations: number
   budgetMs: number
   options: OpenOptions
@@ -33,6 +33,7 @@ export async function crashIterations(t: Test, cfg: CrashConfig) {
   let counter = 0
   let done = 0
   let totalAcked = 0
+  let fromCheckpoint = 0
   const started = Date.now()
   for (let run = 0; run < cfg.iterations && Date.now() - started < cfg.budgetMs; run++) {
     const child = runChild(writer, [dir, cfg.mode, String(run), String(Math.floor(r() * 2 ** 31))])
@@ -73,6 +74,7 @@ export async function crashIterations(t: Test, cfg: CrashConfig) {
       }
     }
     const db = await open(dir, cfg.options)
+    if ((db as unknown as { openedFrom: string }).openedFrom === 'checkpoint') fromCheckpoint++
     const failures: string[] = []
     const actual = new Map<string, { value: unknown; version: number }>()
     // A first child killed while opening may not have created the namespace yet; then it
@@ -160,4 +162,6 @@ export async function crashIterations(t: Test, cfg: CrashConfig) {
   }
   t.ok(done >= Math.min(5, cfg.iterations), `${done} kill-and-reopen rounds completed`)
   t.ok(totalAcked > 0, `${totalAcked} acknowledged writes in total`)
+  t.comment(`${fromCheckpoint} of ${done} reopens used a checkpoint`)
+  return { rounds: done, fromCheckpoint }
 }

@@ -1,7 +1,7 @@
 // Writes to a database until it is killed, reporting on stdout each write it attempts
 // (`a` lines, before the call) and each write acknowledged (`k` lines, after the promise
 // resolved). Lines go out with writeSync so a line is in the pipe before the next write.
-//   node --import tsx writer.ts <dir> <writes|compact> <run> <seed>
+//   node --import tsx writer.ts <dir> <writes|compact|checkpoint> <run> <seed>
 import fs from 'node:fs'
 import { open } from '../../../engine/index.js'
 import type { OpenOptions } from '../../../engine/types.js'
@@ -31,9 +31,12 @@ const say = (o: object) => {
 }
 
 const compactMode = mode === 'compact'
+const checkpointMode = mode === 'checkpoint'
 const options: OpenOptions = compactMode
   ? { segmentBytes: 8 * 1024, compactionMinDeadBytes: 16 * 1024, compactionDeadRatio: 0.3 }
-  : { segmentBytes: 32 * 1024 }
+  : checkpointMode
+    ? { segmentBytes: 32 * 1024, checkpointBytes: 0 }
+    : { segmentBytes: 32 * 1024 }
 
 say({ start: true })
 const db = await open(dir, options)
@@ -92,6 +95,13 @@ async function compactLoop() {
   }
 }
 
+async function checkpointLoop() {
+  for (;;) {
+    await db.checkpoint()
+    say({ checkpointed: true })
+  }
+}
+
 const loops = [
   putLoop(0, 8),
   putLoop(1, 8),
@@ -102,4 +112,5 @@ const loops = [
   incrementLoop(),
 ]
 if (compactMode) loops.push(compactLoop(), putLoop(4, 8))
+if (checkpointMode) loops.push(checkpointLoop())
 await Promise.all(loops)

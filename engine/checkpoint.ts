@@ -1,0 +1,358 @@
+// The index checkpoint: the key directory as flat, sorted columns in one file, with the log
+// position it covers, so `open` reads one file and replays only the log after it instead of
+// every hint. It is only a shortcut, like a hint: recovery.ts uses it only when nothing
+// doubts it, and otherwise recovers from the log as if it did not exist. FORMAT.md gives
+// the layout and argues when it is trusted and why a crash at any point is safe.
+import os from 'node:os'
+import path from 'node:path'
+import { crc32 } from 'node:zlib'
+import type { Db } from './db.js'
+import { fsyncDirAsync, io } from './io.js'
+import type { Namespace } from './parts.js'
+import { SEG_HEADER } from './record.js'
+import { sortKeys } from './utf8.js'
+
+export const CHECKPOINT_FILE = 'CHECKPOINT'
+export const CKPT_MAGIC = Buffer.from('CAIRNCKP')
+export const CKPT_VERSION = 1
+/** magic(8) version(u32) segments(u32) namespaces(u32) entries(u32) maxVersion(f64) keyBytes(u32) nsTableBytes(u32), reserved to 64 */
+export const CKPT_HEADER = 64
+/** id(u32) from(u32) size(u32) reserved(u32) baseVersion(f64) minVersion(f64) reserved(8) */
+export const CKPT_SEGMENT = 40
+/** Bytes of columns per entry: version, expiresAt (f64); segment, offset, length, key end (u32). */
+const COLUMN_BYTES = 32
+/** The columns are read as typed arrays in place, which is the machine's byte order. */
+export const CHECKPOINTS_WORK = os.endianness() === 'LE'
+
+const SLICE_MS = 2
+
+export interface CkptSegment {
+  id: number
+  /** Replay of the log starts here: everything before it is in the checkpoint. */
+  from: number
+  /** Bytes the segment must hold: entries of the checkpoint point below this. */
+  size: number
+  baseVersion: number
+  minVersion: number
+}
+
+export interface CkptNamespace {
+  id: number
+  name: string
+  /** Its entries are first .. first + count - 1, keys in UTF-8 byte order. */
+  first: number
+  count: number
+}
+
+export interface Checkpoint {
+  maxVersion: number
+  segments: CkptSegment[]
+  namespaces: CkptNamespace[]
+  count: number
+  version: Float64Array
+  expires: Float64Array
+  seg: Uint32Array
+  off: Uint32Array
+  len: Uint32Array
+  /** End of each key in blob (the first key starts at 0). */
+  ends: Uint32Array
+  blob: Buffer
+  /** Size of the file, for figures. */
+  bytes: number
+}
+
+/** The checkpoint, or undefined when there is none or anything about it is wrong. */
+export function readCheckpoint(dir: string): Checkpoint | undefined {
+  if (!CHECKPOINTS_WORK) return undefined
+  const file = path.join(dir, CHECKPOINT_FILE)
+  if (!io.existsSync(file)) return undefined
+  let b: Buffer
+  try {
+    b = io.readFileSync(file)
+  } catch {
+    return undefined
+  }
+  try {
+    return parse(b)
+  } catch {
+    return undefined
+  }
+}
+
+function parse(raw: Buffer): Checkpoint | undefined {
+  if (raw.length < CKPT_HEADER + 4) return undefined
+  if (!raw.subarray(0, 8).equals(CKPT_MAGIC)) return undefined
+  if (raw.readUInt32LE(8) !== CKPT_VERSION) return undefined
+  const end = raw.length - 4
+  if (raw.readUInt32LE(end) !== crc32(raw.subarray(0, end))) return undefined
+  // Typed-array views need their columns aligned in memory as they are in the file.
+  const b = raw.byteOffset % 8 === 0 ? raw : Buffer.from(raw)
+  const segCount = b.readUInt32LE(12)
+  const nsCount = b.readUInt32LE(16)
+  const count = b.readUInt32LE(20)
+  const maxVersion = b.readDoubleLE(24)
+  const keyBytes = b.readUInt32LE(32)
+  const nsTable = b.readUInt32LE(36)
+  const nsAt = CKPT_HEADER + segCount * CKPT_SEGMENT
+  const colAt = nsAt + nsTable
+  if (nsTable % 8 !== 0 || colAt + count * COLUMN_BYTES + keyBytes !== end) return undefined
+  const segments: CkptSegment[] = []
+  for (let i = 0, p = CKPT_HEADER; i < segCount; i++, p += CKPT_SEGMENT) {
+    segments.push({
+      id: b.readUInt32LE(p),
+      from: b.readUInt32LE(p + 4),
+      size: b.readUInt32LE(p + 8),
+      baseVersion: b.readDoubleLE(p + 16),
+      minVersion: b.readDoubleLE(p + 24),
+    })
+  }
+  const namespaces: CkptNamespace[] = []
+  let first = 0
+  for (let i = 0, p = nsAt; i < nsCount; i++) {
+    if (p + 12 > colAt) return undefined
+    const id = b.readUInt32LE(p)
+    const n = b.readUInt32LE(p + 4)
+    const nameLen = b.readUInt32LE(p + 8)
+    if (p + 12 + nameLen > colAt) return undefined
+    namespaces.push({ id, name: b.toString('utf8', p + 12, p + 12 + nameLen), first, count: n })
+    first += n
+    p += 12 + nameLen
+  }
+  if (first !== count) return undefined
+  const at = b.byteOffset + colAt
+  const ab = b.buffer
+  const version = new Float64Array(ab, at, count)
+  const expires = new Float64Array(ab, at + 8 * count, count)
+  const seg = new Uint32Array(ab, at + 16 * count, count)
+  const off = new Uint32Array(ab, at + 20 * count, count)
+  const len = new Uint32Array(ab, at + 24 * count, count)
+  const ends = new Uint32Array(ab, at + 28 * count, count)
+  // Every key lies inside the blob, so no later slice can run off it.
+  let prev = 0
+  for (let i = 0; i < count; i++) {
+    const e = ends[i]!
+    if (e < prev || e > keyBytes) return undefined
+    prev = e
+  }
+  const blob = b.subarray(colAt + count * COLUMN_BYTES, end)
+  return {
+    maxVersion,
+    segments,
+    namespaces,
+    count,
+    version,
+    expires,
+    seg,
+    off,
+    len,
+    ends,
+    blob,
+    bytes: raw.length,
+  }
+}
+
+/** Removes the checkpoint (it is not to be used), if there is one. */
+export function removeCheckpoint(dir: string): void {
+  const file = path.join(dir, CHECKPOINT_FILE)
+  if (io.existsSync(file)) io.rmSync(file)
+}
+
+/** A growable set of columns. */
+class Columns {
+  n = 0
+  version: Float64Array
+  expires: Float64Array
+  seg: Uint32Array
+  off: Uint32Array
+  len: Uint32Array
+  ends: Uint32Array
+  blob: Buffer
+  blobLen = 0
+
+  constructor(cap: number) {
+    cap = Math.max(cap, 16)
+    this.version = new Float64Array(cap)
+    this.expires = new Float64Array(cap)
+    this.seg = new Uint32Array(cap)
+    this.off = new Uint32Array(cap)
+    this.len = new Uint32Array(cap)
+    this.ends = new Uint32Array(cap)
+    this.blob = Buffer.allocUnsafe(cap * 16)
+  }
+
+  push(key: string, seg: number, off: number, len: number, version: number, expires: number): void {
+    const i = this.n++
+    this.seg[i] = seg
+    this.off[i] = off
+    this.len[i] = len
+    this.version[i] = version
+    this.expires[i] = expires
+    if (this.blobLen + key.length * 3 > this.blob.length) {
+      const b = Buffer.allocUnsafe(Math.max(this.blob.length * 2, this.blobLen + key.length * 3))
+      this.blob.copy(b, 0, 0, this.blobLen)
+      this.blob = b
+    }
+    this.blobLen += this.blob.write(key, this.blobLen, 'utf8')
+    this.ends[i] = this.blobLen
+  }
+}
+
+const tick = () => new Promise<void>((r) => setImmediate(r))
+
+/**
+ * Writes a checkpoint of `db`'s key directory. `atClose`: the database is closing and no
+ * write or compaction runs; otherwise the walk runs in slices of a few milliseconds while
+ * requests are served, and gives up (resolving false) if a compaction starts or the
+ * database closes meanwhile. Resolves true once the new checkpoint is durable and named.
+ * Never rejects: a checkpoint is a shortcut, and failing to write one fails nothing else.
+ */
+export async function writeCheckpoint(db: Db, atClose: boolean): Promise<boolean> {
+  if (!CHECKPOINTS_WORK) return false
+  const dir = db.dir
+  const tmp = path.join(dir, `${CHECKPOINT_FILE}.tmp`)
+  let fd = -1
+  try {
+    if (!atClose) {
+      // Listings wait for a namespace's sorted list after open; so does the checkpoint.
+      for (;;) {
+        const building = [...db.keydir.byName.values()].find((n) => n.building)
+        if (!building) break
+        await building.building
+        if (db.isClosed()) return false
+      }
+      if (db.isCompacting() || db.isClosed()) return false
+    }
+    const epoch = db.compactionEpoch
+    const gaveUp = () => !atClose && (db.isClosed() || db.compactionEpoch !== epoch)
+
+    // The position replay will start from: every group applied so far is in the index.
+    const from = new Map<number, number>()
+    for (const seg of db.segments.values()) from.set(seg.id, seg.durable)
+    // Each namespace's keys in UTF-8 byte order, as of now.
+    const lists: { n: Namespace; keys: string[] }[] = []
+    let total = 0
+    for (const n of db.keydir.byName.values()) {
+      const keys = n.building || n.changes ? sortKeys([...n.map.keys()]).keys : n.keys.chunks.flat()
+      lists.push({ n, keys })
+      total += keys.length
+    }
+
+    // Each key's slot as it is when the walk meets it: a write made meanwhile is also in
+    // the log after `from`, and replaying it gives the same result (FORMAT.md).
+    const cols = new Columns(total)
+    const counts: number[] = []
+    const s = db.keydir.slots
+    let start = performance.now()
+    for (const { n, keys } of lists) {
+      const before = cols.n
+      for (let i = 0; i < keys.length; i++) {
+        const key = keys[i]!
+        const slot = n.map.get(key)
+        if (slot !== undefined)
+          cols.push(
+            key,
+            s.seg[slot]!,
+            s.off[slot]!,
+            s.len[slot]!,
+            s.version[slot]!,
+            s.expires[slot]!,
+          )
+        if ((i & 1023) === 1023 && !atClose && performance.now() - start >= SLICE_MS) {
+          await tick()
+          if (gaveUp()) return false
+          start = performance.now()
+        }
+      }
+      counts.push(cols.n - before)
+    }
+    if (gaveUp()) return false
+
+    // What the checkpoint covers, taken at the end: its entries point below these sizes.
+    const segs = [...db.segments.values()].sort((a, b) => a.id - b.id)
+    const rows = Buffer.alloc(segs.length * CKPT_SEGMENT)
+    segs.forEach((seg, i) => {
+      const p = i * CKPT_SEGMENT
+      rows.writeUInt32LE(seg.id, p)
+      rows.writeUInt32LE(from.get(seg.id) ?? SEG_HEADER, p + 4)
+      rows.writeUInt32LE(seg.durable, p + 8)
+      rows.writeDoubleLE(seg.baseVersion, p + 16)
+      rows.writeDoubleLE(seg.minVersion, p + 24)
+    })
+    const maxVersion = db.appliedVersion
+    const names = lists.map(({ n }) => Buffer.from(n.name, 'utf8'))
+    let nsBytes = 0
+    for (const name of names) nsBytes += 12 + name.length
+    const nsTable = Buffer.alloc(Math.ceil(nsBytes / 8) * 8)
+    let p = 0
+    lists.forEach(({ n }, i) => {
+      nsTable.writeUInt32LE(n.id, p)
+      nsTable.writeUInt32LE(counts[i]!, p + 4)
+      nsTable.writeUInt32LE(names[i]!.length, p + 8)
+      names[i]!.copy(nsTable, p + 12)
+      p += 12 + names[i]!.length
+    })
+    const header = Buffer.alloc(CKPT_HEADER)
+    CKPT_MAGIC.copy(header, 0)
+    header.writeUInt32LE(CKPT_VERSION, 8)
+    header.writeUInt32LE(segs.length, 12)
+    header.writeUInt32LE(lists.length, 16)
+    header.writeUInt32LE(cols.n, 20)
+    header.writeDoubleLE(maxVersion, 24)
+    header.writeUInt32LE(cols.blobLen, 32)
+    header.writeUInt32LE(nsTable.length, 36)
+    const n = cols.n
+    const view = (a: Float64Array | Uint32Array) =>
+      Buffer.from(a.buffer, a.byteOffset, n * a.BYTES_PER_ELEMENT)
+    const pieces = [
+      header,
+      rows,
+      nsTable,
+      view(cols.version),
+      view(cols.expires),
+      view(cols.seg),
+      view(cols.off),
+      view(cols.len),
+      view(cols.ends),
+      cols.blob.subarray(0, cols.blobLen),
+    ]
+
+    // The entries point at bytes that must survive a power failure before anything relies
+    // on them: with durability `always` they were synced before they were applied.
+    if (db.durability !== 'always' && !atClose) await db.log.syncDirty()
+    if (gaveUp()) return false
+
+    let c = 0
+    fd = io.openSync(tmp, 'w')
+    let at = 0
+    for (const piece of pieces) {
+      c = crc32(piece, c)
+      await io.writeAll(fd, piece, 0, piece.length, at)
+      at += piece.length
+    }
+    const tail = Buffer.alloc(4)
+    tail.writeUInt32LE(c >>> 0, 0)
+    await io.writeAll(fd, tail, 0, 4, at)
+    await io.fsync(fd)
+    io.closeSync(fd)
+    fd = -1
+    if (gaveUp()) {
+      io.rmSync(tmp)
+      return false
+    }
+    io.renameSync(tmp, path.join(dir, CHECKPOINT_FILE))
+    await fsyncDirAsync(dir)
+    db.noteCheckpoint(at + 4)
+    return true
+  } catch {
+    // Best effort: a leftover temporary file is removed by the next open.
+    if (fd >= 0) {
+      try {
+        io.closeSync(fd)
+      } catch {}
+    }
+    try {
+      io.rmSync(tmp)
+    } catch {}
+    return false
+  }
+}
