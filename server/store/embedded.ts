@@ -10,7 +10,7 @@ import type { Durability } from '../../engine/types.js'
 import { takeToken } from './token-bucket.js'
 import { EmbeddedRecords } from './embedded-records.js'
 import { reconcileNamespaces } from './embedded-reconcile.js'
-import type { Bucket, Entry, Limiter, Store } from './types.js'
+import type { Bucket, Entry, Feed, Limiter, Store } from './types.js'
 
 /** Accounts whose buckets are held at most; an evicted one comes back full (docs/configuration.md). */
 const BUCKETS_MAX = 100_000
@@ -43,6 +43,12 @@ export async function openEmbeddedStore(dir: string, durability: Durability): Pr
   }
 }
 
+const notYet: Feed = {
+  version: () => Promise.resolve(0),
+  read: () => Promise.resolve('expired'),
+  subscribe: () => () => {},
+}
+
 function embeddedStore(db: Db, records: EmbeddedRecords): Store {
   return {
     kind: 'embedded',
@@ -65,7 +71,9 @@ function embeddedStore(db: Db, records: EmbeddedRecords): Store {
     stat: (ns, key) => db.stat(ns, key),
     put: (ns, key, value, opts) => db.put(ns, key, value, opts),
     delete: (ns, key, opts) => db.delete(ns, key, opts),
-    list: (ns, opts) => db.list(ns, opts),
+    list: async (ns, opts) => ({ ...(await db.list(ns, opts)), version: 0 }),
+    transact: () => Promise.reject(new Error('not built yet')),
+    feed: notYet,
     batch: (ns, ops, checks) =>
       db.batch(
         ops.map((op) => ({ ...op, ns })),

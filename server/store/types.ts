@@ -18,9 +18,12 @@ export type { EngineStats } from '../../engine/types.js'
 /** A stored entry. The value is the bytes as written (the API's JSON text). */
 export interface Entry {
   value: Buffer
+  /** The namespace's version when this entry was written (versions are per namespace). */
   version: number
   /** Milliseconds since the Unix epoch, present when the key has a TTL. */
   expiresAt?: number
+  /** The metadata's JSON text (an object), present when the entry has some. */
+  metadata?: Buffer
 }
 
 export interface EntryStat {
@@ -37,6 +40,8 @@ export interface EntryWrite {
   expiresAt?: number
   /** Expected current version; null means the key must be absent. */
   ifVersion?: number | null
+  /** The metadata's JSON text; absent means none (every put replaces it). */
+  metadata?: Buffer
 }
 
 export interface Written {
@@ -51,12 +56,111 @@ export interface ListOptions {
   /** Default 1000. */
   limit?: number
   reverse?: boolean
+  /** Answer `entries` (with versions and expiry) instead of bare keys. */
+  include?: { values?: boolean; metadata?: boolean }
+  /** With values: the page ends after the entry that takes its value bytes past this. */
+  maxBytes?: number
+}
+
+/** One entry of a listing with `include`. */
+export interface ListedEntry {
+  key: string
+  version: number
+  expiresAt?: number
+  /** The value's JSON text, when values were asked for. */
+  value?: Buffer
+  /** When metadata was asked for: its JSON text, or null when the entry has none. */
+  metadata?: Buffer | null
 }
 
 export interface Listed {
   keys: string[]
+  /** With `include`: the same keys as entries. */
+  entries?: ListedEntry[]
   /** Present when more keys remain: pass it as `after` to continue. */
   next?: string
+  /** The namespace's version when the page was read. */
+  version: number
+}
+
+/**
+ * One operation of a transaction (`transact`). Every op names a key of the one namespace;
+ * writes get consecutive versions in op order; `get` and `check` see the state before the
+ * transaction's writes. `patch` is PATCH /{ns}/{key}: an increment and/or a new expiry and/or
+ * new metadata, keeping what it does not change.
+ */
+export type TxOp =
+  | { op: 'check'; key: string; version: number | null }
+  | { op: 'get'; key: string; metadata?: boolean }
+  | {
+      op: 'put'
+      key: string
+      value: Buffer
+      ttlMs?: number
+      expiresAt?: number
+      metadata?: Buffer
+      ifVersion?: number | null
+    }
+  | { op: 'delete'; key: string; ifVersion?: number }
+  | { op: 'increment'; key: string; by: bigint }
+  | {
+      op: 'patch'
+      key: string
+      /** An increment; a missing key starts at 0 and is created. */
+      by?: bigint
+      ttlMs?: number
+      expiresAt?: number
+      /** Removes the expiry. */
+      persist?: true
+      /** null removes the metadata; undefined keeps it. */
+      metadata?: Buffer | null
+      ifVersion?: number
+    }
+
+export type TxResult =
+  | Record<string, never>
+  | { found: false }
+  | { found: true; value: Buffer; version: number; expiresAt?: number; metadata?: Buffer | null }
+  | { created: boolean; version: number }
+  | { deleted: boolean }
+  /** increment; patch (value only with `by`). */
+  | { value?: bigint; version: number; created?: boolean }
+
+export interface Transacted {
+  /** The last write's version, or the namespace's current one when nothing was written. */
+  version: number
+  results: TxResult[]
+}
+
+/** A change to an entry, as the watch feed delivers it (an expiry is a delete). */
+export interface Change {
+  type: 'put' | 'delete'
+  key: string
+  version: number
+  /** put: the value's JSON text. */
+  value?: Buffer
+  expiresAt?: number
+  metadata?: Buffer
+}
+
+/**
+ * The change feed: every committed write of a namespace, in version order, as the write path
+ * makes it durable. History reaches back at least 10,000 changes (or 64 MiB) per namespace.
+ */
+export interface Feed {
+  /** The namespace's current (acknowledged) version. */
+  version(ns: string): Promise<number>
+  /**
+   * Changes with versions above `since`, oldest first, at most `limit` (a short answer may
+   * still leave more: ask again from the last one). 'expired' when history no longer reaches
+   * back to `since`.
+   */
+  read(ns: string, since: number, limit: number): Promise<Change[] | 'expired'>
+  /**
+   * Live changes of a namespace, as they are committed (in version order, none twice). The
+   * listener may miss nothing between subscribe() and the returned function being called.
+   */
+  subscribe(ns: string, listener: (changes: Change[]) => void): () => void
 }
 
 export type EntryOp =
@@ -82,12 +186,16 @@ export interface NamespaceCounts {
 
 /**
  * Errors a store rejects with carry one of these codes (as `err.code`):
- * CONFLICT (a condition failed), NAMESPACE_NOT_FOUND, NO_SPACE (storage full),
+ * CONFLICT (a condition failed; from `transact`, err.index names the op), NAMESPACE_NOT_FOUND, NO_SPACE (storage full),
  * IO_ERROR (storage failing or unreachable; retry later), CORRUPT (damaged data),
  * CLOSED, INVALID_ARGUMENT.
  */
 export type StoreErrorCode =
   | 'CONFLICT'
+  /** A transaction's increment met a value that is not an integer (err.index names the op). */
+  | 'NOT_A_NUMBER'
+  /** A transaction's patch without an increment met a missing key (err.index). */
+  | 'KEY_NOT_FOUND'
   | 'NAMESPACE_NOT_FOUND'
   | 'NO_SPACE'
   | 'IO_ERROR'
@@ -134,6 +242,12 @@ export interface Entries {
   list(ns: string, opts?: ListOptions): Promise<Listed>
   /** All or nothing, also across a crash; every check holds or nothing is written (CONFLICT). */
   batch(ns: string, ops: EntryOp[], checks?: EntryCheck[]): Promise<{ version: number }>
+  /**
+   * A transaction: all or nothing, in op order (see TxOp). A failed check, ifVersion or
+   * patch rejects with CONFLICT, NOT_A_NUMBER or KEY_NOT_FOUND and `err.index`, writing
+   * nothing. A delete of a missing key writes nothing (no version).
+   */
+  transact(ns: string, ops: TxOp[]): Promise<Transacted>
 }
 
 export type RecordKind = 'account' | 'email' | 'key' | 'keyhash' | 'namespace' | 'session' | 'usage'
@@ -211,6 +325,7 @@ export interface Store extends Entries {
   readonly soleWriter: boolean
   readonly records: Records
   readonly limiter: Limiter
+  readonly feed: Feed
   /** Synchronous and cheap: whether writes are taken now. */
   health(): StoreHealth
   /** The embedded engine's maintenance, undefined on other stores. */

@@ -41,7 +41,7 @@ function toEntry(r: Buffer[] | null): Entry | undefined {
   return e
 }
 
-export class ClusterEntries implements Entries {
+export class ClusterEntries implements Omit<Entries, 'transact'> {
   constructor(private cmd: Commands) {}
 
   async createNamespace(ns: string): Promise<boolean> {
@@ -111,9 +111,9 @@ export class ClusterEntries implements Entries {
       o.reverse ? '1' : '',
       Date.now(),
     ])
-    if (keys.length <= limit) return { keys }
+    if (keys.length <= limit) return { keys, version: 0 }
     keys.length = limit
-    return { keys, next: keys[limit - 1] }
+    return { keys, next: keys[limit - 1], version: 0 }
   }
 
   /** Writes entries with the versions they had elsewhere (cairn migrate). */
