@@ -14,11 +14,14 @@ import { sortKeys } from './utf8.js'
 
 export const CHECKPOINT_FILE = 'CHECKPOINT'
 export const CKPT_MAGIC = Buffer.from('CAIRNCKP')
-export const CKPT_VERSION = 1
+/** 2: namespace rows carry the namespace's version (versions count per namespace). */
+export const CKPT_VERSION = 2
 /** magic(8) version(u32) segments(u32) namespaces(u32) entries(u32) maxVersion(f64) keyBytes(u32) nsTableBytes(u32), reserved to 64 */
 export const CKPT_HEADER = 64
 /** id(u32) from(u32) size(u32) reserved(u32) baseVersion(f64) minVersion(f64) reserved(8) */
 export const CKPT_SEGMENT = 40
+/** id(u32) count(u32) nameLen(u32) reserved(u32) version(f64), then the name's bytes */
+const NS_ROW = 24
 /** Bytes of columns per entry: version, expiresAt (f64); segment, offset, length, key end (u32). */
 const COLUMN_BYTES = 32
 /** The columns are read as typed arrays in place, which is the machine's byte order. */
@@ -42,6 +45,8 @@ export interface CkptNamespace {
   /** Its entries are first .. first + count - 1, keys in UTF-8 byte order. */
   first: number
   count: number
+  /** The namespace's version when the checkpoint was taken (its deletes included). */
+  version: number
 }
 
 export interface Checkpoint {
@@ -109,14 +114,16 @@ function parse(raw: Buffer): Checkpoint | undefined {
   const namespaces: CkptNamespace[] = []
   let first = 0
   for (let i = 0, p = nsAt; i < nsCount; i++) {
-    if (p + 12 > colAt) return undefined
+    if (p + NS_ROW > colAt) return undefined
     const id = b.readUInt32LE(p)
     const n = b.readUInt32LE(p + 4)
     const nameLen = b.readUInt32LE(p + 8)
-    if (p + 12 + nameLen > colAt) return undefined
-    namespaces.push({ id, name: b.toString('utf8', p + 12, p + 12 + nameLen), first, count: n })
+    const version = b.readDoubleLE(p + 16)
+    if (p + NS_ROW + nameLen > colAt) return undefined
+    const name = b.toString('utf8', p + NS_ROW, p + NS_ROW + nameLen)
+    namespaces.push({ id, name, first, count: n, version })
     first += n
-    p += 12 + nameLen
+    p += NS_ROW + nameLen
   }
   if (first !== count) return undefined
   const at = b.byteOffset + colAt
@@ -276,20 +283,23 @@ export async function writeCheckpoint(db: Db, atClose: boolean): Promise<boolean
       rows.writeUInt32LE(from.get(seg.id) ?? SEG_HEADER, p + 4)
       rows.writeUInt32LE(seg.durable, p + 8)
       rows.writeDoubleLE(seg.baseVersion, p + 16)
-      rows.writeDoubleLE(seg.minVersion, p + 24)
+      // Per-namespace minima are not kept: a segment an open takes from here counts as one
+      // that may hold anything (Segment.minVersions).
+      rows.writeDoubleLE(0, p + 24)
     })
     const maxVersion = db.appliedVersion
     const names = lists.map(({ n }) => Buffer.from(n.name, 'utf8'))
     let nsBytes = 0
-    for (const name of names) nsBytes += 12 + name.length
+    for (const name of names) nsBytes += NS_ROW + name.length
     const nsTable = Buffer.alloc(Math.ceil(nsBytes / 8) * 8)
     let p = 0
     lists.forEach(({ n }, i) => {
       nsTable.writeUInt32LE(n.id, p)
       nsTable.writeUInt32LE(counts[i]!, p + 4)
       nsTable.writeUInt32LE(names[i]!.length, p + 8)
-      names[i]!.copy(nsTable, p + 12)
-      p += 12 + names[i]!.length
+      nsTable.writeDoubleLE(n.applied, p + 16)
+      names[i]!.copy(nsTable, p + NS_ROW)
+      p += NS_ROW + names[i]!.length
     })
     const header = Buffer.alloc(CKPT_HEADER)
     CKPT_MAGIC.copy(header, 0)

@@ -22,6 +22,7 @@ import {
   type Segment,
   compactTmpFile,
   hintFile,
+  mayHoldOlder,
   segmentFile,
 } from './parts.js'
 import {
@@ -52,7 +53,8 @@ interface Output {
   baseVersion: number
   /** The checksum its hint ends with, for the manifest. */
   hintCrc: number
-  minVersion: number
+  /** Lowest version per namespace id among its entries (Segment.minVersions). */
+  minVersions: Map<number, number>
 }
 
 /** Index entries to move once the outputs are durable, in parallel arrays. */
@@ -242,11 +244,13 @@ async function pass(db: Db, sc: Scratch, full: boolean): Promise<boolean> {
   if (old.length === 0) return false
   // A tombstone (or an expired put, which acts as one) may be dropped only when no segment
   // left out of this pass can hold an older copy of its key (FORMAT.md, "Compaction").
+  // Versions count per namespace, so the question is asked of the tombstone's namespace.
   const chosenIds = new Set(old.map((o) => o.id))
-  let oldestElsewhere = Number.POSITIVE_INFINITY
-  for (const seg of sealed)
-    if (!chosenIds.has(seg.id) && seg.minVersion < oldestElsewhere) oldestElsewhere = seg.minVersion
-  const mayShadow = (version: number) => oldestElsewhere < version
+  const left = sealed.filter((seg) => !chosenIds.has(seg.id))
+  const mayShadow = (nsId: number, version: number) => {
+    for (const seg of left) if (mayHoldOlder(seg, nsId, version)) return true
+    return false
+  }
   const s = db.keydir.slots
   const moves = sc.moves
   /** Keys found expired in the walk: not copied, dropped from the index after the swap. */
@@ -341,13 +345,14 @@ async function pass(db: Db, sc: Scratch, full: boolean): Promise<boolean> {
             addCopied(o, buf, q - b, len, moved + q, slot, seg.id, q, moves)
             q += len
           }
-        } else if (live > 0 || oldestElsewhere !== Number.POSITIVE_INFINITY) {
+        } else if (live > 0 || left.length > 0) {
           for (let i = 0, q = p + REC_HEADER; i < count; i++) {
             const keyLen = buf.readUInt16LE(q - b + 6)
             const len = ENTRY_HEADER + keyLen + buf.readUInt32LE(q - b + 28)
             const mark = at[q >>> 5]!
             if (mark === EXPIRED) {
-              if (mayShadow(buf.readDoubleLE(q - b + 12))) appendTombstone(room, buf, q - b, keyLen)
+              if (mayShadow(buf.readUInt32LE(q - b + 8), buf.readDoubleLE(q - b + 12)))
+                appendTombstone(room, buf, q - b, keyLen)
             } else if (mark > 0) {
               const o = room(REC_HEADER + len)
               const to = appendEntry(o, buf, q - b, len)
@@ -408,7 +413,7 @@ async function pass(db: Db, sc: Scratch, full: boolean): Promise<boolean> {
       sealed: true,
       unsynced: false,
       baseVersion: o.baseVersion,
-      minVersion: o.minVersion,
+      minVersions: o.minVersions,
     }
     db.segments.set(o.id, seg)
     byId.set(o.id, seg)
@@ -492,10 +497,10 @@ function keepTombstone(
   buf: Buffer,
   q: number,
   keyLen: number,
-  mayShadow: (version: number) => boolean,
+  mayShadow: (nsId: number, version: number) => boolean,
 ): boolean {
   const version = buf.readDoubleLE(q + 12)
-  if (!mayShadow(version)) return false
+  if (!mayShadow(buf.readUInt32LE(q + 8), version)) return false
   const n = db.keydir.byId.get(buf.readUInt32LE(q + 8))
   if (!n) return false
   const slot = n.map.get(buf.toString('utf8', q + ENTRY_HEADER, q + ENTRY_HEADER + keyLen))
@@ -522,7 +527,9 @@ function appendTombstone(
 /** Adds the entry now at `at` in `o` (its bytes as in buf at q) to the output's hint. */
 function noteEntry(o: Output, buf: Buffer, q: number, len: number, at: number): void {
   const version = buf.readDoubleLE(q + 12)
-  if (version < o.minVersion) o.minVersion = version
+  const nsId = buf.readUInt32LE(q + 8)
+  const min = o.minVersions.get(nsId)
+  if (min === undefined || version < min) o.minVersions.set(nsId, version)
   o.hint.add(
     buf[q + 4]!,
     buf[q + 5]!,
@@ -609,7 +616,7 @@ function startOutput(db: Db, sc: Scratch): Output {
     len: 0,
     baseVersion,
     hintCrc: 0,
-    minVersion: Number.POSITIVE_INFINITY,
+    minVersions: new Map(),
   }
 }
 

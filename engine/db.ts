@@ -6,7 +6,7 @@ import { compactAll } from './compaction.js'
 import { EngineError, fail } from './errors.js'
 import { fsyncDir, io } from './io.js'
 import { NAMESPACES_FILE, type NamespaceTable, writeNamespaces } from './namespaces-file.js'
-import { type Namespace, type Segment, type Staged, hintFile } from './parts.js'
+import { type Namespace, type Segment, type Staged, hintFile, noteVersion } from './parts.js'
 import { DEL, ENTRY_HEADER, PUT, REC_HEADER, checkEntry, sealEntry, sealRecord } from './record.js'
 import { type Group, SegmentLog } from './segment-log.js'
 import { KeyDir } from './keydir.js'
@@ -42,6 +42,30 @@ interface Entry {
   flags: number
   bytes: Uint8Array | null
   expiresAt: number
+  /** Given by commit: the namespace's next version. */
+  version?: number
+}
+
+/** One durable change, as onCommit hands it out. */
+export interface CommittedChange {
+  ns: string
+  type: 'put' | 'delete'
+  key: string
+  version: number
+  /** put: the value (raw bytes as a Buffer). */
+  value?: unknown
+  /** Milliseconds since the Unix epoch, when the put has a TTL. */
+  expiresAt?: number
+}
+
+export type CommitListener = (changes: CommittedChange[]) => void
+
+function committed(n: Namespace, st: Staged, b: Buffer, keyLen: number): CommittedChange {
+  if (st.type !== PUT) return { ns: n.name, type: 'delete', key: st.key, version: st.version }
+  const value = decodeValue(b[st.at + 5]!, b, st.at + ENTRY_HEADER + keyLen, st.at + st.len)
+  const c: CommittedChange = { ns: n.name, type: 'put', key: st.key, version: st.version, value }
+  if (st.expiresAt !== 0) c.expiresAt = st.expiresAt
+  return c
 }
 
 /** What repair kept and left out: a line per damaged key where one is legible, else per span. */
@@ -69,9 +93,15 @@ export class Db implements Engine {
   readonly keydir: KeyDir
   table: NamespaceTable = { nextId: 1, list: [] }
   readonly log: SegmentLog
+  /**
+   * Records committed, database-wide: it names segments (their header's baseVersion) and is
+   * never shown to anyone. Entries carry their namespace's own version (Namespace.version).
+   */
   version = 0
-  /** The highest version the index has been given (a checkpoint records it). */
+  /** `version` as of the last group made durable (a checkpoint records it). */
   appliedVersion = 0
+  /** Listeners for committed changes (onCommit). */
+  private commitListeners: CommitListener[] = []
   /** Counts compaction passes started: a checkpoint walk that sees it change gives up. */
   compactionEpoch = 0
   /** How the last open rebuilt the index: from a checkpoint and the log after it, or the log. */
@@ -127,6 +157,11 @@ export class Db implements Engine {
       },
     })
     this.log.version = () => this.version
+    this.log.versions = () => {
+      const out: [number, number][] = []
+      for (const n of this.keydir.byId.values()) out.push([n.id, n.version])
+      return out
+    }
     this.keydir = new KeyDir(this.log.segments, this.cache)
     if (this.durability === 'interval') {
       this.timer = setInterval(
@@ -224,9 +259,8 @@ export class Db implements Engine {
         }
         checkVersion(key, cur, ifVersion)
       }
-      const version = ++this.version
       const e: Entry = { n, key, keyLen, type: PUT, flags, bytes, expiresAt }
-      return this.commit(e, version, { version, created: cur < 0 })
+      return this.commit(e, (version) => ({ version, created: cur < 0 }))
     } catch (err) {
       return Promise.reject(err)
     }
@@ -241,7 +275,7 @@ export class Db implements Engine {
       if (opts?.ifVersion !== undefined) checkVersion(key, cur, opts.ifVersion)
       if (cur < 0) return Promise.resolve(false)
       const e: Entry = { n, key, keyLen, type: DEL, flags: 0, bytes: null, expiresAt: 0 }
-      return this.commit(e, ++this.version, true)
+      return this.commit(e, () => true)
     } catch (err) {
       return Promise.reject(err)
     }
@@ -253,6 +287,8 @@ export class Db implements Engine {
       if (!Array.isArray(ops)) fail('INVALID_ARGUMENT', 'batch takes an array of operations')
       // Everything is checked before anything is staged: all or nothing.
       const entries: Entry[] = []
+      /** Keys this batch puts, by namespace: a later delete of one is a write. */
+      const put = new Set<string>()
       for (const op of ops) {
         const n = this.ns(op.ns)
         const keyLen = keyBytes(op.key)
@@ -260,6 +296,7 @@ export class Db implements Engine {
           const expiresAt = expiry(op.ttlMs, op.expiresAt)
           const { flags, bytes } = encodeValue(op.value)
           // The encoder reuses its buffer: keep a copy of this one.
+          put.add(`${n.id}/${op.key}`)
           entries.push({
             n,
             key: op.key,
@@ -270,6 +307,8 @@ export class Db implements Engine {
             expiresAt,
           })
         } else if (op.type === 'delete') {
+          // A delete of a missing key writes nothing (no version), as delete() does.
+          if (!put.has(`${n.id}/${op.key}`) && this.latest(n, op.key) < 0) continue
           entries.push({ n, key: op.key, keyLen, type: DEL, flags: 0, bytes: null, expiresAt: 0 })
         } else {
           fail(
@@ -290,9 +329,11 @@ export class Db implements Engine {
           )
         }
       }
-      const version = ++this.version
-      if (entries.length === 0) return Promise.resolve({ version })
-      return this.commit(entries, version, { version })
+      if (entries.length === 0) {
+        const first = opts?.checks?.[0]
+        return Promise.resolve({ version: first ? this.ns(first.ns).applied : 0 })
+      }
+      return this.commit(entries, (version) => ({ version }))
     } catch (err) {
       return Promise.reject(err)
     }
@@ -318,36 +359,45 @@ export class Db implements Engine {
       if (!Number.isFinite(next)) fail('INVALID_ARGUMENT', 'the result is not a finite number')
       const { flags, bytes } = encodeValue(next)
       const e: Entry = { n, key, keyLen, type: PUT, flags, bytes, expiresAt }
-      return this.commit(e, ++this.version, next)
+      return this.commit(e, () => next)
     } catch (err) {
       return Promise.reject(err)
     }
   }
 
   /**
-   * The one write path: the entries get the next version, are staged as one record in the
-   * current group, and become visible when the group is durable (applyGroup). Until then a
+   * The one write path: each entry gets its namespace's next version (consecutive within a
+   * record), they are staged as one record in the current group, and become visible when the
+   * group is durable (applyGroup). `result` is given the last version. Until then a
    * staged entry is seen only by the checks of later writes (latest), so conditional writes
    * stay exact with writes in flight, while reads never see what may yet fail.
    */
-  private commit<T>(entries: Entry | Entry[], version: number, result: T): Promise<T> {
+  private commit<T>(entries: Entry | Entry[], result: (version: number) => T): Promise<T> {
     this.log.checkWritable()
+    this.version++
     const one = !Array.isArray(entries)
     let total = REC_HEADER
     if (one) total += ENTRY_HEADER + entries.keyLen + (entries.bytes ? entries.bytes.length : 0)
     else for (const e of entries) total += ENTRY_HEADER + e.keyLen + (e.bytes ? e.bytes.length : 0)
     const g = this.log.reserve(total)
     const at = g.len
-    if (one) this.stage(g, at + REC_HEADER, entries, version)
-    else {
+    let version: number
+    if (one) {
+      version = ++entries.n.version
+      this.stage(g, at + REC_HEADER, entries, version)
+    } else {
       let p = at + REC_HEADER
-      for (const e of entries) p += this.stage(g, p, e, version)
+      version = 0
+      for (const e of entries) {
+        version = ++e.n.version
+        p += this.stage(g, p, e, version)
+      }
     }
     const count = one ? 1 : entries.length
     sealRecord(g.buf, at, total - REC_HEADER, count)
     g.len = at + total
     this.log.counters.writes += count
-    return this.log.await(g, result)
+    return this.log.await(g, result(version))
   }
 
   /** Lays one entry out at `p` in the group and stages it; returns its length. */
@@ -378,9 +428,10 @@ export class Db implements Engine {
     const seg = g.seg
     const b = g.buf
     this.logBytes += g.len
+    this.appliedVersion = this.version
+    const changes: CommittedChange[] | null = this.commitListeners.length > 0 ? [] : null
     for (const st of g.staged) {
-      if (st.version < seg.minVersion) seg.minVersion = st.version
-      if (st.version > this.appliedVersion) this.appliedVersion = st.version
+      noteVersion(seg, st.nsId, st.version)
       const keyLen = b.readUInt16LE(st.at + 6)
       seg.hint?.add(
         st.type,
@@ -397,6 +448,8 @@ export class Db implements Engine {
       const n = this.keydir.byId.get(st.nsId)
       if (!n) continue // dropped meanwhile
       if (n.staged.get(st.key) === st) n.staged.delete(st.key)
+      if (st.version > n.applied) n.applied = st.version
+      if (changes !== null) changes.push(committed(n, st, b, keyLen))
       if (st.type === PUT) {
         const live = this.keydir.setLive(
           n,
@@ -411,6 +464,32 @@ export class Db implements Engine {
         this.cache?.set(live, b, st.at, st.len)
       } else this.keydir.remove(n, st.key)
     }
+    if (changes !== null && changes.length > 0)
+      for (const l of this.commitListeners) {
+        try {
+          l(changes)
+        } catch {
+          // A listener's failure is its own; the write is durable and stays.
+        }
+      }
+  }
+
+  /**
+   * Calls `listener` with each durable group's changes, in commit order, once they are
+   * visible to reads: the change feed's source (a watch, a replica). Returns the function that
+   * stops it. The values are copies the listener may keep.
+   */
+  onCommit(listener: CommitListener): () => void {
+    this.commitListeners.push(listener)
+    return () => {
+      this.commitListeners = this.commitListeners.filter((l) => l !== listener)
+    }
+  }
+
+  /** The namespace's version: that of its last durable write (0 when it has none). */
+  namespaceVersion(ns: string): number {
+    this.checkOpen()
+    return this.ns(ns).applied
   }
 
   private unstage(st: Staged): void {

@@ -10,7 +10,7 @@ import type { OpenOptions } from './types.js'
 export type * from './types.js'
 export { EngineError } from './errors.js'
 export type { Db } from './db.js'
-export type { RepairReport } from './db.js'
+export type { CommitListener, CommittedChange, RepairReport } from './db.js'
 
 /**
  * Opens (creating if missing) the database in `dir`. Only one process may hold a directory:

@@ -35,6 +35,8 @@ export class KeyDir {
       building: null,
       changes: null,
       staged: new Map(),
+      version: 0,
+      applied: 0,
     }
     this.byName.set(name, n)
     this.byId.set(id, n)

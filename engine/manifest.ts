@@ -21,6 +21,13 @@ export interface Manifest {
   /** The segment the write path was appending to when this was written (0: none). */
   active: number
   sealed: SealedSegment[]
+  /**
+   * Each namespace's version when this was written, as [id, version] pairs: a floor for the
+   * versions open recovers, since the tombstone that carried a namespace's newest version
+   * may since have been dropped by compaction. Absent in manifests older than per-namespace
+   * versions.
+   */
+  versions?: [number, number][]
 }
 
 /** The manifest, undefined when the directory has none (new, or made by an older version). */

@@ -19,6 +19,13 @@ export interface Namespace {
   changes: Map<string, true> | null
   /** Writes staged but not yet durable, newest per key: what conditional checks see. */
   staged: Map<string, Staged>
+  /**
+   * The namespace's version: the last one given to a write, staged ones included. Versions
+   * count per namespace (FORMAT.md, "Versions"), so none reveals another namespace's writes.
+   */
+  version: number
+  /** The last version made durable and visible: what a listing or a watch reports. */
+  applied: number
 }
 
 /** An entry staged in a group; the key directory applies it once the group is durable. */
@@ -51,13 +58,30 @@ export interface Segment {
   hint: HintBuilder | null
   sealed: boolean
   unsynced: boolean
-  /** The database version when the segment was started (kept in its header and hint). */
+  /** The database's write count when the segment was started (kept in its header and hint). */
   baseVersion: number
   /**
-   * The lowest version of any entry in it (Infinity while empty): a tombstone newer than
-   * this may shadow something here, so compaction keeps it while this segment stays.
+   * The lowest version of any entry in it, per namespace id: a tombstone of that namespace
+   * newer than this may shadow something here, so compaction keeps it while this segment
+   * stays. null when not known (a segment an open took from a checkpoint): it may shadow
+   * anything.
    */
-  minVersion: number
+  minVersions: Map<number, number> | null
+}
+
+/** Notes `version` of namespace `nsId` as written in `seg`. */
+export function noteVersion(seg: Segment, nsId: number, version: number): void {
+  const m = seg.minVersions
+  if (m === null) return
+  const cur = m.get(nsId)
+  if (cur === undefined || version < cur) m.set(nsId, version)
+}
+
+/** Whether `seg` may hold an entry of namespace `nsId` older than `version`. */
+export function mayHoldOlder(seg: Segment, nsId: number, version: number): boolean {
+  if (seg.minVersions === null) return true
+  const min = seg.minVersions.get(nsId)
+  return min !== undefined && min < version
 }
 
 const pad = (id: number) => String(id).padStart(8, '0')

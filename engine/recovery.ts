@@ -29,6 +29,7 @@ import {
   SEGMENT_NAME,
   type Segment,
   hintFile,
+  noteVersion,
   segmentFile,
 } from './parts.js'
 import {
@@ -185,14 +186,14 @@ export function recover(db: Db, repair: boolean): { dropped: Dropped[]; kept: nu
       sealed: true,
       unsynced: false,
       baseVersion,
-      minVersion: Number.POSITIVE_INFINITY,
+      minVersions: new Map(),
     }
     db.segments.set(id, seg)
     if (id >= db.log.nextSegId) db.log.nextSegId = id + 1
     const visit: EntryVisitor = (type, nsId, key, version, expiresAt, off, len) => {
       kept++
       if (version > maxVersion) maxVersion = version
-      if (version < seg.minVersion) seg.minVersion = version
+      noteVersion(seg, nsId, version)
       apply(db, tombs, seg, type, nsId, key, version, expiresAt, off, len, now)
     }
     if (hint) forEachHintEntry(hint, visit)
@@ -209,7 +210,8 @@ export function recover(db: Db, repair: boolean): { dropped: Dropped[]; kept: nu
   // The manifest names what was found before anything found is removed, so a crash in
   // between leaves nothing the next open would take for lost.
   db.log.sealed = sealed
-  writeManifest(dir, { active: 0, sealed: [...sealed.values()] })
+  const versions = settleVersions(db, manifest, maxVersion)
+  writeManifest(dir, { active: 0, sealed: [...sealed.values()], versions })
   for (const id of empty) {
     io.rmSync(path.join(dir, segmentFile(id)))
     io.rmSync(path.join(dir, hintFile(id)))
@@ -241,7 +243,8 @@ interface Tail {
   /** Where the intact data ends. */
   end: number
   baseVersion: number
-  minVersion: number
+  /** Known for a segment the checkpoint does not cover (Segment.minVersions). */
+  minVersions: Map<number, number> | null
   /** Replay starts here (the checkpoint holds what is before). */
   from: number
   /** The entries after `from`: from its hint, or scanned. */
@@ -314,7 +317,7 @@ function fromCheckpoint(db: Db, ck: Checkpoint, x: Found): number {
       file,
       end: size,
       baseVersion: row?.baseVersion ?? 0,
-      minVersion: row?.minVersion ?? Number.POSITIVE_INFINITY,
+      minVersions: row === undefined ? new Map() : null,
       from: row?.from ?? SEG_HEADER,
       hint: null,
       entries: null,
@@ -381,6 +384,7 @@ function fromCheckpoint(db: Db, ck: Checkpoint, x: Found): number {
       live[s.seg[slot]!] += len
     }
     if (!n) continue
+    if (c.version > n.version) n.version = c.version
     const start = c.first === 0 ? 0 : ck.ends[c.first - 1]!
     n.map.base = new BaseKeys(ck.blob, start, ck.ends.subarray(c.first, c.first + c.count), slots)
     fromCkpt.add(n)
@@ -414,7 +418,7 @@ function fromCheckpoint(db: Db, ck: Checkpoint, x: Found): number {
       sealed: true,
       unsynced: false,
       baseVersion: t.baseVersion,
-      minVersion: t.minVersion,
+      minVersions: t.minVersions,
     }
     db.segments.set(t.id, seg)
     segs.push(seg)
@@ -426,7 +430,7 @@ function fromCheckpoint(db: Db, ck: Checkpoint, x: Found): number {
     const visit: EntryVisitor = (type, nsId, key, version, expiresAt, off, len) => {
       kept++
       if (version > maxVersion) maxVersion = version
-      if (version < seg.minVersion) seg.minVersion = version
+      noteVersion(seg, nsId, version)
       apply(db, tombs, seg, type, nsId, key, version, expiresAt, off, len, now, fromCkpt)
     }
     if (t.hint) forEachHintEntry(t.hint, visit, t.from)
@@ -440,7 +444,8 @@ function fromCheckpoint(db: Db, ck: Checkpoint, x: Found): number {
 
   // 5. As recover ends.
   db.log.sealed = sealed
-  writeManifest(dir, { active: 0, sealed: [...sealed.values()] })
+  const versions = settleVersions(db, x.manifest, maxVersion)
+  writeManifest(dir, { active: 0, sealed: [...sealed.values()], versions })
   for (const id of empty) {
     io.rmSync(path.join(dir, segmentFile(id)))
     io.rmSync(path.join(dir, hintFile(id)))
@@ -542,6 +547,29 @@ function isCompactionOutput(dir: string, id: number): boolean {
   }
 }
 
+/**
+ * Each namespace's version after the log is read: the highest any of its entries carries,
+ * but never below the manifest's floor for it (a tombstone that carried it may have been
+ * compacted away). A manifest from before per-namespace versions has no floors: every
+ * namespace then starts above the old database-wide counter, so no version is handed out
+ * twice. Returns them as the manifest keeps them.
+ */
+function settleVersions(
+  db: Db,
+  manifest: Manifest | undefined,
+  maxVersion: number,
+): [number, number][] {
+  const floors = manifest?.versions ? new Map(manifest.versions) : undefined
+  const out: [number, number][] = []
+  for (const n of db.keydir.byId.values()) {
+    const floor = floors ? (floors.get(n.id) ?? 0) : maxVersion
+    if (floor > n.version) n.version = floor
+    n.applied = n.version
+    out.push([n.id, n.version])
+  }
+  return out
+}
+
 /** Applies one entry: the highest version of a key wins, a later entry on a tie. */
 function apply(
   db: Db,
@@ -560,6 +588,7 @@ function apply(
 ): void {
   const n = db.keydir.byId.get(nsId)
   if (!n) return // a dropped namespace: dead
+  if (version > n.version) n.version = version
   const recovering = sorted === null || !sorted.has(n)
   let tomb = tombs.get(n)
   const slot = n.map.get(key)

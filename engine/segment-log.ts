@@ -160,7 +160,7 @@ export class SegmentLog {
       sealed: false,
       unsynced: true,
       baseVersion,
-      minVersion: Number.POSITIVE_INFINITY,
+      minVersions: new Map(),
     }
     this.segments.set(id, seg)
     this.dirDirty = true
@@ -185,9 +185,12 @@ export class SegmentLog {
     }
   }
 
+  /** Each namespace's version, for the manifest (set by the database). */
+  versions: () => [number, number][] = () => []
+
   writeManifest(): void {
     const sealed = [...this.sealed.values()].sort((a, b) => a.id - b.id)
-    writeManifest(this.dir, { active: this.active?.id ?? 0, sealed })
+    writeManifest(this.dir, { active: this.active?.id ?? 0, sealed, versions: this.versions() })
   }
 
   private runFlush = async (): Promise<void> => {

@@ -240,7 +240,10 @@ export interface Entries {
   /** true when a live key was deleted. `ifVersion` that does not match rejects with CONFLICT. */
   delete(ns: string, key: string, opts?: { ifVersion?: number }): Promise<boolean>
   list(ns: string, opts?: ListOptions): Promise<Listed>
-  /** All or nothing, also across a crash; every check holds or nothing is written (CONFLICT). */
+  /**
+   * All or nothing, also across a crash; every check holds or nothing is written (CONFLICT).
+   * The writes take consecutive versions in op order; resolves with the last.
+   */
   batch(ns: string, ops: EntryOp[], checks?: EntryCheck[]): Promise<{ version: number }>
   /**
    * A transaction: all or nothing, in op order (see TxOp). A failed check, ifVersion or

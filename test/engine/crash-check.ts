@@ -129,7 +129,11 @@ export async function crashIterations(t: Test, cfg: CrashConfig) {
             (lastAck >= 0 ? ` (last acknowledged write ${ops[lastAck].a} ${ops[lastAck].id})` : ''),
         )
       } else if (lastAck >= 0 && now !== null && now === settled) {
-        const ver = acks.get(ops[lastAck].id)!.ver
+        const op = ops[lastAck]
+        let ver = acks.get(op.id)!.ver
+        // A batch's writes take consecutive versions in op order; it answers the last.
+        if (ver !== undefined && op.a === 'batch')
+          ver -= op.keys!.length - 1 - op.keys!.indexOf(key)
         if (ver !== undefined && got!.version !== ver)
           failures.push(`${key}: version ${got!.version}, acknowledged ${ver}`)
       }

@@ -244,9 +244,12 @@ t.test('batch is all or nothing, with checks', async (t) => {
       ],
     },
   )
-  t.ok(res.version > v.version)
-  t.equal((await db.get('b', 'y'))?.version, res.version, 'every write in a batch gets its version')
-  t.equal((await db.get('b2', 'z'))?.version, res.version)
+  // Versions count per namespace: b's writes take 2 and 3 (in op order), b2's first is 1.
+  t.equal(v.version, 1, "a new namespace's first write is version 1")
+  t.equal((await db.get('b', 'y'))?.version, 2, "each write in a batch takes its namespace's next version")
+  t.equal((await db.get('b2', 'z'))?.version, 1)
+  t.equal(res.version, 3, 'a batch answers its last version')
+  t.equal(db.namespaceVersion('b'), 3, "the namespace's version counts its delete too")
   t.equal(await db.get('b', 'x'), undefined)
   const failed = await errorCode(
     db.batch([{ type: 'put', ns: 'b', key: 'w', value: 9 }], {
@@ -317,3 +320,35 @@ t.test(
     await db.close()
   },
 )
+
+t.test('versions count per namespace and never repeat, across compaction and reopen', async (t) => {
+  const dir = tempDir(t, 'keys')
+  let db = await open(dir, { checkpointBytes: 0 })
+  await db.createNamespace('a')
+  await db.createNamespace('b')
+  t.equal((await db.put('a', 'k', 1)).version, 1)
+  t.equal((await db.put('b', 'k', 1)).version, 1, "another namespace's writes do not show")
+  t.equal((await db.put('a', 'k', 2)).version, 2)
+  t.equal(await db.delete('a', 'k'), true)
+  t.equal(db.namespaceVersion('a'), 3)
+  // A full pass drops the tombstone that carried a's newest version.
+  await db.compact({ full: true })
+  await db.close()
+  db = await open(dir, { checkpointBytes: 0 })
+  t.equal(db.namespaceVersion('a'), 3, 'the version survives its tombstone (log replay)')
+  t.equal((await db.put('a', 'other', 1)).version, 4)
+  await db.delete('a', 'other')
+  await db.close() // writes a checkpoint
+  db = await open(dir)
+  t.equal(db.openedFrom, 'checkpoint')
+  t.equal(db.namespaceVersion('a'), 5, 'the version survives a delete (checkpoint)')
+  await db.dropNamespace('a')
+  await db.createNamespace('a')
+  t.equal(db.namespaceVersion('a'), 0, 'a namespace made again starts over')
+  t.equal((await db.put('a', 'k', 1)).version, 1)
+  await db.close()
+  db = await open(dir)
+  t.equal((await db.get('a', 'k'))?.version, 1, "the old namespace's entries stay dead")
+  t.equal(db.namespaceVersion('b'), 1)
+  await db.close()
+})

@@ -149,16 +149,23 @@ async function run(t: Test, cfg: RunConfig) {
   let db: Engine = await open(dir, cfg.options)
   const model: Model = new Map()
   const hadTtl = new Set<string>()
-  let lastVersion = 0
+  /** Each namespace's version: a new one is at 0, and every write takes the next. */
+  const nsVersion = new Map<string, number>()
   let failures = 0
   const fail = (what: string, detail: unknown) => {
     failures++
     if (failures <= 10)
       t.fail(`${what} (seed ${seed})`, { diagnostic: true, found: inspect(detail, { depth: 5 }) })
   }
-  const newVersion = (v: number, what: string) => {
-    if (!(v > lastVersion)) fail(`${what}: version ${v} not above previous ${lastVersion}`, v)
-    lastVersion = Math.max(lastVersion, v)
+  const nextVersion = (ns: string) => {
+    const v = (nsVersion.get(ns) ?? 0) + 1
+    nsVersion.set(ns, v)
+    return v
+  }
+  const newVersion = (ns: string, v: number, what: string) => {
+    const want = nextVersion(ns)
+    if (v !== want) fail(`${what}: version ${v}, expected ${ns}'s next, ${want}`, v)
+    nsVersion.set(ns, v)
   }
   for (const ns of NAMESPACES.slice(0, 2)) {
     await db.createNamespace(ns)
@@ -204,7 +211,7 @@ async function run(t: Test, cfg: RunConfig) {
             opts.ifVersion = null
             if (live) expect = 'CONFLICT'
           } else {
-            opts.ifVersion = live ? e!.version + 1 + Math.floor(r() * 5) : lastVersion
+            opts.ifVersion = live ? e!.version + 1 + Math.floor(r() * 5) : 1
             expect = 'CONFLICT'
           }
         }
@@ -215,7 +222,7 @@ async function run(t: Test, cfg: RunConfig) {
         if (got !== expect)
           fail(`${where}: put ${inspect(opts)} gave ${got}, model expects ${expect}`, { model: e })
         else if (res) {
-          newVersion(res.version, where)
+          newVersion(ns, res.version, where)
           if (st !== 'unsure' && res.created !== (st !== 'live'))
             fail(`${where}: created ${res.created} but key was ${st}`, e)
           keys!.set(key, entryFor(value, res.version, opts.ttlMs, t0, t1))
@@ -235,6 +242,7 @@ async function run(t: Test, cfg: RunConfig) {
         let res: boolean | undefined
         const got = await code(db.delete(ns, key, opts).then((v) => (res = v)))
         const outcome = got === 'OK' ? res : got
+        if (outcome === true) nextVersion(ns)
         if (st === 'unsure' && typeof outcome === 'boolean') keys!.delete(key)
         else if (outcome !== expect)
           fail(`${where}: delete ${inspect(opts)} gave ${outcome}, model expects ${expect}`, e)
@@ -252,7 +260,13 @@ async function run(t: Test, cfg: RunConfig) {
         const n = 1 + Math.floor(r() * 5)
         const ops: Parameters<Engine['batch']>[0] = []
         const seen = new Set<string>()
-        const planned: { ns: string; key: string; value?: unknown; ttlMs?: number }[] = []
+        const planned: {
+          ns: string
+          key: string
+          value?: unknown
+          ttlMs?: number
+          live?: boolean
+        }[] = []
         const useMissing = r() < 0.05
         for (let i = 0; i < n; i++) {
           const bns =
@@ -268,8 +282,11 @@ async function run(t: Test, cfg: RunConfig) {
             ops.push({ type: 'put', ns: bns, key: bkey, value, ...ttl })
             planned.push({ ns: bns, key: bkey, value, ttlMs: ttl.ttlMs })
           } else {
+            // A delete of a missing key writes nothing: the model must know which it is.
+            const dst = status(model.get(bns)?.get(bkey))
+            if (dst === 'unsure') continue
             ops.push({ type: 'delete', ns: bns, key: bkey })
-            planned.push({ ns: bns, key: bkey })
+            planned.push({ ns: bns, key: bkey, live: dst === 'live' })
           }
         }
         let expect = planned.some((p) => !model.has(p.ns)) ? 'NAMESPACE_NOT_FOUND' : 'OK'
@@ -286,7 +303,7 @@ async function run(t: Test, cfg: RunConfig) {
             checks.push({
               ns: cns,
               key: ckey,
-              version: right ? current : current === null ? lastVersion : null,
+              version: right ? current : current === null ? 1 : null,
             })
             if (!right) expect = 'CONFLICT'
           }
@@ -303,13 +320,18 @@ async function run(t: Test, cfg: RunConfig) {
             checks,
           })
         else if (res) {
-          newVersion(res.version, `batch phase ${phase} op ${op}`)
+          // Each write takes its namespace's next version, in op order; the batch answers the last.
+          let last = res.version
           for (const p of planned) {
             const m = model.get(p.ns)!
-            if ('value' in p) m.set(p.key, entryFor(p.value, res.version, p.ttlMs, t0, t1))
+            if (!('value' in p) && !p.live) continue
+            last = nextVersion(p.ns)
+            if ('value' in p) m.set(p.key, entryFor(p.value, last, p.ttlMs, t0, t1))
             else m.delete(p.key)
             if (p.ttlMs !== undefined) hadTtl.add(p.ns)
           }
+          if (res.version !== last)
+            fail(`batch phase ${phase} op ${op}: answered version ${res.version}, expected ${last}`, ops)
         }
       } else if (x < 0.85) {
         if (!keys || st === 'unsure' || e?.ttl) continue
@@ -327,7 +349,7 @@ async function run(t: Test, cfg: RunConfig) {
           const after = await db.get(ns, key)
           if (!after || after.value !== want) fail(`${where}: value after increment`, after)
           else {
-            newVersion(after.version, `${where} increment`)
+            newVersion(ns, after.version, `${where} increment`)
             keys.set(key, { value: want, version: after.version })
           }
         }
@@ -349,6 +371,7 @@ async function run(t: Test, cfg: RunConfig) {
         const got = await db.dropNamespace(dns)
         if (got !== model.has(dns)) fail(`dropNamespace ${dns} gave ${got}`, [...model.keys()])
         model.delete(dns)
+        nsVersion.delete(dns)
         hadTtl.delete(dns)
         if (r() < 0.5) {
           await db.createNamespace(dns)
@@ -383,7 +406,8 @@ async function run(t: Test, cfg: RunConfig) {
   // Versions keep increasing after a reopen.
   const ns0 = [...model.keys()][0] ?? 'alpha'
   await db.createNamespace(ns0)
-  newVersion((await db.put(ns0, 'final', 1)).version, 'put after the last reopen')
+  if (!model.has(ns0)) nsVersion.delete(ns0)
+  newVersion(ns0, (await db.put(ns0, 'final', 1)).version, 'put after the last reopen')
   await db.close()
   t.equal(failures, 0, `${cfg.label}: no divergence from the model (seed ${seed})`)
 

@@ -100,14 +100,19 @@ for _ = 1, checks do
     return redis.error_reply('CONFLICT')
   end
 end
-local ver = redis.call('HINCRBY', meta, 'ver', 1)
+-- Each write takes the namespace's next version, in op order; a delete of a missing key
+-- writes nothing.
+local ver = tonumber(redis.call('HGET', meta, 'ver') or '0')
 while i <= #ARGV do
   local op, k = ARGV[i], ARGV[i + 1]
+  local was = live(k, now)
   if redis.call('EXISTS', ent .. k) == 1 then forget(k) end
   if op == 'p' then
+    ver = redis.call('HINCRBY', meta, 'ver', 1)
     store(k, ARGV[i + 2], ver, ARGV[i + 3])
     i = i + 4
   else
+    if was then ver = redis.call('HINCRBY', meta, 'ver', 1) end
     i = i + 2
   end
 end
