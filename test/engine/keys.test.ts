@@ -246,7 +246,11 @@ t.test('batch is all or nothing, with checks', async (t) => {
   )
   // Versions count per namespace: b's writes take 2 and 3 (in op order), b2's first is 1.
   t.equal(v.version, 1, "a new namespace's first write is version 1")
-  t.equal((await db.get('b', 'y'))?.version, 2, "each write in a batch takes its namespace's next version")
+  t.equal(
+    (await db.get('b', 'y'))?.version,
+    2,
+    "each write in a batch takes its namespace's next version",
+  )
   t.equal((await db.get('b2', 'z'))?.version, 1)
   t.equal(res.version, 3, 'a batch answers its last version')
   t.equal(db.namespaceVersion('b'), 3, "the namespace's version counts its delete too")

@@ -331,7 +331,10 @@ async function run(t: Test, cfg: RunConfig) {
             if (p.ttlMs !== undefined) hadTtl.add(p.ns)
           }
           if (res.version !== last)
-            fail(`batch phase ${phase} op ${op}: answered version ${res.version}, expected ${last}`, ops)
+            fail(
+              `batch phase ${phase} op ${op}: answered version ${res.version}, expected ${last}`,
+              ops,
+            )
         }
       } else if (x < 0.85) {
         if (!keys || st === 'unsure' || e?.ttl) continue
