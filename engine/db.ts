@@ -639,6 +639,7 @@ export class Db implements Engine {
       const res = opts?.reverse
         ? this.keydir.scanBack(n, prefix, after, limit)
         : this.keydir.scan(n, prefix, after, limit)
+      res.version = n.applied
       return Promise.resolve(res)
     } catch (err) {
       return Promise.reject(err)

@@ -77,3 +77,4 @@ function report(db: Db, dropped: Dropped[], kept: number): RepairReport {
   }
   return out
 }
+export { recentChanges } from './history.js'

@@ -76,6 +76,8 @@ export interface ListResult {
   keys: string[]
   /** Present when more keys remain: pass it as `after` to continue. */
   next?: string
+  /** The namespace's version when the page was read (that of its last durable write). */
+  version?: number
 }
 
 export type BatchOp =

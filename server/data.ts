@@ -1,10 +1,18 @@
 // Reading and writing an account's entries: the rules /v1 and the dashboard's data browser
 // share (namespace lookup, conditional writes, the storage quota, TTLs), over the store.
 import type { Account, Accounts, NamespaceInfo } from './accounts.js'
-import { ApiError } from './errors.js'
+import { ApiError, opError } from './errors.js'
 import type { Namespaces } from './namespaces.js'
 import type { PlanBook } from './plans.js'
-import type { Entry, Listed, Store, Written } from './store/types.js'
+import type {
+  Entry,
+  ListOptions,
+  Listed,
+  Store,
+  Transacted,
+  TxOp,
+  Written,
+} from './store/types.js'
 import { type Tags, matches, singleVersion } from './wire/conditions.js'
 
 export interface WriteOptions {
@@ -14,6 +22,19 @@ export interface WriteOptions {
   expiresAt?: number
   ifMatch?: Tags
   ifNoneMatch?: Tags
+  /** The metadata's JSON text; absent means none. */
+  metadata?: Buffer
+}
+
+/** A store's transaction failure as the API names it, with the op to blame. */
+function txFailure(err: unknown): unknown {
+  const e = err as { code?: string; index?: number }
+  if (e.index === undefined) return isGone(err) ? new ApiError('namespace_not_found') : err
+  if (e.code === 'CONFLICT') return opError('precondition_failed', e.index)
+  if (e.code === 'NOT_A_NUMBER') return opError('not_a_number', e.index)
+  if (e.code === 'KEY_NOT_FOUND')
+    return opError('key_not_found', e.index, 'There is no such key in this namespace.')
+  return err
 }
 
 const isConflict = (err: unknown) => (err as { code?: string }).code === 'CONFLICT'
@@ -101,6 +122,7 @@ export class Data {
         ttlMs: o.ttl !== undefined ? o.ttl * 1000 : undefined,
         expiresAt: o.expiresAt !== undefined ? o.expiresAt * 1000 : undefined,
         ifVersion,
+        metadata: o.metadata,
       })
     } catch (err) {
       if (isConflict(err)) throw new ApiError('precondition_failed')
@@ -134,13 +156,56 @@ export class Data {
     }
   }
 
-  list(
-    info: NamespaceInfo,
-    prefix: string,
-    after: string | undefined,
-    limit: number,
-  ): Promise<Listed> {
-    return this.store.list(info.storeName, { prefix, after, limit })
+  list(info: NamespaceInfo, o: ListOptions): Promise<Listed> {
+    return this.store.list(info.storeName, o)
+  }
+
+  /**
+   * A transaction (also PATCH's one op). The storage quota is checked against what its puts
+   * add, as a PUT's is; the store applies all or nothing.
+   */
+  async transact(account: Account, info: NamespaceInfo, ops: TxOp[]): Promise<Transacted> {
+    const quota = this.plans.get(account.rec.plan).maxStorageBytes
+    if (quota !== null) {
+      let adds = 0
+      for (const op of ops)
+        if (op.op === 'put') adds += Buffer.byteLength(op.key) + op.value.length
+      if (adds > 0) {
+        const used = await this.namespaces.storageBytes(account)
+        if (used + adds > quota)
+          throw new ApiError(
+            'storage_quota_exceeded',
+            `This transaction would bring the account to ${used + adds} bytes; the plan allows ${quota}.`,
+          )
+      }
+    }
+    try {
+      return await this.store.transact(info.storeName, ops)
+    } catch (err) {
+      throw txFailure(err)
+    }
+  }
+
+  /**
+   * Deletes every key that begins with `prefix`, each as a write of its own (its own version
+   * and watch event), a page at a time; resolves with how many went.
+   */
+  async deletePrefix(info: NamespaceInfo, prefix: string): Promise<number> {
+    let deleted = 0
+    for (;;) {
+      const page = await this.store.list(info.storeName, { prefix, limit: 1000 })
+      if (page.keys.length === 0) return deleted
+      const done = await this.store
+        .transact(
+          info.storeName,
+          page.keys.map((key) => ({ op: 'delete' as const, key })),
+        )
+        .catch((err) => {
+          throw txFailure(err)
+        })
+      for (const r of done.results) if ((r as { deleted?: boolean }).deleted) deleted++
+      if (page.next === undefined) return deleted
+    }
   }
 
   private async stat(info: NamespaceInfo, key: string) {

@@ -18,6 +18,24 @@ export const ERRORS = {
   invalid_limit: { status: 400, message: 'limit must be a whole number from 1 to 1000.' },
   invalid_cursor: { status: 400, message: 'The cursor is not one this listing handed out.' },
   invalid_request: { status: 400, message: 'The request is not valid.' },
+  invalid_metadata: {
+    status: 400,
+    message: '"metadata" is a JSON object whose text is at most 1024 bytes, or null.',
+  },
+  invalid_patch: {
+    status: 400,
+    message:
+      'A PATCH body is an object with one or more of "increment" (an integer), "ttl", "expiresAt", "persist": true and "metadata"; at most one of "ttl", "expiresAt" and "persist".',
+  },
+  invalid_transaction: {
+    status: 400,
+    message:
+      'A transaction is {"ops": [...]} with 1 to 1000 ops, each an object naming its "op" (check, get, put, delete or increment), no key written twice.',
+  },
+  invalid_prefix: {
+    status: 400,
+    message: 'Deleting by prefix takes a non-empty "prefix"; without one nothing is deleted.',
+  },
   unauthorized: {
     status: 401,
     message: 'Send a valid API key in the x-api-key header (or Authorization: Bearer).',
@@ -36,11 +54,24 @@ export const ERRORS = {
   namespace_not_found: { status: 404, message: 'There is no such namespace.' },
   method_not_allowed: { status: 405, message: 'This route does not take that method.' },
   namespace_exists: { status: 409, message: 'A namespace with that name already exists.' },
+  not_a_number: {
+    status: 409,
+    message: 'The stored value is not an integer, so it cannot be incremented.',
+  },
+  history_expired: {
+    status: 410,
+    message:
+      "The namespace's change history no longer reaches back to that version; list again, then watch from the list's version.",
+  },
   precondition_failed: {
     status: 412,
     message: 'The key is not at the version the request expects.',
   },
   value_too_large: { status: 413, message: "The value is larger than the plan's maxValueBytes." },
+  transaction_too_large: {
+    status: 413,
+    message: "A transaction's body may be at most the plan's maxValueBytes plus 10 MiB.",
+  },
   unsupported_media_type: {
     status: 415,
     message: 'Send the body with Content-Type: application/json (or no Content-Type).',
@@ -49,6 +80,10 @@ export const ERRORS = {
   quota_exceeded: {
     status: 429,
     message: "The account has used its plan's requests for today (UTC).",
+  },
+  watch_limit: {
+    status: 429,
+    message: 'The account already has as many open watches as its plan allows.',
   },
   internal_error: { status: 500, message: 'Something went wrong on our side.' },
   unavailable: { status: 503, message: 'The server is shutting down; try again shortly.' },
@@ -63,6 +98,9 @@ export type ErrorCode = keyof typeof ERRORS
 /** Thrown anywhere below a handler; the responder turns it into the contract's error body. */
 export class ApiError extends Error {
   readonly status: number
+
+  /** The 0-based position of the transaction op to blame, where one is. */
+  index?: number
 
   constructor(
     readonly code: ErrorCode,
@@ -86,8 +124,17 @@ const DEFAULT_TEXT = new Map(
   ]),
 )
 
-/** The JSON text of an error body. */
-export function errorText(code: ErrorCode, message?: string): string {
+/** The JSON text of an error body; `index` names a transaction's op. */
+export function errorText(code: ErrorCode, message?: string, index?: number): string {
+  if (index !== undefined)
+    return `{"error":{"code":"${code}","message":${JSON.stringify(message ?? ERRORS[code].message)},"index":${index}}}`
   if (message === undefined || message === ERRORS[code].message) return DEFAULT_TEXT.get(code)!
   return `{"error":{"code":"${code}","message":${JSON.stringify(message)}}}`
+}
+
+/** An ApiError that names the transaction op to blame. */
+export function opError(code: ErrorCode, index: number, message?: string): ApiError {
+  const err = new ApiError(code, message)
+  err.index = index
+  return err
 }

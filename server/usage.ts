@@ -6,16 +6,42 @@
 import type { Account, Accounts } from './accounts.js'
 import type { Store } from './store/types.js'
 
-export const OPS = ['get', 'put', 'delete', 'list', 'namespace', 'usage'] as const
+export const OPS = [
+  'get',
+  'put',
+  'delete',
+  'list',
+  'namespace',
+  'usage',
+  'patch',
+  'transaction',
+  'deletePrefix',
+  'watch',
+] as const
 export type OpName = (typeof OPS)[number]
-export const OP = { get: 0, put: 1, delete: 2, list: 3, namespace: 4, usage: 5 } as const
+export const OP = {
+  get: 0,
+  put: 1,
+  delete: 2,
+  list: 3,
+  namespace: 4,
+  usage: 5,
+  patch: 6,
+  transaction: 7,
+  deletePrefix: 8,
+  watch: 9,
+} as const
 
-/** A day record's fields, in the order the counters hold them. */
-const FIELDS = [...OPS, 'errors', 'rateLimited', 'bytesIn', 'bytesOut'] as const
-const ERRORS = 6
-const RATE_LIMITED = 7
-const BYTES_IN = 8
-const BYTES_OUT = 9
+/**
+ * A day record's fields, in the order the counters hold them. Watch events delivered are
+ * counted apart from requests (they are not requests: no rate limit, no daily quota).
+ */
+const FIELDS = [...OPS, 'errors', 'rateLimited', 'bytesIn', 'bytesOut', 'watchEvents'] as const
+const ERRORS = OPS.length
+const RATE_LIMITED = ERRORS + 1
+const BYTES_IN = ERRORS + 2
+const BYTES_OUT = ERRORS + 3
+const WATCH_EVENTS = ERRORS + 4
 
 const DAY_MS = 86_400_000
 /** Days of records kept; older ones are removed when the day turns. */
@@ -29,6 +55,8 @@ export interface DayUsage {
   rateLimited: number
   bytesIn: number
   bytesOut: number
+  /** Events delivered to the account's watches (not requests). */
+  watchEvents: number
   /** The account's stored bytes when the day's counters were last written. */
   storageBytes?: number
 }
@@ -76,6 +104,7 @@ export class DayCounters {
       rateLimited: this.total[RATE_LIMITED]!,
       bytesIn: this.total[BYTES_IN]!,
       bytesOut: this.total[BYTES_OUT]!,
+      watchEvents: this.total[WATCH_EVENTS]!,
       storageBytes: this.storageBytes,
     }
   }
@@ -124,7 +153,10 @@ export class Usage {
     )
   }
 
-  /** Counts one answered request. 429s count apart, not as requests of their operation. */
+  /**
+   * Counts one answered request (`count` requests for a transaction of that many ops). 429s
+   * count apart, not as requests of their operation.
+   */
   record(
     accountId: string,
     op: number,
@@ -132,6 +164,7 @@ export class Usage {
     bytesIn: number,
     bytesOut: number,
     now: number,
+    count = 1,
   ): void {
     const c = this.today(accountId, now)
     const add = (i: number, n: number) => {
@@ -140,11 +173,21 @@ export class Usage {
     }
     if (status === 429) add(RATE_LIMITED, 1)
     else {
-      add(op, 1)
+      add(op, count)
       if (status >= 400) add(ERRORS, 1)
     }
     add(BYTES_IN, bytesIn)
     add(BYTES_OUT, bytesOut)
+    c.dirty = true
+  }
+
+  /** Counts events delivered to a watch, and their bytes. */
+  watchEvents(accountId: string, events: number, bytesOut: number, now: number): void {
+    const c = this.today(accountId, now)
+    c.total[WATCH_EVENTS]! += events
+    c.pending[WATCH_EVENTS]! += events
+    c.total[BYTES_OUT]! += bytesOut
+    c.pending[BYTES_OUT]! += bytesOut
     c.dirty = true
   }
 

@@ -56,7 +56,7 @@ export class DataApi {
     const walk = walkOf(req.query.get('prefix'), req.query.get('cursor') || null)
     if (walk === undefined) throw new ApiError('invalid_cursor')
     const { prefix, after } = walk
-    const page = await this.ctx.data.list(info, prefix, after, limit).catch(gone)
+    const page = await this.ctx.data.list(info, { prefix, after, limit }).catch(gone)
     return jsonReply(200, {
       keys: page.keys,
       cursor: page.next === undefined ? null : encodeCursor(page.next, prefix),

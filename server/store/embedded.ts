@@ -10,7 +10,10 @@ import type { Durability } from '../../engine/types.js'
 import { takeToken } from './token-bucket.js'
 import { EmbeddedRecords } from './embedded-records.js'
 import { reconcileNamespaces } from './embedded-reconcile.js'
-import type { Bucket, Entry, Feed, Limiter, Store } from './types.js'
+import { EmbeddedFeed } from './embedded-feed.js'
+import { transact } from './embedded-tx.js'
+import { hasMetadata, metadataOf, valueOf, wrap } from './envelope.js'
+import type { Bucket, Entry, Limiter, ListOptions, Listed, ListedEntry, Store } from './types.js'
 
 /** Accounts whose buckets are held at most; an evicted one comes back full (docs/configuration.md). */
 const BUCKETS_MAX = 100_000
@@ -43,13 +46,48 @@ export async function openEmbeddedStore(dir: string, durability: Durability): Pr
   }
 }
 
-const notYet: Feed = {
-  version: () => Promise.resolve(0),
-  read: () => Promise.resolve('expired'),
-  subscribe: () => () => {},
+/** The engine's answer with the metadata taken out of the stored bytes (envelope.ts). */
+function entryOf(got: Entry | undefined): Entry | undefined {
+  if (got === undefined || !hasMetadata(got.value)) return got
+  const e: Entry = { value: valueOf(got.value), version: got.version }
+  if (got.expiresAt !== undefined) e.expiresAt = got.expiresAt
+  e.metadata = metadataOf(got.value)
+  return e
+}
+
+async function list(db: Db, ns: string, o: ListOptions = {}): Promise<Listed> {
+  const res = await db.list(ns, o)
+  const out: Listed = { keys: res.keys, version: res.version ?? 0 }
+  if (res.next !== undefined) out.next = res.next
+  if (!o.include) return out
+  // Read in the same turn as the keys (the index is in memory), so the page is one snapshot.
+  const entries: ListedEntry[] = []
+  const keys: string[] = []
+  let bytes = 0
+  for (const key of res.keys) {
+    const got = db.getNow(ns, key) as Entry | undefined
+    if (got === undefined) continue
+    const e: ListedEntry = { key, version: got.version }
+    if (got.expiresAt !== undefined) e.expiresAt = got.expiresAt
+    if (o.include.values) {
+      e.value = valueOf(got.value)
+      bytes += e.value.length
+    }
+    if (o.include.metadata) e.metadata = metadataOf(got.value) ?? null
+    entries.push(e)
+    keys.push(key)
+    if (o.maxBytes !== undefined && bytes > o.maxBytes) break
+  }
+  out.entries = entries
+  out.keys = keys
+  // A page cut short by its bytes continues after its last entry.
+  if (keys.length < res.keys.length && keys.length > 0 && res.keys.at(-1) !== keys.at(-1))
+    out.next = keys.at(-1)
+  return out
 }
 
 function embeddedStore(db: Db, records: EmbeddedRecords): Store {
+  const feed = new EmbeddedFeed(db)
   return {
     kind: 'embedded',
     soleWriter: true,
@@ -60,20 +98,24 @@ function embeddedStore(db: Db, records: EmbeddedRecords): Store {
       backup: (to) => db.backup(to),
       stats: () => db.stats(),
     },
+    feed,
     createNamespace: (ns) => db.createNamespace(ns),
-    dropNamespace: (ns) => db.dropNamespace(ns),
+    async dropNamespace(ns) {
+      const dropped = await db.dropNamespace(ns)
+      feed.dropped(ns)
+      return dropped
+    },
     async namespaceCounts(ns) {
       const s = db.namespaceStats(ns)
       return s && { keys: s.keys, bytes: s.bytes }
     },
-    get: (ns, key) => db.get(ns, key) as Promise<Entry | undefined>,
-    getNow: (ns, key) => db.getNow(ns, key) as Entry | undefined,
+    get: async (ns, key) => entryOf((await db.get(ns, key)) as Entry | undefined),
+    getNow: (ns, key) => entryOf(db.getNow(ns, key) as Entry | undefined),
     stat: (ns, key) => db.stat(ns, key),
-    put: (ns, key, value, opts) => db.put(ns, key, value, opts),
+    put: (ns, key, value, opts) => db.put(ns, key, wrap(value, opts?.metadata), opts),
     delete: (ns, key, opts) => db.delete(ns, key, opts),
-    list: async (ns, opts) => ({ ...(await db.list(ns, opts)), version: 0 }),
-    transact: () => Promise.reject(new Error('not built yet')),
-    feed: notYet,
+    list: (ns, opts) => list(db, ns, opts),
+    transact: (ns, ops) => transact(db, ns, ops),
     batch: (ns, ops, checks) =>
       db.batch(
         ops.map((op) => ({ ...op, ns })),
@@ -81,7 +123,10 @@ function embeddedStore(db: Db, records: EmbeddedRecords): Store {
       ),
     health: () => db.health(),
     flush: () => db.flush(),
-    close: () => db.close(),
+    close: () => {
+      feed.close()
+      return db.close()
+    },
   }
 }
 

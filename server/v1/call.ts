@@ -46,6 +46,8 @@ export class Call {
   key: ApiKey | undefined = undefined
   /** The usage operation (usage.ts OP), or -1 when the request is not counted. */
   op = -1
+  /** Requests this call counts as (a transaction's ops). */
+  count = 1
   route: number
   bytesIn = 0
   limit = -1
@@ -142,7 +144,7 @@ export class Call {
     this.finish(status, 0)
   }
 
-  fail(code: ErrorCode, message?: string, extra = '', close = false): void {
+  fail(code: ErrorCode, message?: string, extra = '', close = false, index?: number): void {
     if (this.done || this.aborted) return
     if (this.unreadBody) {
       this.unreadBody = false
@@ -150,16 +152,17 @@ export class Call {
       let seen = 0
       this.res.onData((chunk, isLast) => {
         seen += chunk.byteLength
-        if (isLast || seen > DRAIN_MAX) this.fail(code, message, extra, close || !isLast)
+        if (isLast || seen > DRAIN_MAX) this.fail(code, message, extra, close || !isLast, index)
       })
       return
     }
-    this.send(errorStatus(code), errorText(code, message), extra, close)
+    this.send(errorStatus(code), errorText(code, message, index), extra, close)
   }
 
   /** Answers for anything thrown below a handler: ApiError as itself, the rest as a 500. */
   error(err: unknown): void {
-    if (err instanceof ApiError) return this.fail(err.code, err.message, headerLines(err.headers))
+    if (err instanceof ApiError)
+      return this.fail(err.code, err.message, headerLines(err.headers), false, err.index)
     // Storage refusing for a reason the caller can act on is not a server error.
     const code = (err as { code?: string })?.code
     if (code === 'NAMESPACE_NOT_FOUND') return this.fail('namespace_not_found')
@@ -193,6 +196,7 @@ export class Call {
         this.bytesIn,
         bytesOut,
         Date.now(),
+        this.count,
       )
     }
     ctx.metrics.observe(this.route, status, (performance.now() - this.started) / 1000)

@@ -24,7 +24,7 @@ export function listKeys(call: Call, req: HttpRequest, parsed: Parsed): void {
   const { prefix, after } = walk
   withNamespace(call, ns, (info) => {
     call.async()
-    call.ctx.data.list(info, prefix, after, limit).then(
+    call.ctx.data.list(info, { prefix, after, limit }).then(
       (page) => {
         let body = `{"keys":${JSON.stringify(page.keys)}`
         if (page.next !== undefined) body += `,"cursor":"${encodeCursor(page.next, prefix)}"`

@@ -261,7 +261,12 @@ export interface PutBody {
   ttl?: number
   /** Unix seconds. */
   expiresAt?: number
+  /** The metadata's JSON text (an object), when given and not null. */
+  metadata?: Buffer
 }
+
+/** The most metadata's JSON text may be, as sent. */
+export const MAX_METADATA_BYTES = 1024
 
 const MAX_TTL_SECONDS = 100 * 365 * 86400
 const MAX_EXPIRES_AT = 253402300799 // 9999-12-31T23:59:59Z
@@ -285,6 +290,7 @@ export function parsePutBody(
   let vSpaces = 0
   let ttl: [number, number] | undefined
   let exp: [number, number] | undefined
+  let meta: Span | undefined
   try {
     s.ws()
     if (body[s.i] !== 0x7b) {
@@ -300,6 +306,7 @@ export function parsePutBody(
         vSpaces = spaces
       } else if (name === 'ttl') ttl = [start, end]
       else if (name === 'expiresAt') exp = [start, end]
+      else if (name === 'metadata') meta = { start, end, spaces }
     })
     s.ws()
     if (s.i !== body.length) invalid(`unexpected byte after the body at offset ${s.i}`)
@@ -327,6 +334,22 @@ export function parsePutBody(
       `The value is ${out.value.length} bytes of JSON; the plan allows ${maxValueBytes}.`,
     )
   }
+  if (meta) {
+    const m = metadataText(body, meta)
+    if (m !== null) out.metadata = m
+  }
+  Object.assign(out, expiryOf(body, ttl, exp, nowMs))
+  return out
+}
+
+/** `ttl` and `expiresAt` as PUT takes them (spans of their text); throws invalid_ttl. */
+export function expiryOf(
+  body: Uint8Array,
+  ttl: [number, number] | undefined,
+  exp: [number, number] | undefined,
+  nowMs: number,
+): { ttl?: number; expiresAt?: number } {
+  const out: { ttl?: number; expiresAt?: number } = {}
   if (ttl && exp) throw new ApiError('invalid_ttl', 'Give "ttl" or "expiresAt", not both.')
   if (ttl) {
     const n = whole(body, ttl[0], ttl[1])
@@ -370,4 +393,112 @@ export function parseJsonObject(body: Uint8Array): Record<string, unknown> {
     throw new ApiError('invalid_request', 'The request body must be a JSON object.')
   }
   return v
+}
+
+/** Where a member's or element's JSON text lies in a body, and its whitespace outside strings. */
+export interface Span {
+  start: number
+  end: number
+  spaces: number
+}
+
+function checked<T>(body: Uint8Array, fn: () => T): T {
+  try {
+    return fn()
+  } catch (err) {
+    if (err instanceof Invalid)
+      throw new ApiError('invalid_json', `The request body is not valid JSON: ${err.message}.`)
+    throw err
+  }
+}
+
+/**
+ * Checks a whole body as strict JSON and returns its top-level members' spans, or undefined
+ * when it is not an object. A member given twice is refused (invalid_json).
+ */
+export function bodyMembers(body: Uint8Array): Map<string, Span> | undefined {
+  return checked(body, () => {
+    const s = new Scanner(body)
+    s.ws()
+    if (body[s.i] !== 0x7b) {
+      s.value(0)
+      s.ws()
+      if (s.i !== body.length) invalid(`unexpected byte at offset ${s.i}`)
+      return undefined
+    }
+    const out = new Map<string, Span>()
+    envelope(s, (name, start, end, spaces) => out.set(name, { start, end, spaces }))
+    s.ws()
+    if (s.i !== body.length) invalid(`unexpected byte after the body at offset ${s.i}`)
+    return out
+  })
+}
+
+/** The members of the object at `at` (a checked body), or undefined when it is no object. */
+export function objectMembers(body: Uint8Array, at: Span): Map<string, Span> | undefined {
+  if (body[at.start] !== 0x7b) return undefined
+  return checked(body, () => {
+    const s = new Scanner(body)
+    s.i = at.start
+    const out = new Map<string, Span>()
+    envelope(s, (name, start, end, spaces) => out.set(name, { start, end, spaces }))
+    return out
+  })
+}
+
+/** The elements of the array at `at` (a checked body), or undefined when it is no array. */
+export function arrayElements(body: Uint8Array, at: Span): Span[] | undefined {
+  if (body[at.start] !== 0x5b) return undefined
+  return checked(body, () => {
+    const s = new Scanner(body)
+    s.i = at.start + 1
+    const out: Span[] = []
+    s.ws()
+    if (body[s.i] === 0x5d) return out
+    for (;;) {
+      const start = s.i
+      const before = s.spaces
+      s.value(1)
+      out.push({ start, end: s.i, spaces: s.spaces - before })
+      s.ws()
+      const c = body[s.i++]
+      if (c === 0x5d) return out
+      s.ws()
+    }
+  })
+}
+
+/** A span's JSON text without insignificant whitespace (a view when it has none). */
+export function spanText(body: Uint8Array, at: Span): Buffer {
+  return at.spaces === 0
+    ? Buffer.from(body.buffer, body.byteOffset + at.start, at.end - at.start)
+    : minify(body, at.start, at.end, at.spaces)
+}
+
+/** The text of a span holding a JSON string, or undefined when it holds something else. */
+export function spanString(body: Uint8Array, at: Span): string | undefined {
+  if (body[at.start] !== 0x22) return undefined
+  return JSON.parse(spanText(body, at).toString('utf8')) as string
+}
+
+/** The span's literal when it is true, false or null. */
+export function spanLiteral(body: Uint8Array, at: Span): boolean | null | undefined {
+  const c = body[at.start]
+  if (c === 0x74) return true
+  if (c === 0x66) return false
+  if (c === 0x6e) return null
+  return undefined
+}
+
+/** Metadata as PUT and PATCH take it: an object's text (at most 1 KiB as sent) or null. */
+export function metadataText(body: Uint8Array, at: Span): Buffer | null {
+  if (spanLiteral(body, at) === null) return null
+  if (body[at.start] !== 0x7b) throw new ApiError('invalid_metadata', '"metadata" must be a JSON object or null.')
+  if (at.end - at.start > MAX_METADATA_BYTES) {
+    throw new ApiError(
+      'invalid_metadata',
+      `"metadata" is ${at.end - at.start} bytes of JSON; at most ${MAX_METADATA_BYTES} are kept.`,
+    )
+  }
+  return spanText(body, at)
 }

@@ -78,3 +78,15 @@ function hasDotSegment(key: string): boolean {
   for (const seg of key.split('/')) if (seg === '.' || seg === '..') return true
   return false
 }
+
+/** Whether a key given as a string (a transaction's op) meets the same rules. */
+export function validKey(key: string): boolean {
+  // A lone surrogate (a JSON escape like \ud800) has no UTF-8 form.
+  if (key.length === 0 || /[\ud800-\udfff]/u.test(key) || Buffer.byteLength(key) > MAX_KEY_BYTES)
+    return false
+  for (let i = 0; i < key.length; i++) {
+    const c = key.charCodeAt(i)
+    if (c < 0x20 || c === 0x7f) return false
+  }
+  return !hasDotSegment(key)
+}

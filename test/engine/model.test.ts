@@ -365,8 +365,10 @@ async function run(t: Test, cfg: RunConfig) {
           limit: r() < 0.7 ? 1 + Math.floor(r() * 12) : undefined,
           reverse: r() < 0.3,
         }
-        const res = await db.list(ns, o)
+        const { version, ...res } = await db.list(ns, o)
         const want = expectedList(keys, o)
+        if (version !== (nsVersion.get(ns) ?? 0))
+          fail(`phase ${phase} op ${op}: list ${ns} at version ${version}`, nsVersion.get(ns))
         if (!isDeepStrictEqual({ ...res }, want))
           fail(`phase ${phase} op ${op}: list ${ns} ${inspect(o)}`, { got: res, want })
       } else if (x < 0.975) {

@@ -1,0 +1,224 @@
+// The change feed of the embedded store. The engine hands every durable group of writes to
+// onCommit, in commit order, once reads can see them; here each namespace keeps its recent
+// changes in a ring (for watches that resume from a version) and passes them to its live
+// subscribers. After a restart the rings start empty, and the first resume that reaches back
+// before them reads the history back from the log (engine/history.ts), keeping only what
+// joins up with the ring without a gap.
+import type { Db } from '../../engine/index.js'
+import { type CommittedChange, recentChanges } from '../../engine/index.js'
+import { metadataOf, valueOf } from './envelope.js'
+import type { Change, Feed } from './types.js'
+
+/** The contract's history: the last 10,000 changes of a namespace, or its last 64 MiB. */
+export const HISTORY_CHANGES = 10_000
+export const HISTORY_BYTES = 64 * 1024 * 1024
+/** All namespaces' rings together; past it the largest ring gives up its oldest changes. */
+const TOTAL_BYTES = 512 * 1024 * 1024
+/** How much of the log a restart's history is read back from. */
+const RECOVER_BYTES = 128 * 1024 * 1024
+/** A change's bytes beyond its value and key: the objects around them. */
+const OVERHEAD = 96
+
+interface Ring {
+  changes: Change[]
+  /** The first change still kept (changes[head..] are live; the rest wait to be cut off). */
+  head: number
+  bytes: number
+  /** The ring holds every change after this version. */
+  floor: number
+}
+
+type Listener = (changes: Change[]) => void
+
+const sizeOf = (c: Change) =>
+  OVERHEAD + c.key.length + (c.value?.length ?? 0) + (c.metadata?.length ?? 0)
+
+function toChange(c: CommittedChange): Change {
+  if (c.type === 'delete') return { type: 'delete', key: c.key, version: c.version }
+  const stored = c.value as Buffer
+  const out: Change = { type: 'put', key: c.key, version: c.version, value: valueOf(stored) }
+  if (c.expiresAt !== undefined) out.expiresAt = c.expiresAt
+  const meta = metadataOf(stored)
+  if (meta !== undefined) out.metadata = meta
+  return out
+}
+
+export class EmbeddedFeed implements Feed {
+  private rings = new Map<string, Ring>()
+  private listeners = new Map<string, Set<Listener>>()
+  private total = 0
+  private recovered: Promise<void> | null = null
+  private stop: () => void
+
+  constructor(private db: Db) {
+    this.stop = db.onCommit((changes) => this.committed(changes))
+  }
+
+  close(): void {
+    this.stop()
+  }
+
+  /** A dropped namespace's history goes with it (a new one of that name starts over). */
+  dropped(ns: string): void {
+    const ring = this.rings.get(ns)
+    if (ring) this.total -= ring.bytes
+    this.rings.delete(ns)
+  }
+
+  async version(ns: string): Promise<number> {
+    return this.db.namespaceVersion(ns)
+  }
+
+  async read(ns: string, since: number, limit: number): Promise<Change[] | 'expired'> {
+    const current = this.db.namespaceVersion(ns)
+    if (since >= current) return []
+    if (since < (this.rings.get(ns)?.floor ?? current)) {
+      this.recovered ??= this.recover()
+      await this.recovered
+      if (since < (this.rings.get(ns)?.floor ?? this.db.namespaceVersion(ns))) return 'expired'
+    }
+    const ring = this.rings.get(ns)!
+    const out: Change[] = []
+    // Versions in a ring are consecutive but for failed writes' gaps: search, then walk.
+    let lo = ring.head
+    let hi = ring.changes.length
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1
+      if (ring.changes[mid]!.version <= since) lo = mid + 1
+      else hi = mid
+    }
+    for (let i = lo; i < ring.changes.length && out.length < limit; i++) out.push(ring.changes[i]!)
+    return out
+  }
+
+  subscribe(ns: string, listener: Listener): () => void {
+    let set = this.listeners.get(ns)
+    if (!set) {
+      set = new Set()
+      this.listeners.set(ns, set)
+    }
+    set.add(listener)
+    return () => {
+      set.delete(listener)
+      if (set.size === 0 && this.listeners.get(ns) === set) this.listeners.delete(ns)
+    }
+  }
+
+  private committed(changes: CommittedChange[]): void {
+    let ns = ''
+    let batch: Change[] = []
+    for (const c of changes) {
+      if (c.ns !== ns) {
+        this.deliver(ns, batch)
+        ns = c.ns
+        batch = []
+      }
+      const ch = toChange(c)
+      this.keep(ns, ch)
+      batch.push(ch)
+    }
+    this.deliver(ns, batch)
+  }
+
+  private deliver(ns: string, batch: Change[]): void {
+    if (batch.length === 0) return
+    const set = this.listeners.get(ns)
+    if (!set) return
+    for (const l of set) l(batch)
+  }
+
+  private keep(ns: string, c: Change): void {
+    let ring = this.rings.get(ns)
+    if (!ring) {
+      // Every durable change since open passed through here, so this one follows the last
+      // version open found (a gap is a write that failed, not a change).
+      ring = { changes: [], head: 0, bytes: 0, floor: c.version - 1 }
+      this.rings.set(ns, ring)
+    }
+    ring.changes.push(c)
+    const size = sizeOf(c)
+    ring.bytes += size
+    this.total += size
+    while (
+      ring.changes.length - ring.head > HISTORY_CHANGES ||
+      (ring.bytes > HISTORY_BYTES && ring.changes.length - ring.head > 1)
+    )
+      this.dropOldest(ring)
+    if (this.total > TOTAL_BYTES) this.shed()
+  }
+
+  private dropOldest(ring: Ring): void {
+    const c = ring.changes[ring.head]!
+    ring.changes[ring.head] = undefined as unknown as Change
+    ring.head++
+    const size = sizeOf(c)
+    ring.bytes -= size
+    this.total -= size
+    ring.floor = c.version
+    // Cut the dead front off now and then, not on every change.
+    if (ring.head > 1024 && ring.head * 2 > ring.changes.length) {
+      ring.changes = ring.changes.slice(ring.head)
+      ring.head = 0
+    }
+  }
+
+  /** Past the total, the largest rings give up their oldest changes first. */
+  private shed(): void {
+    const rings = [...this.rings.values()].sort((a, b) => b.bytes - a.bytes)
+    for (const ring of rings) {
+      while (this.total > TOTAL_BYTES * 0.9 && ring.changes.length - ring.head > 1)
+        this.dropOldest(ring)
+      if (this.total <= TOTAL_BYTES * 0.9) return
+    }
+  }
+
+  /**
+   * Reads recent history back from the log (once per process) and puts in front of each ring
+   * the run of versions that leads up to it without a gap.
+   */
+  private async recover(): Promise<void> {
+    let found: CommittedChange[]
+    try {
+      found = await recentChanges(this.db, RECOVER_BYTES)
+    } catch {
+      return
+    }
+    const byNs = new Map<string, Map<number, CommittedChange>>()
+    for (const c of found) {
+      let m = byNs.get(c.ns)
+      if (!m) {
+        m = new Map()
+        byNs.set(c.ns, m)
+      }
+      m.set(c.version, c)
+    }
+    for (const [ns, versions] of byNs) {
+      let ring = this.rings.get(ns)
+      const top = ring ? ring.floor : this.db.namespaceVersion(ns)
+      const before: Change[] = []
+      let v = top
+      while (v > 0 && versions.has(v) && before.length < HISTORY_CHANGES) {
+        before.push(toChange(versions.get(v)!))
+        v--
+      }
+      if (before.length === 0) continue
+      before.reverse()
+      if (!ring) {
+        ring = { changes: [], head: 0, bytes: 0, floor: top }
+        this.rings.set(ns, ring)
+      }
+      let bytes = 0
+      for (const c of before) bytes += sizeOf(c)
+      ring.changes = [...before, ...ring.changes.slice(ring.head)]
+      ring.head = 0
+      ring.bytes += bytes
+      this.total += bytes
+      ring.floor = v
+      while (ring.changes.length > HISTORY_CHANGES || ring.bytes > HISTORY_BYTES) {
+        if (ring.changes.length - ring.head <= 1) break
+        this.dropOldest(ring)
+      }
+    }
+    if (this.total > TOTAL_BYTES) this.shed()
+  }
+}

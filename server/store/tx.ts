@@ -1,0 +1,24 @@
+// What every store's transactions share: the errors they reject with and the integer rule
+// for increments (the Redis backend applies the same rule in Lua; docs/redis.md).
+
+/** An integer as the contract's increment accepts it: no sign but `-`, no leading zeros. */
+export const INTEGER_TEXT = /^-?(0|[1-9][0-9]*)$/
+
+export type TxErrorCode = 'CONFLICT' | 'NOT_A_NUMBER' | 'KEY_NOT_FOUND'
+
+export interface TxError extends Error {
+  code: TxErrorCode
+  /** The 0-based position of the op that failed. */
+  index: number
+}
+
+export function txError(code: TxErrorCode, index: number, message: string): TxError {
+  return Object.assign(new Error(message), { code, index })
+}
+
+/** The stored integer plus `by`, exactly; undefined when the text is not an integer. */
+export function addInteger(text: string | undefined, by: bigint): bigint | undefined {
+  if (text === undefined) return by
+  if (!INTEGER_TEXT.test(text)) return undefined
+  return BigInt(text) + by
+}
