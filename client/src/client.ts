@@ -441,7 +441,8 @@ export class Cairn {
         limit: options.limit,
         cursor: options.cursor,
         include,
-        reverse: options.reverse ? 1 : undefined,
+        // Sent as given: `reverse: false` with a cursor made in reverse is the server's to refuse.
+        reverse: options.reverse === undefined ? undefined : options.reverse ? 1 : 0,
       })
     return send(this.#cfg, {
       method: 'GET',

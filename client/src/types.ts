@@ -66,7 +66,7 @@ export interface ListOptions extends CallOptions {
    * direction: pass the same `prefix` and `reverse` with it, or none.
    */
   cursor?: string
-  /** Descending order (`reverse=1`) instead of ascending. */
+  /** `true`: descending order (`reverse=1`); `false`: ascending, said explicitly (`reverse=0`). */
   reverse?: boolean
 }
 
