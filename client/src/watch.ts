@@ -215,8 +215,9 @@ async function* run<T>(
           // The idle clock runs only while waiting for the server, not while the loop body runs.
           if (timer !== undefined) clearTimeout(timer)
           if (done) break
+          const messages = parser.push(decoder.decode(value, { stream: true }))
           if (parser.retryMs !== undefined) serverRetryMs = parser.retryMs
-          for (const msg of parser.push(decoder.decode(value, { stream: true }))) {
+          for (const msg of messages) {
             if (msg.event === 'error') {
               const err = streamError(msg.data, streamId)
               if (!retryable(err)) throw err
