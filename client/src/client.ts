@@ -1,26 +1,55 @@
 // The Cairn class: one method per /v1 operation.
-import { BadRequestError, InvalidResponseError, NotFoundError } from './errors.js'
+import {
+  BadRequestError,
+  InvalidPatchError,
+  InvalidPrefixError,
+  InvalidResponseError,
+  NotFoundError,
+} from './errors.js'
 import { envVar } from './env.js'
-import { type BigIntMode, parseJson, stringifyJson } from './json.js'
+import { type BigIntMode, integerText, parseJson, stringifyJson, toBigInt } from './json.js'
 import { jsonTextError } from './json-text.js'
 import { keyPath, namespacePath, query } from './paths.js'
 import { retryPolicy } from './retry.js'
+import { Transaction } from './transaction.js'
+import {
+  describeValue,
+  etag,
+  expiresAtOf,
+  invalid,
+  metadataText,
+  parseExact,
+  unixSeconds,
+  versionOf,
+} from './wire.js'
 import { type Reply, replyJson, send, type TransportConfig } from './transport.js'
 import type {
   CallOptions,
   ClientOptions,
   CreatedNamespace,
   DeleteOptions,
+  DeletePrefixOptions,
+  EntriesOptions,
+  EntriesPage,
   Entry,
+  EntryWithMetadata,
+  IncrementOptions,
+  IntegerLike,
   KeysOptions,
+  ListedEntry,
+  ListEntriesOptions,
   ListOptions,
   ListPage,
+  Metadata,
   NamespaceInfo,
+  PatchOptions,
+  PatchResult,
   PutOptions,
   PutResult,
   RawEntry,
   Usage,
 } from './types.js'
+import { type WatchEvent, type WatchOptions, watchStream } from './watch.js'
 
 /**
  * A client for one Cairn account.
@@ -72,8 +101,11 @@ export class Cairn {
    * integers) under `key`. Unconditional writes are retried on transient failures (the
    * same value lands either way, though `created` may then read false); conditional ones
    * (`ifMatch`, `ifNoneMatch`) only after a 429, which guarantees nothing was written.
+   * `metadata` (a JSON object, at most 1 KiB of JSON text) is stored beside the value and
+   * replaced by every put; leave it out to store none.
    * @throws NotFoundError when the namespace does not exist; ConflictError when a condition fails;
-   *   PayloadTooLargeError; QuotaExceededError; BadRequestError for a bad key or TTL, and,
+   *   PayloadTooLargeError; QuotaExceededError; InvalidMetadataError (also before sending, for
+   *   metadata that is not an object or is too long); BadRequestError for a bad key or TTL, and,
    *   before sending, for a value JSON would change (`NaN`, `Infinity`, a `Map` or `Set`)
    *   or cannot hold (`undefined`, a function, a cycle).
    */
@@ -138,12 +170,9 @@ export class Cairn {
     let body = `{"value":${json}`
     if (options.ttl !== undefined) body += `,"ttl":${JSON.stringify(options.ttl)}`
     if (options.expiresAt !== undefined) {
-      const at =
-        options.expiresAt instanceof Date
-          ? Math.ceil(options.expiresAt.getTime() / 1000)
-          : options.expiresAt
-      body += `,"expiresAt":${JSON.stringify(at)}`
+      body += `,"expiresAt":${JSON.stringify(unixSeconds(options.expiresAt))}`
     }
+    if (options.metadata !== undefined) body += `,"metadata":${metadataText(options.metadata)}`
     body += '}'
     const headers: Record<string, string> = {}
     if (options.ifMatch !== undefined) headers['if-match'] = etag(options.ifMatch)
@@ -196,10 +225,56 @@ export class Cairn {
     key: string,
     options: CallOptions = {},
   ): Promise<RawEntry | null> {
-    const path = `/${namespacePath(namespace)}/${keyPath(key)}`
-    let reply: Reply
+    const reply = await this.#read(namespace, key, false, options)
+    if (reply === null) return null
+    const out: RawEntry = { raw: rawValue(reply), version: versionOf(reply) ?? '' }
+    const expires = expiresAtOf(reply)
+    if (expires !== undefined) out.expiresAt = expires
+    return out
+  }
+
+  /**
+   * Reads a key with its metadata (`GET ?metadata=1`). The value comes back as from
+   * {@link Cairn.get}; so do integers beyond 2^53 inside the metadata.
+   * @typeParam T The value's type as you expect it; not checked at run time.
+   * @typeParam M The metadata's type as you expect it; not checked at run time.
+   * @returns `{ value, metadata, version, expiresAt? }` (`metadata` null when the entry has
+   *   none), or null when the key does not exist (or has expired).
+   * @throws NotFoundError when the namespace does not exist.
+   */
+  async getWithMetadata<T = unknown, M extends Metadata = Metadata>(
+    namespace: string,
+    key: string,
+    options: CallOptions = {},
+  ): Promise<EntryWithMetadata<T, M> | null> {
+    const reply = await this.#read(namespace, key, true, options)
+    if (reply === null) return null
+    const res = this.#parse(reply)
+    if (res === null || typeof res !== 'object' || !('value' in res)) {
+      throw invalid(reply, 'a value without "value"')
+    }
+    const body = res as { value: unknown; metadata?: unknown }
+    const out: EntryWithMetadata<T, M> = {
+      value: body.value as T,
+      metadata: (body.metadata ?? null) as M | null,
+      version: versionOf(reply) ?? '',
+    }
+    const expires = expiresAtOf(reply)
+    if (expires !== undefined) out.expiresAt = expires
+    return out
+  }
+
+  /** GET of one key; null for a missing key. */
+  async #read(
+    namespace: string,
+    key: string,
+    metadata: boolean,
+    options: CallOptions,
+  ): Promise<Reply | null> {
+    const path =
+      `/${namespacePath(namespace)}/${keyPath(key)}` + (metadata ? query({ metadata: 1 }) : '')
     try {
-      reply = await send(this.#cfg, {
+      return await send(this.#cfg, {
         method: 'GET',
         path,
         signal: options.signal,
@@ -209,14 +284,111 @@ export class Cairn {
       if (err instanceof NotFoundError && err.code === 'key_not_found') return null
       throw err
     }
-    const out: RawEntry = { raw: rawValue(reply), version: versionOf(reply) ?? '' }
-    const expires = reply.headers.get('x-expires-at')
-    if (expires !== null && expires.trim() !== '' && Number.isFinite(Number(expires))) {
-      out.expiresAt = Number(expires)
+  }
+
+  /** A response body parsed exactly, integers beyond 2^53 per the `bigints` option. */
+  #parse(reply: Reply): any {
+    try {
+      return parseJson(reply.text, this.#bigints)
+    } catch {
+      throw new InvalidResponseError({
+        status: reply.status,
+        code: 'invalid_response',
+        message: `The server's response is not JSON: ${reply.text.slice(0, 100)}`,
+        requestId: reply.requestId,
+      })
+    }
+  }
+
+  /**
+   * Changes an entry in place (`PATCH`): adds to an integer value, changes the expiry
+   * (`ttl`, `expiresAt`, or `persist: true` to remove it) without rewriting the value,
+   * replaces the metadata (`null` removes it); one or more of these at once. Every patch is a
+   * write: a new version and a watch event.
+   *
+   * A patch with `increment` is not repeatable, so it is retried only after a 429 (nothing was
+   * applied); after a lost answer it fails with the network error, as the increment may or
+   * may not have happened. Patches without `increment` and `ifMatch` are retried like an
+   * unconditional put.
+   * @returns `{ created, version, value? }`: `value` is the new integer after an `increment`,
+   *   always a bigint; `created` is true when the increment created the key.
+   * @throws NotANumberError when the stored value is not an integer; NotFoundError
+   *   (`key_not_found`) for a missing key without `increment`, or a missing namespace;
+   *   ConflictError when `ifMatch` fails; BadRequestError for a bad TTL; InvalidPatchError
+   *   for a patch the server refuses, and before sending for an empty patch or an
+   *   `increment` that is not an integer (`1.5`, `1e3`, a number past 2^53).
+   */
+  async patch(namespace: string, key: string, options: PatchOptions): Promise<PatchResult> {
+    const path = `/${namespacePath(namespace)}/${keyPath(key)}`
+    const members: string[] = []
+    if (options.increment !== undefined) {
+      const text = integerText(options.increment)
+      if (text === undefined) {
+        throw new InvalidPatchError({
+          status: 400,
+          code: 'invalid_patch',
+          message: `increment must be an integer (a safe integer number, a bigint or a string of digits); got ${describeValue(options.increment)}.`,
+        })
+      }
+      members.push(`"increment":${text}`)
+    }
+    if (options.ttl !== undefined) members.push(`"ttl":${JSON.stringify(options.ttl)}`)
+    if (options.expiresAt !== undefined) {
+      members.push(`"expiresAt":${JSON.stringify(unixSeconds(options.expiresAt))}`)
+    }
+    if (options.persist !== undefined) members.push(`"persist":${JSON.stringify(options.persist)}`)
+    if (options.metadata !== undefined) members.push(`"metadata":${metadataText(options.metadata)}`)
+    if (members.length === 0) {
+      throw new InvalidPatchError({
+        status: 400,
+        code: 'invalid_patch',
+        message: 'A patch needs at least one of increment, ttl, expiresAt, persist or metadata.',
+      })
+    }
+    const headers: Record<string, string> = {}
+    if (options.ifMatch !== undefined) headers['if-match'] = etag(options.ifMatch)
+    const repeatable = options.increment === undefined && options.ifMatch === undefined
+    const reply = await send(this.#cfg, {
+      method: 'PATCH',
+      path,
+      body: `{${members.join(',')}}`,
+      headers,
+      signal: options.signal,
+      retry: repeatable ? 'idempotent' : 'unapplied',
+    })
+    // Parsed exactly whatever the bigints option: the new value keeps every digit.
+    const res = parseExact(reply)
+    const out: PatchResult = {
+      created: reply.status === 201,
+      version: String(res?.version ?? versionOf(reply) ?? ''),
+    }
+    if (options.increment !== undefined) {
+      const value = toBigInt(res?.value)
+      if (value === undefined)
+        throw invalid(reply, 'an increment\'s answer without an integer "value"')
+      out.value = value
     }
     return out
   }
 
+  /**
+   * Adds `by` (default 1; may be negative; any size as a bigint or a string of digits) to the
+   * integer stored under `key`, creating it from 0 when missing, and returns the new value
+   * exactly, always as a bigint: `Number(await kv.increment(ns, 'hits'))` when you know it is
+   * small. Exact for integers of any size; 50 concurrent increments add 50. Not retried after
+   * a lost answer (see {@link Cairn.patch}).
+   * @throws NotANumberError when the stored value's JSON text is not an integer (`1.0`, `"3"`);
+   *   InvalidPatchError before sending when `by` is not an integer.
+   */
+  async increment(
+    namespace: string,
+    key: string,
+    by: IntegerLike = 1,
+    options: IncrementOptions = {},
+  ): Promise<bigint> {
+    const res = await this.patch(namespace, key, { ...options, increment: by })
+    return res.value!
+  }
   /**
    * Deletes a key. Retried on transient failures when unconditional, so a delete whose first
    * answer was lost may report false.
@@ -243,29 +415,46 @@ export class Cairn {
   }
 
   /**
-   * One page of keys, in ascending UTF-8 byte order. To walk every key use {@link Cairn.keys}.
-   * @throws NotFoundError when the namespace does not exist; BadRequestError for a bad limit or cursor.
+   * One page of keys, in ascending UTF-8 byte order (descending with `reverse`), with the
+   * namespace's `version` when the page was read. To walk every key use {@link Cairn.keys}.
+   * @throws NotFoundError when the namespace does not exist; BadRequestError for a bad limit
+   *   or cursor (also for a cursor sent with a different `prefix` or `reverse` than it was made with).
    */
   async list(namespace: string, options: ListOptions = {}): Promise<ListPage> {
+    const reply = await this.#list(namespace, options, undefined)
+    const res = replyJson(reply)
+    if (!Array.isArray(res?.keys)) throw invalid(reply, 'a key list without "keys"')
+    const page: ListPage = { keys: res.keys, version: listVersion(res) }
+    if (typeof res.cursor === 'string' && res.cursor !== '') page.cursor = res.cursor
+    return page
+  }
+
+  async #list(
+    namespace: string,
+    options: ListOptions,
+    include: string | undefined,
+  ): Promise<Reply> {
     const path =
       `/${namespacePath(namespace)}` +
-      query({ prefix: options.prefix, limit: options.limit, cursor: options.cursor })
-    const reply = await send(this.#cfg, {
+      query({
+        prefix: options.prefix,
+        limit: options.limit,
+        cursor: options.cursor,
+        include,
+        // Sent as given: `reverse: false` with a cursor made in reverse is the server's to refuse.
+        reverse: options.reverse === undefined ? undefined : options.reverse ? 1 : 0,
+      })
+    return send(this.#cfg, {
       method: 'GET',
       path,
       signal: options.signal,
       retry: 'idempotent',
     })
-    const res = replyJson(reply)
-    if (!Array.isArray(res?.keys)) throw invalid(reply, 'a key list without "keys"')
-    const page: ListPage = { keys: res.keys }
-    if (typeof res.cursor === 'string' && res.cursor !== '') page.cursor = res.cursor
-    return page
   }
 
   /**
-   * Every key of the namespace (optionally under a prefix), fetching page after page as the
-   * loop asks for more.
+   * Every key of the namespace (optionally under a prefix, optionally in descending order),
+   * fetching page after page as the loop asks for more.
    *
    * ```ts
    * for await (const key of kv.keys('sessions', { prefix: 'user:' })) console.log(key)
@@ -280,12 +469,147 @@ export class Cairn {
       const page = await this.list(namespace, {
         prefix: options.prefix,
         limit: options.pageSize,
+        reverse: options.reverse,
         cursor,
         signal: options.signal,
       })
       yield* page.keys
       cursor = page.cursor
     } while (cursor !== undefined)
+  }
+
+  /**
+   * One page of entries (`GET ?include=values,metadata`): each key with its version, expiry,
+   * and its value and/or metadata as `include` asks (default: values). Values are parsed as
+   * {@link Cairn.get} parses them. To walk every page use {@link Cairn.entries}.
+   * @throws NotFoundError when the namespace does not exist; BadRequestError for a bad limit or cursor;
+   *   TypeError for an empty `include`.
+   */
+  async listEntries<T = unknown>(
+    namespace: string,
+    options: ListEntriesOptions = {},
+  ): Promise<EntriesPage<T>> {
+    const reply = await this.#list(namespace, options, includeParam(options.include))
+    const res = this.#parse(reply)
+    if (!Array.isArray(res?.entries)) throw invalid(reply, 'an entry list without "entries"')
+    const entries: ListedEntry<T>[] = []
+    for (const e of res.entries as Record<string, unknown>[]) {
+      if (e === null || typeof e !== 'object' || typeof e.key !== 'string') {
+        throw invalid(reply, 'an entry without a "key"')
+      }
+      const entry: ListedEntry<T> = { key: e.key, version: String(e.version ?? '') }
+      if (typeof e.expiresAt === 'number') entry.expiresAt = e.expiresAt
+      if ('value' in e) entry.value = e.value as T
+      if ('metadata' in e) entry.metadata = (e.metadata ?? null) as Metadata | null
+      entries.push(entry)
+    }
+    const page: EntriesPage<T> = { entries, version: listVersion(res) }
+    if (typeof res.cursor === 'string' && res.cursor !== '') page.cursor = res.cursor
+    return page
+  }
+
+  /**
+   * Every entry of the namespace (optionally under a prefix, in either order), with values
+   * and/or metadata as `include` asks (default: values), fetching page after page as the
+   * loop asks for more; `break` stops it.
+   *
+   * ```ts
+   * for await (const e of kv.entries('users', { prefix: 'u/', include: ['values', 'metadata'] })) {
+   *   console.log(e.key, e.version, e.value, e.metadata)
+   * }
+   * ```
+   */
+  async *entries<T = unknown>(
+    namespace: string,
+    options: EntriesOptions = {},
+  ): AsyncGenerator<ListedEntry<T>, void, undefined> {
+    let cursor: string | undefined
+    do {
+      const page: EntriesPage<T> = await this.listEntries<T>(namespace, {
+        prefix: options.prefix,
+        include: options.include,
+        reverse: options.reverse,
+        limit: options.pageSize,
+        cursor,
+        signal: options.signal,
+      })
+      yield* page.entries
+      cursor = page.cursor
+    } while (cursor !== undefined)
+  }
+
+  /**
+   * Deletes every key that begins with `prefix` (`DELETE /{ns}?prefix=`); each key deleted
+   * is a write of its own, with its own version and watch event. Retried on transient
+   * failures, so a call whose first answer was lost may report fewer keys than it deleted.
+   * @returns How many keys were deleted.
+   * @throws InvalidPrefixError before sending for an empty prefix (it would delete
+   *   everything; use `deleteNamespace` for that); NotFoundError when the namespace does not exist.
+   */
+  async deletePrefix(
+    namespace: string,
+    prefix: string,
+    options: DeletePrefixOptions = {},
+  ): Promise<number> {
+    if (typeof prefix !== 'string' || prefix === '') {
+      throw new InvalidPrefixError({
+        status: 400,
+        code: 'invalid_prefix',
+        message: 'deletePrefix needs a non-empty prefix; deleteNamespace removes every key.',
+      })
+    }
+    const reply = await send(this.#cfg, {
+      method: 'DELETE',
+      path: `/${namespacePath(namespace)}${query({ prefix })}`,
+      signal: options.signal,
+      retry: 'idempotent',
+    })
+    const res = replyJson(reply)
+    if (typeof res?.deleted !== 'number') throw invalid(reply, 'a prefix delete without "deleted"')
+    return res.deleted
+  }
+
+  /**
+   * Starts a transaction on one namespace: add ops with the builder's methods, then
+   * `commit()` applies them all or none, in order (`POST /{ns}`).
+   *
+   * ```ts
+   * const { results } = await kv
+   *   .transaction('bank')
+   *   .check('alice', aliceVersion)
+   *   .increment('alice', -10)
+   *   .increment('bob', 10)
+   *   .commit()
+   * results[1].value // alice's new balance, a bigint
+   * ```
+   */
+  transaction(namespace: string): Transaction {
+    return new Transaction(this.#cfg, this.#bigints, namespacePath(namespace))
+  }
+
+  /**
+   * Watches a namespace's changes (`GET ?watch=1` as Server-Sent Events over `fetch`): an
+   * async iterator of `put`, `delete` and `progress` events in version order. After a dropped
+   * connection, a server restart or a `too_slow` close it reconnects by itself with back-off
+   * and resumes after the last version it saw, so no change is missed or repeated. It stops
+   * without an error when `signal` aborts or the loop ends (`break`, `return()`).
+   *
+   * ```ts
+   * const page = await kv.list('jobs')
+   * for await (const ev of kv.watch('jobs', { since: page.version, signal })) {
+   *   if (ev.type === 'put') console.log(ev.key, ev.value)
+   * }
+   * ```
+   * @throws (from the iteration) HistoryExpiredError when `since` is older than the history
+   *   the server keeps; WatchLimitError when the plan's watches are all open; NotFoundError,
+   *   AuthError and other 4xx at once; InvalidResponseError when the answer is not an event
+   *   stream; the last failure after `maxReconnects` failed attempts in a row.
+   */
+  watch<T = unknown>(
+    namespace: string,
+    options: WatchOptions = {},
+  ): AsyncIterableIterator<WatchEvent<T>> {
+    return watchStream<T>(this.#cfg, this.#bigints, namespacePath(namespace), options)
   }
 
   /**
@@ -362,17 +686,6 @@ function normaliseBaseUrl(base: string): string {
   return url.toString().replace(/\/+$/, '')
 }
 
-/** Quotes a version for If-Match, leaving an already quoted ETag alone. */
-function etag(version: string): string {
-  return /^(W\/)?".*"$/.test(version) ? version : `"${version}"`
-}
-
-function versionOf(reply: Reply): string | undefined {
-  const tag = reply.headers.get('etag')
-  if (tag === null) return undefined
-  return tag.replace(/^W\//, '').replace(/^"(.*)"$/, '$1')
-}
-
 /** The JSON text of the `value` member of a GET body (`{"value": ...}` and nothing else). */
 function rawValue(reply: Reply): string {
   const m = /^\s*\{\s*"value"\s*:([\s\S]*)\}\s*$/.exec(reply.text)
@@ -384,11 +697,16 @@ function rawValue(reply: Reply): string {
   return JSON.stringify(res.value)
 }
 
-function invalid(reply: Reply, what: string): InvalidResponseError {
-  return new InvalidResponseError({
-    status: reply.status,
-    code: 'invalid_response',
-    message: `The server sent ${what}.`,
-    requestId: reply.requestId,
-  })
+function listVersion(res: { version?: unknown }): string {
+  return typeof res.version === 'string' || typeof res.version === 'number'
+    ? String(res.version)
+    : ''
+}
+
+function includeParam(include: readonly string[] | undefined): string {
+  if (include === undefined) return 'values'
+  if (!Array.isArray(include) || include.length === 0) {
+    throw new TypeError("Cairn: include lists 'values', 'metadata' or both.")
+  }
+  return [...new Set(include)].join(',')
 }

@@ -21,6 +21,8 @@ export interface CairnErrorInit {
   requestId?: string
   /** The underlying error, for network failures. */
   cause?: unknown
+  /** For a transaction, the 0-based position of the op that failed, when the server names one. */
+  index?: number
 }
 
 /** Base class of every error the client throws. */
@@ -37,6 +39,11 @@ export class CairnError extends Error {
    * else (a proxy) answered; undefined when no response arrived.
    */
   readonly requestId: string | undefined
+  /**
+   * For a failed transaction, the 0-based position of the op to blame (the first check,
+   * condition or increment that failed, or the malformed op); undefined otherwise.
+   */
+  readonly index: number | undefined
 
   /** Builds an error; applications normally only catch these. */
   constructor(init: CairnErrorInit) {
@@ -44,6 +51,7 @@ export class CairnError extends Error {
     this.status = init.status
     this.code = init.code
     this.requestId = init.requestId
+    this.index = init.index
   }
 }
 
@@ -71,16 +79,70 @@ export class NotFoundError extends CairnError {
   override name = 'NotFoundError'
 }
 
-/** 409 (`namespace_exists`) or 412 (`precondition_failed`: `ifMatch`/`ifNoneMatch` did not hold). */
+/**
+ * 409 (`namespace_exists`, `not_a_number`) or 412 (`precondition_failed`: `ifMatch`,
+ * `ifNoneMatch` or a transaction's `check` did not hold; `index` names the op in a transaction).
+ */
 export class ConflictError extends CairnError {
   /** Always `'ConflictError'`. */
   override name = 'ConflictError'
+}
+
+/** 409 `not_a_number`: an increment met a stored value that is not an integer. A kind of {@link ConflictError}. */
+export class NotANumberError extends ConflictError {
+  /** Always `'NotANumberError'`. */
+  override name = 'NotANumberError'
+}
+
+/** 400 `invalid_metadata`: metadata that is not a JSON object, or whose JSON text passes 1 KiB. */
+export class InvalidMetadataError extends BadRequestError {
+  /** Always `'InvalidMetadataError'`. */
+  override name = 'InvalidMetadataError'
+}
+
+/** 400 `invalid_patch`: an empty patch, an unknown member, a non-integer `increment`, or two of `ttl`, `expiresAt`, `persist`. */
+export class InvalidPatchError extends BadRequestError {
+  /** Always `'InvalidPatchError'`. */
+  override name = 'InvalidPatchError'
+}
+
+/** 400 `invalid_transaction`: no ops, more than 1,000, a malformed op, or a key written twice (`index` names the op). */
+export class InvalidTransactionError extends BadRequestError {
+  /** Always `'InvalidTransactionError'`. */
+  override name = 'InvalidTransactionError'
+}
+
+/** 400 `invalid_prefix`: `deletePrefix` needs a non-empty prefix. */
+export class InvalidPrefixError extends BadRequestError {
+  /** Always `'InvalidPrefixError'`. */
+  override name = 'InvalidPrefixError'
+}
+
+/** 410 `history_expired`: a watch's `since` is older than the history the server keeps; list again, then watch from the list's `version`. */
+export class HistoryExpiredError extends CairnError {
+  /** Always `'HistoryExpiredError'`. */
+  override name = 'HistoryExpiredError'
+}
+
+/**
+ * `too_slow`: the server closed a watch whose consumer fell behind. `watch` resumes by
+ * itself after it (it reaches you through `onReconnect`); a caller of the raw stream sees it.
+ */
+export class TooSlowError extends CairnError {
+  /** Always `'TooSlowError'`. */
+  override name = 'TooSlowError'
 }
 
 /** 413: the value is larger than the plan allows. */
 export class PayloadTooLargeError extends CairnError {
   /** Always `'PayloadTooLargeError'`. */
   override name = 'PayloadTooLargeError'
+}
+
+/** 413 `transaction_too_large`: the transaction's body passes the plan's `maxValueBytes` plus 10 MiB. */
+export class TransactionTooLargeError extends PayloadTooLargeError {
+  /** Always `'TransactionTooLargeError'`. */
+  override name = 'TransactionTooLargeError'
 }
 
 /** 429: too many requests (`rate_limited`) or the daily quota is used up (`quota_exceeded`). */
@@ -95,6 +157,12 @@ export class RateLimitError extends CairnError {
     super(init)
     this.retryAfter = init.retryAfter
   }
+}
+
+/** 429 `watch_limit`: the account has as many open watches as its plan allows; close one first. Never retried. */
+export class WatchLimitError extends RateLimitError {
+  /** Always `'WatchLimitError'`. */
+  override name = 'WatchLimitError'
 }
 
 /** 5xx: the server (or a proxy in front of it) failed. */
@@ -121,15 +189,38 @@ export class InvalidResponseError extends CairnError {
   override name = 'InvalidResponseError'
 }
 
-/** Picks the error class for an HTTP error response. */
+/** Picks the error class for an HTTP error response (or an error sent inside a watch's stream). */
 export function errorForResponse(
   status: number,
   code: string,
   message: string,
   requestId: string | undefined,
   retryAfter: number | undefined,
+  index?: number,
 ): CairnError {
-  const init = { status, code, message, requestId }
+  const init: CairnErrorInit = { status, code, message, requestId }
+  if (index !== undefined) init.index = index
+  // Codes first: they name the new, narrower classes, each a kind of its status's class.
+  switch (code) {
+    case 'not_a_number':
+      return new NotANumberError(init)
+    case 'invalid_metadata':
+      return new InvalidMetadataError(init)
+    case 'invalid_patch':
+      return new InvalidPatchError(init)
+    case 'invalid_transaction':
+      return new InvalidTransactionError(init)
+    case 'invalid_prefix':
+      return new InvalidPrefixError(init)
+    case 'transaction_too_large':
+      return new TransactionTooLargeError(init)
+    case 'history_expired':
+      return new HistoryExpiredError(init)
+    case 'watch_limit':
+      return new WatchLimitError({ ...init, retryAfter })
+    case 'too_slow':
+      return new TooSlowError(init)
+  }
   if (status === 400) return new BadRequestError(init)
   if (
     status === 403 &&

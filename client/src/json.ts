@@ -177,3 +177,51 @@ export function stringifyJson(value: unknown): string | undefined {
 function where(key: string): string {
   return key === '' ? 'the value' : `member ${JSON.stringify(key)}`
 }
+
+/**
+ * A tree parsed with mode `'bigint'` as if it had been parsed with `mode`: for responses
+ * parsed once exactly (so an increment's result keeps every digit) whose stored values
+ * must still follow the client's `bigints` option.
+ */
+export function withBigIntMode(value: unknown, mode: BigIntMode): unknown {
+  if (mode === 'bigint') return value
+  if (typeof value === 'bigint') return mode === 'string' ? value.toString() : Number(value)
+  if (Array.isArray(value)) return value.map((v) => withBigIntMode(v, mode))
+  if (value !== null && typeof value === 'object') {
+    const out: Record<string, unknown> = {}
+    for (const [k, v] of Object.entries(value)) {
+      // defineProperty, not assignment, so a member named `__proto__` stays a member.
+      Object.defineProperty(out, k, {
+        value: withBigIntMode(v, mode),
+        writable: true,
+        enumerable: true,
+        configurable: true,
+      })
+    }
+    return out
+  }
+  return value
+}
+
+const INTEGER = /^-?(?:0|[1-9][0-9]*)$/
+
+/**
+ * The JSON text of an integer of any size given as a number (a safe integer), a bigint or a
+ * string of decimal digits (`-?(0|[1-9][0-9]*)`, as the server takes it), or undefined when
+ * it is none of those (a fraction, `1e3`, `NaN`, a number beyond 2^53 that has already lost
+ * digits, `"+1"`, `"01"`).
+ */
+export function integerText(n: unknown): string | undefined {
+  if (typeof n === 'bigint') return n.toString()
+  if (typeof n === 'number') return Number.isSafeInteger(n) ? String(n) : undefined
+  if (typeof n === 'string' && INTEGER.test(n)) return n === '-0' ? '0' : n
+  return undefined
+}
+
+/** An integer from a parsed response (a number, a bigint or digits) as a bigint. */
+export function toBigInt(v: unknown): bigint | undefined {
+  if (typeof v === 'bigint') return v
+  if (typeof v === 'number' && Number.isSafeInteger(v)) return BigInt(v)
+  if (typeof v === 'string' && INTEGER.test(v)) return BigInt(v)
+  return undefined
+}

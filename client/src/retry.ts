@@ -28,7 +28,8 @@ export interface RetryEvent {
  * - `idempotent`: network errors, timeouts, 429, 502, 503, 504 (GET, unconditional PUT and DELETE);
  * - `unapplied`: only 429, which is answered before anything is done (conditional writes, namespace creation).
  *
- * A 429 `quota_exceeded` (the daily quota is used up) is never retried.
+ * A 429 `quota_exceeded` (the daily quota is used up) or `watch_limit` (every watch the plan
+ * allows is open) is never retried: waiting a few seconds does not change either.
  */
 export type RetryMode = 'idempotent' | 'unapplied'
 
@@ -60,9 +61,11 @@ export function retryDelay(
   retryAfterSec: number | undefined,
 ): number | undefined {
   if (attempt > policy.limit) return undefined
-  // Any 429 but a spent daily quota: the server's `rate_limited`, its limit on bad keys, or
-  // a gateway's own limiter, all of which refuse the request before it does anything.
-  const rateLimited = error.status === 429 && error.code !== 'quota_exceeded'
+  // Any 429 but a spent daily quota or a full set of watches: the server's `rate_limited`, its
+  // limit on bad keys, or a gateway's own limiter, all of which refuse the request before it
+  // does anything.
+  const rateLimited =
+    error.status === 429 && error.code !== 'quota_exceeded' && error.code !== 'watch_limit'
   const transient =
     error.status === 0 || error.status === 502 || error.status === 503 || error.status === 504
   if (!rateLimited && !(mode === 'idempotent' && transient)) return undefined

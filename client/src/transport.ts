@@ -28,7 +28,7 @@ export interface TransportConfig {
 }
 
 export interface Call {
-  method: 'GET' | 'PUT' | 'POST' | 'DELETE'
+  method: 'GET' | 'PUT' | 'PATCH' | 'POST' | 'DELETE'
   /** Path below the base URL, already encoded, starting with '/'. */
   path: string
   body?: string
@@ -49,7 +49,7 @@ export interface Reply {
  * An id for one call, sent as X-Request-Id: the server logs it and sends it back, and an
  * error carries it even when a proxy answered in the server's place.
  */
-function newRequestId(): string {
+export function newRequestId(): string {
   const bytes = new Uint8Array(8)
   const c = (globalThis as { crypto?: { getRandomValues?(a: Uint8Array): Uint8Array } }).crypto
   if (c?.getRandomValues) c.getRandomValues(bytes)
@@ -120,7 +120,7 @@ async function attemptOnce(
       const id = res.headers.get('x-request-id') ?? requestId
       return { status: res.status, headers: res.headers, text, requestId: id }
     }
-    return httpError(res, text, requestId)
+    return responseError(res, text, requestId)
   } catch (err) {
     if (user?.aborted) throw user.reason
     if (timedOut) {
@@ -147,7 +147,8 @@ async function attemptOnce(
   }
 }
 
-function httpError(
+/** The CairnError for an error response whose body is `text`, and its `Retry-After` in seconds. */
+export function responseError(
   res: Response,
   text: string,
   sentId: string,
@@ -156,23 +157,31 @@ function httpError(
   const retryAfter = parseRetryAfter(res.headers.get('retry-after'))
   let code = `http_${res.status}`
   let message = `HTTP ${res.status}${res.statusText ? ` ${res.statusText}` : ''}`
+  let index: number | undefined
   try {
-    const body = JSON.parse(text) as { error?: { code?: unknown; message?: unknown } }
+    const body = JSON.parse(text) as {
+      error?: { code?: unknown; message?: unknown; index?: unknown }
+    }
     if (typeof body?.error?.code === 'string') code = body.error.code
     if (typeof body?.error?.message === 'string') message = body.error.message
+    if (Number.isSafeInteger(body?.error?.index)) index = body!.error!.index as number
   } catch {
     // Not our JSON (a proxy's HTML page, say): keep the status-derived code and message.
   }
-  return { error: errorForResponse(res.status, code, message, requestId, retryAfter), retryAfter }
+  return {
+    error: errorForResponse(res.status, code, message, requestId, retryAfter, index),
+    retryAfter,
+  }
 }
 
-function describe(err: unknown): string {
+export function describe(err: unknown): string {
   if (!(err instanceof Error)) return String(err)
   const cause = (err as { cause?: unknown }).cause
   return cause instanceof Error ? `${err.message} (${cause.message})` : err.message
 }
 
-function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
+/** Waits `ms`, or rejects with the signal's reason as soon as it aborts. */
+export function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
   return new Promise((resolve, reject) => {
     if (signal?.aborted) return reject(signal.reason)
     const done = () => {

@@ -39,7 +39,15 @@ export interface PutOptions extends CallOptions {
   ifMatch?: string
   /** `'*'`: only write if the key does not exist yet (`If-None-Match: *`); else ConflictError `precondition_failed`. */
   ifNoneMatch?: '*'
+  /**
+   * A JSON object stored beside the value (at most 1 KiB of JSON text), replaced by every
+   * `put`: leaving it out (or `null`) stores none. Read it with `getWithMetadata`.
+   */
+  metadata?: Metadata | null
 }
+
+/** An entry's metadata: a JSON object of at most 1 KiB of JSON text. */
+export type Metadata = Record<string, unknown>
 
 /** Options for {@link Cairn.delete}. */
 export interface DeleteOptions extends CallOptions {
@@ -53,8 +61,13 @@ export interface ListOptions extends CallOptions {
   prefix?: string
   /** Keys per page, 1 to 1000; the server's default is 1000. */
   limit?: number
-  /** The `cursor` of the previous page, to get the next one (with the same `prefix`). */
+  /**
+   * The `cursor` of the previous page, to get the next one. It carries its prefix and
+   * direction: pass the same `prefix` and `reverse` with it, or none.
+   */
   cursor?: string
+  /** `true`: descending order (`reverse=1`); `false`: ascending, said explicitly (`reverse=0`). */
+  reverse?: boolean
 }
 
 /** Options for {@link Cairn.keys}. */
@@ -62,6 +75,34 @@ export interface KeysOptions extends CallOptions {
   /** Only keys starting with this text. */
   prefix?: string
   /** Keys fetched per request, 1 to 1000. Default 1000. */
+  pageSize?: number
+  /** Descending order instead of ascending. */
+  reverse?: boolean
+}
+
+/** What an entry listing carries besides each key and version. */
+export type Include = 'values' | 'metadata'
+
+/** Options for {@link Cairn.listEntries}. */
+export interface ListEntriesOptions extends ListOptions {
+  /**
+   * What each entry carries besides `key`, `version` and `expiresAt`: its `value`, its
+   * `metadata`, or both. Default `['values']`; an empty list is refused (TypeError).
+   * With values the server's default page is 100 entries, and a page also ends after the
+   * entry that takes it past 4 MiB of values.
+   */
+  include?: Include[]
+}
+
+/** Options for {@link Cairn.entries}. */
+export interface EntriesOptions extends CallOptions {
+  /** Only keys starting with this text. */
+  prefix?: string
+  /** What each entry carries besides `key` and `version`; default `['values']`. See {@link ListEntriesOptions.include}. */
+  include?: Include[]
+  /** Descending order instead of ascending. */
+  reverse?: boolean
+  /** Entries fetched per request, 1 to 1000; the server's default is 100 with values, 1000 without. */
   pageSize?: number
 }
 
@@ -98,11 +139,99 @@ export interface RawEntry {
 
 /** One page of keys. */
 export interface ListPage {
-  /** Keys in ascending UTF-8 byte order. */
+  /** Keys in ascending UTF-8 byte order (descending with `reverse`). */
   keys: string[]
   /** Present when more keys remain: pass it as `cursor` to get the next page. */
   cursor?: string
+  /**
+   * The namespace's version when the page was read: watch from the first page's version
+   * (`watch(ns, { since: page.version })`) to miss no change made during or after the walk.
+   * Empty when an older server sent none.
+   */
+  version: string
 }
+
+/**
+ * One entry of an entry listing.
+ * @typeParam T The value's type as the caller asserts it; nothing checks it at run time.
+ */
+export interface ListedEntry<T = unknown> {
+  /** The key. */
+  key: string
+  /** The entry's current version. */
+  version: string
+  /** Unix seconds when the entry expires; absent when it has no TTL. */
+  expiresAt?: number
+  /** The value, parsed as `get` parses it; present when `include` has `'values'`. */
+  value?: T
+  /** The metadata, `null` when it has none; present when `include` has `'metadata'`. */
+  metadata?: Metadata | null
+}
+
+/** One page of entries. */
+export interface EntriesPage<T = unknown> {
+  /** Entries in ascending UTF-8 byte order of their keys (descending with `reverse`). */
+  entries: ListedEntry<T>[]
+  /** Present when more entries remain: pass it as `cursor` to get the next page. */
+  cursor?: string
+  /** The namespace's version when the page was read (see {@link ListPage.version}). */
+  version: string
+}
+
+/**
+ * A stored entry with its metadata, as `getWithMetadata` returns it.
+ * @typeParam T The value's type as the caller asserts it.
+ * @typeParam M The metadata's type as the caller asserts it.
+ */
+export interface EntryWithMetadata<T, M extends Metadata = Metadata> extends Entry<T> {
+  /** The metadata stored with the last `put` (or `patch`), or null when it has none. */
+  metadata: M | null
+}
+
+/**
+ * An integer of any size: a number (a safe integer), a bigint, or a string of decimal digits
+ * (`-?(0|[1-9][0-9]*)`). Anything else (`1.5`, `1e3`, `NaN`, a number beyond 2^53 that has
+ * already lost digits) is refused before sending with an InvalidPatchError.
+ */
+export type IntegerLike = number | bigint | string
+
+/** Options for {@link Cairn.patch}: one or more of `increment`, `ttl`/`expiresAt`/`persist`, `metadata`. */
+export interface PatchOptions extends CallOptions {
+  /** Adds this (maybe negative) integer to the stored integer; a missing key starts at 0 and is created. */
+  increment?: IntegerLike
+  /** New expiry: seconds from now (integer, at least 1). Not together with `expiresAt` or `persist`. */
+  ttl?: number
+  /** New expiry: unix seconds or a Date (rounded up). Not together with `ttl` or `persist`. */
+  expiresAt?: number | Date
+  /** `true`: remove the expiry. Not together with `ttl` or `expiresAt`. */
+  persist?: true
+  /** Replaces the metadata; `null` removes it. */
+  metadata?: Metadata | null
+  /** Only change the entry if its current version is this one (`If-Match`); else ConflictError `precondition_failed`. */
+  ifMatch?: string
+}
+
+/** What {@link Cairn.patch} returns. */
+export interface PatchResult {
+  /** True when an `increment` created the key (201). */
+  created: boolean
+  /** The entry's new version. */
+  version: string
+  /**
+   * The new value after an `increment`, always a bigint (whatever its size, and whatever
+   * the `bigints` option says) so a counter never changes type as it grows; absent without `increment`.
+   */
+  value?: bigint
+}
+
+/** Options for {@link Cairn.increment}. */
+export interface IncrementOptions extends CallOptions {
+  /** Only increment if the key's current version is this one; else ConflictError `precondition_failed`. */
+  ifMatch?: string
+}
+
+/** Options for {@link Cairn.deletePrefix}. */
+export type DeletePrefixOptions = CallOptions
 
 /** A namespace just created. */
 export interface CreatedNamespace {

@@ -1,0 +1,84 @@
+// Pieces of request and response bodies shared by the client's methods and its transaction
+// builder: ETags, expiry times, metadata, exact parsing.
+import { InvalidMetadataError, InvalidResponseError } from './errors.js'
+import { parseJson, stringifyJson } from './json.js'
+import { type Reply, replyJson } from './transport.js'
+import type { Metadata } from './types.js'
+
+/** Quotes a version for If-Match, leaving an already quoted ETag alone. */
+export function etag(version: string): string {
+  return /^(W\/)?".*"$/.test(version) ? version : `"${version}"`
+}
+
+export function versionOf(reply: Reply): string | undefined {
+  const tag = reply.headers.get('etag')
+  if (tag === null) return undefined
+  return tag.replace(/^W\//, '').replace(/^"(.*)"$/, '$1')
+}
+
+export function invalid(reply: Reply, what: string): InvalidResponseError {
+  return new InvalidResponseError({
+    status: reply.status,
+    code: 'invalid_response',
+    message: `The server sent ${what}.`,
+    requestId: reply.requestId,
+  })
+}
+
+export function expiresAtOf(reply: Reply): number | undefined {
+  const expires = reply.headers.get('x-expires-at')
+  if (expires !== null && expires.trim() !== '' && Number.isFinite(Number(expires))) {
+    return Number(expires)
+  }
+  return undefined
+}
+
+/** Unix seconds from seconds or a Date (rounded up to the next second). */
+export function unixSeconds(at: number | Date): number {
+  return at instanceof Date ? Math.ceil(at.getTime() / 1000) : at
+}
+
+const encoder = new TextEncoder()
+
+/**
+ * The JSON text of metadata: `null`, or an object of at most 1 KiB of JSON text.
+ * @throws InvalidMetadataError for anything else, before it is sent.
+ */
+export function metadataText(metadata: Metadata | null): string {
+  const refuse = (why: string): never => {
+    throw new InvalidMetadataError({
+      status: 400,
+      code: 'invalid_metadata',
+      message: `Metadata must be a JSON object of at most 1 KiB of JSON text (or null); ${why}.`,
+    })
+  }
+  if (metadata === null) return 'null'
+  if (typeof metadata !== 'object' || Array.isArray(metadata)) {
+    return refuse(`got ${Array.isArray(metadata) ? 'an array' : typeof metadata}`)
+  }
+  let text: string | undefined
+  try {
+    text = stringifyJson(metadata)
+  } catch (err) {
+    return refuse((err as Error).message)
+  }
+  if (text === undefined) return refuse('it cannot be written as JSON')
+  const bytes = encoder.encode(text).length
+  if (bytes > 1024) return refuse(`this one is ${bytes} bytes`)
+  return text
+}
+
+/** A response body parsed with every integer exact (bigint beyond 2^53). */
+export function parseExact(reply: Reply): any {
+  try {
+    return parseJson(reply.text, 'bigint')
+  } catch {
+    return replyJson(reply)
+  }
+}
+
+export function describeValue(v: unknown): string {
+  if (typeof v === 'string') return JSON.stringify(v)
+  if (typeof v === 'bigint') return `${v}n`
+  return String(v)
+}
