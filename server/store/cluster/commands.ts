@@ -29,6 +29,10 @@ const SCRIPTS: Record<string, { keys: number; lua: string }> = {
   cairnDrop: { keys: 1, lua: E.DROP },
   cairnSweep: { keys: 2, lua: E.SWEEP },
   cairnImport: { keys: 1, lua: E.IMPORT },
+  cairnTransact: { keys: 1, lua: E.TRANSACT },
+  cairnExpire: { keys: 1, lua: E.EXPIRE },
+  cairnFeedRead: { keys: 1, lua: E.FEED_READ },
+  cairnFeedVersion: { keys: 1, lua: E.FEED_VERSION },
   cairnRecPut: { keys: 2, lua: R.PUT },
   cairnRecCreate: { keys: 2, lua: R.CREATE },
   cairnRecDelete: { keys: 2, lua: R.DELETE },
@@ -80,14 +84,20 @@ export class Commands {
    * one WAIT after them (WAIT blocks its connection, so one per write would queue every
    * later write behind it): a group commit, as the embedded engine does with fsync.
    */
-  write(name: ScriptName, args: (string | Buffer | number)[]): Promise<any> {
-    if (this.durability !== 'always') return this.enqueue(name, args, false, false)
-    const owners = this.owners(String(args[0]))
-    // A master without replicas: its AOF, fsynced before the script answered, is all there is.
-    return this.enqueue(name, args, false, owners === undefined || owners.length > 1)
+  write(name: ScriptName, args: (string | Buffer | number)[], buffers = false): Promise<any> {
+    return this.enqueue(name, args, buffers, this.waits(String(args[0])))
   }
 
-  private owners(key: string): string[] | undefined {
+  /** Whether a write to `key` waits for a replica (durability 'always', and the master has one). */
+  waits(key: string): boolean {
+    if (this.durability !== 'always') return false
+    const owners = this.owners(key)
+    // A master without replicas: its AOF, fsynced before the script answered, is all there is.
+    return owners === undefined || owners.length > 1
+  }
+
+  /** The slot's owners as "host:port", master first, as the client last saw them. */
+  owners(key: string): string[] | undefined {
     return (this.client as unknown as { slots: string[][] }).slots[calculateSlot(key)]
   }
 

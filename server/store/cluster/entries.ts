@@ -3,20 +3,27 @@
 // script on one master (entry-scripts.ts; docs/redis.md, "Entries").
 import type { Commands } from './commands.js'
 import type {
+  Change,
   Entries,
   Entry,
   EntryCheck,
   EntryOp,
   EntryStat,
   EntryWrite,
+  ListedEntry,
   ListOptions,
   Listed,
   NamespaceCounts,
   Restored,
+  Transacted,
+  TxOp,
+  TxResult,
   Written,
 } from '../types.js'
 
-const meta = (ns: string) => `c:{n:${ns}}:m`
+export const meta = (ns: string) => `c:{n:${ns}}:m`
+/** The namespace's change feed (a stream) in generation `g`. */
+export const feedKey = (ns: string, g: string) => `c:{n:${ns}}:${g}:f`
 const generations = (ns: string) => `c:{n:${ns}}:g`
 const garbage = (ns: string, g: string) => `c:{n:${ns}}:${g}:`
 
@@ -38,10 +45,31 @@ function toEntry(r: Buffer[] | null): Entry | undefined {
   if (!r) return undefined
   const e: Entry = { value: r[0]!, version: Number(r[1]!.toString()) }
   if (r[2]) e.expiresAt = Number(r[2].toString())
+  if (r[3]) e.metadata = r[3]
   return e
 }
 
-export class ClusterEntries implements Omit<Entries, 'transact'> {
+const num = (b: Buffer | string | number) => Number(String(b))
+const fail = (message: string, index?: number) =>
+  Object.assign(new Error(message), { code: 'INVALID_ARGUMENT', index })
+
+/** A feed stream entry ([id, [field, value, ...]]) as a Change. */
+export function toChange([id, fields]: [Buffer | string, (Buffer | string)[]]): Change {
+  const f: Record<string, Buffer> = {}
+  for (let i = 0; i < fields.length; i += 2)
+    f[String(fields[i])] = Buffer.isBuffer(fields[i + 1])
+      ? (fields[i + 1] as Buffer)
+      : Buffer.from(fields[i + 1] as string)
+  const version = Number(String(id).slice(0, String(id).indexOf('-')))
+  const key = f.k!.toString()
+  if (f.t!.toString() === 'd') return { type: 'delete', key, version }
+  const c: Change = { type: 'put', key, version, value: f.v! }
+  if (f.x) c.expiresAt = Number(f.x.toString())
+  if (f.m) c.metadata = f.m
+  return c
+}
+
+export class ClusterEntries implements Entries {
   constructor(private cmd: Commands) {}
 
   async createNamespace(ns: string): Promise<boolean> {
@@ -62,7 +90,11 @@ export class ClusterEntries implements Omit<Entries, 'transact'> {
 
   async namespaceCounts(ns: string): Promise<NamespaceCounts | undefined> {
     try {
-      const [keys, bytes] = await this.cmd.read('cairnCounts', [meta(ns), Date.now()])
+      const now = Date.now()
+      let [keys, bytes, due] = await this.cmd.read('cairnCounts', [meta(ns), now])
+      // Entries past their expiry still count: reclaiming them is a write (each is a change
+      // in the feed), so it goes the write path, and only when there are some.
+      if (due > 0) [keys, bytes] = await this.cmd.write('cairnExpire', [meta(ns), now])
       return { keys: Number(keys), bytes: Number(bytes) }
     } catch (err) {
       if ((err as { code?: string }).code === 'NAMESPACE_NOT_FOUND') return undefined
@@ -92,6 +124,7 @@ export class ClusterEntries implements Omit<Entries, 'transact'> {
       now,
       expiry(o, now),
       want,
+      o?.metadata ?? '',
     ])
     return { version: Number(version), created: created === 1 }
   }
@@ -103,24 +136,50 @@ export class ClusterEntries implements Omit<Entries, 'transact'> {
 
   async list(ns: string, o: ListOptions = {}): Promise<Listed> {
     const limit = o.limit ?? 1000
-    const keys: string[] = await this.cmd.read('cairnList', [
-      meta(ns),
-      o.prefix ?? '',
-      o.after ?? '',
-      limit,
-      o.reverse ? '1' : '',
-      Date.now(),
-    ])
-    if (keys.length <= limit) return { keys, version: 0 }
-    keys.length = limit
-    return { keys, next: keys[limit - 1], version: 0 }
+    const inc = o.include
+    const mode = inc ? `e${inc.values ? 'v' : ''}${inc.metadata ? 'm' : ''}` : ''
+    const r: any[] = await this.cmd.read(
+      'cairnList',
+      [
+        meta(ns),
+        o.prefix ?? '',
+        o.after ?? '',
+        limit,
+        o.reverse ? '1' : '',
+        Date.now(),
+        mode,
+        o.maxBytes === undefined ? '' : Math.floor(o.maxBytes),
+      ],
+      inc !== undefined,
+    )
+    const out: Listed = { keys: [], version: num(r[0]) }
+    if (inc) {
+      out.entries = []
+      for (let i = 2; i < r.length; i++) {
+        const [k, n, x, v, m] = r[i] as (Buffer | null)[]
+        const e: ListedEntry = { key: k!.toString(), version: num(n!) }
+        if (x) e.expiresAt = num(x)
+        if (inc.values) e.value = v!
+        if (inc.metadata) e.metadata = m ?? null
+        out.keys.push(e.key)
+        out.entries.push(e)
+      }
+    } else out.keys = r.slice(2)
+    if (r[1] === 1 && out.keys.length > 0) out.next = out.keys[out.keys.length - 1]
+    return out
   }
 
   /** Writes entries with the versions they had elsewhere (cairn migrate). */
   async restore(ns: string, rows: Restored[]): Promise<void> {
     const args: (string | Buffer | number)[] = [meta(ns), Date.now()]
     for (const r of rows)
-      args.push(r.key, r.value, r.version, r.expiresAt === undefined ? '' : String(r.expiresAt))
+      args.push(
+        r.key,
+        r.value,
+        r.version,
+        r.expiresAt === undefined ? '' : String(r.expiresAt),
+        r.metadata ?? '',
+      )
     await this.cmd.write('cairnImport', args)
   }
 
@@ -133,5 +192,105 @@ export class ClusterEntries implements Omit<Entries, 'transact'> {
       else args.push('d', op.key)
     }
     return { version: Number(await this.cmd.write('cairnBatch', args)) }
+  }
+
+  async transact(ns: string, ops: TxOp[]): Promise<Transacted> {
+    const now = Date.now()
+    const args: (string | Buffer | number)[] = [meta(ns), now]
+    const written = new Set<string>()
+    for (const [i, op] of ops.entries()) {
+      if (op.op !== 'check' && op.op !== 'get') {
+        if (written.has(op.key)) throw fail(`op ${i} writes ${op.key} a second time`, i)
+        written.add(op.key)
+      }
+      const want = (v: number | null | undefined) =>
+        v === undefined ? '' : v === null ? '-' : String(v)
+      switch (op.op) {
+        case 'check':
+          args.push('c', op.key, '', '', '', '', want(op.version))
+          break
+        case 'get':
+          args.push('g', op.key, op.metadata ? '1' : '', '', '', '', '')
+          break
+        case 'put':
+          args.push(
+            'p',
+            op.key,
+            op.value,
+            expiry(op, now),
+            op.metadata ?? '',
+            '',
+            want(op.ifVersion),
+          )
+          break
+        case 'delete':
+          args.push('d', op.key, '', '', '', '', want(op.ifVersion))
+          break
+        case 'increment':
+          args.push('i', op.key, op.by.toString(), '', '', '', '')
+          break
+        case 'patch':
+          args.push(
+            'a',
+            op.key,
+            op.by === undefined ? '' : op.by.toString(),
+            op.persist ? 'p' : expiry(op, now),
+            op.metadata ?? '',
+            op.metadata === undefined ? '' : op.metadata === null ? 'r' : 's',
+            want(op.ifVersion),
+          )
+          break
+        default:
+          throw fail(`op ${i} is not a known op`, i)
+      }
+    }
+    const r: any[] = await this.cmd.write('cairnTransact', args, true)
+    const results = r.slice(1).map((x: any[], i): TxResult => {
+      switch (String(x[0])) {
+        case 'c':
+          return {}
+        case 'g': {
+          if (x.length === 1) return { found: false }
+          const g: TxResult = { found: true, value: x[1], version: num(x[2]) }
+          if (x[3]) g.expiresAt = num(x[3])
+          if ((ops[i] as { metadata?: boolean }).metadata) g.metadata = x[4] ?? null
+          return g
+        }
+        case 'p':
+          return { created: x[2] === 1, version: num(x[1]) }
+        case 'd':
+          return { deleted: x[1] === 1 }
+        case 'i':
+          return { value: BigInt(String(x[1])), version: num(x[2]) }
+        default: {
+          const a: { value?: bigint; version: number; created: boolean } = {
+            version: num(x[1]),
+            created: x[3] === 1,
+          }
+          if (x[2]) a.value = BigInt(String(x[2]))
+          return a
+        }
+      }
+    })
+    return { version: num(r[0]), results }
+  }
+
+  /** The namespace's generation and current version. */
+  async feedVersion(ns: string, durable = false): Promise<{ g: string; version: number }> {
+    const args = [meta(ns)]
+    const [g, v] = durable
+      ? await this.cmd.write('cairnFeedVersion', args)
+      : await this.cmd.read('cairnFeedVersion', args)
+    return { g: String(g), version: num(v) }
+  }
+
+  async feedRead(ns: string, since: number, limit: number): Promise<Change[] | 'expired'> {
+    const r: any[] = await this.cmd.read(
+      'cairnFeedRead',
+      [meta(ns), Math.max(0, Math.floor(since)), Math.max(1, Math.floor(limit))],
+      true,
+    )
+    if (r[2] === 1) return 'expired'
+    return r.slice(3).map(toChange)
   }
 }

@@ -4,7 +4,7 @@
 // all. KEYS[1] is always the namespace's meta hash; every other key the scripts touch is
 // named from it and its generation `g`, and shares its hash tag, so all sit in one slot.
 
-/** Shared prelude: the namespace's key names, and pruning of entries whose TTL has passed. */
+/** Shared prelude: the namespace's key names, its change feed, and pruning of entries whose TTL has passed. */
 const PRELUDE = `
 local meta = KEYS[1]
 local base = string.sub(meta, 1, -2)
@@ -13,6 +13,7 @@ if not g then return redis.error_reply('NAMESPACE_NOT_FOUND') end
 local idx = base .. g .. ':i'
 local exp = base .. g .. ':x'
 local ent = base .. g .. ':e:'
+local feed = base .. g .. ':f'
 local function size(k)
   return #k + redis.call('HSTRLEN', ent .. k, 'v')
 end
@@ -23,17 +24,65 @@ local function forget(k)
   redis.call('ZREM', idx, k)
   redis.call('ZREM', exp, k)
 end
+-- One change to the feed, with the stream id <version>-<seq>. A namespace made before the
+-- feed existed gets its floor (fv) here: its history starts at this change.
+local function note(ver, seq, t, k, v, x, m)
+  local a = {'XADD', feed, ver .. '-' .. seq, 't', t, 'k', k}
+  if v then a[#a + 1] = 'v'; a[#a + 1] = v end
+  if x and x ~= '' then a[#a + 1] = 'x'; a[#a + 1] = x end
+  if m and m ~= '' then a[#a + 1] = 'm'; a[#a + 1] = m end
+  redis.call('HSETNX', meta, 'fv', ver - 1)
+  redis.call(unpack(a))
+  redis.call('HINCRBY', meta, 'fb', #k + #(v or '') + #(m or ''))
+end
+-- Keeps at least the last 10,000 changes, or the last 64 MiB of them if that is fewer:
+-- the oldest goes while 10,000 remain without it or 64 MiB do. Runs once 100 changes or
+-- 16 MiB past the bound, so a write rarely pays for it; fv becomes the version of the last
+-- change dropped, fb the bytes (keys, values, metadata) still held.
+local FEED_N, FEED_B = 10000, 67108864
+local function trim()
+  local n = redis.call('XLEN', feed)
+  local b = tonumber(redis.call('HGET', meta, 'fb') or '0')
+  if n <= FEED_N + 100 and b <= FEED_B + 16777216 then return end
+  local from, last, keep = '-', nil, nil
+  while not keep do
+    local page = redis.call('XRANGE', feed, from, '+', 'COUNT', 100)
+    if #page == 0 then break end
+    for _, e in ipairs(page) do
+      local s, f = 0, e[2]
+      for j = 1, #f, 2 do
+        if f[j] == 'k' or f[j] == 'v' or f[j] == 'm' then s = s + #f[j + 1] end
+      end
+      if n - 1 >= FEED_N or b - s >= FEED_B then
+        n, b, last = n - 1, b - s, e[1]
+      else
+        keep = e[1]
+        break
+      end
+    end
+    from = '(' .. page[#page][1]
+  end
+  if not last then return end
+  if keep then redis.call('XTRIM', feed, 'MINID', keep) else redis.call('DEL', feed) end
+  redis.call('HSET', meta, 'fv', string.match(last, '^(%d+)'), 'fb', b)
+end
+-- An entry whose expiry has passed goes as a change of its own: a new version and a delete.
+local function expire(k)
+  forget(k)
+  note(redis.call('HINCRBY', meta, 'ver', 1), 0, 'd', k)
+end
 local function prune(now, most)
   local gone = redis.call('ZRANGE', exp, '-inf', '(' .. now, 'BYSCORE', 'LIMIT', 0, most)
-  for _, k in ipairs(gone) do forget(k) end
+  for _, k in ipairs(gone) do expire(k) end
 end
-local function store(k, v, n, x)
-  if x == '' then
-    redis.call('HSET', ent .. k, 'v', v, 'n', n)
-  else
-    redis.call('HSET', ent .. k, 'v', v, 'n', n, 'x', x)
+local function store(k, v, n, x, m)
+  local a = {'HSET', ent .. k, 'v', v, 'n', n}
+  if x ~= '' then
+    a[#a + 1] = 'x'; a[#a + 1] = x
     redis.call('ZADD', exp, tonumber(x), k)
   end
+  if m and m ~= '' then a[#a + 1] = 'm'; a[#a + 1] = m end
+  redis.call(unpack(a))
   redis.call('ZADD', idx, 0, k)
   redis.call('HINCRBY', meta, 'keys', 1)
   redis.call('HINCRBY', meta, 'bytes', #k + #v)
@@ -44,14 +93,18 @@ local function live(k, now)
   if e[2] and tonumber(e[2]) <= now then return nil end
   return e[1]
 end
+-- Before a key is written: an entry of it still stored but expired is deleted as its own change.
+local function settle(k, now)
+  if not live(k, now) and redis.call('EXISTS', ent .. k) == 1 then expire(k) end
+end
 `
 
 /**
  * put: ARGV key, value, now, expiresAt ('' for none), ifVersion ('' none, '-' absent, or
- * the version). Returns { version, created }.
+ * the version), metadata ('' for none). Returns { version, created }.
  */
 export const PUT = `${PRELUDE}
-local k, v, now, x, want = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4], ARGV[5]
+local k, v, now, x, want, m = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4], ARGV[5], ARGV[6]
 prune(now, 16)
 local cur = live(k, now)
 if want == '-' then
@@ -59,9 +112,12 @@ if want == '-' then
 elseif want ~= '' then
   if cur ~= want then return redis.error_reply('CONFLICT') end
 end
-if redis.call('EXISTS', ent .. k) == 1 then forget(k) end
+settle(k, now)
+if cur then forget(k) end
 local ver = redis.call('HINCRBY', meta, 'ver', 1)
-store(k, v, ver, x)
+store(k, v, ver, x, m)
+note(ver, 0, 'p', k, v, x, m)
+trim()
 if cur then return {ver, 0} end
 return {ver, 1}
 `
@@ -72,18 +128,19 @@ local k, now, want = ARGV[1], tonumber(ARGV[2]), ARGV[3]
 prune(now, 16)
 local cur = live(k, now)
 if want ~= '' and cur ~= want then return redis.error_reply('CONFLICT') end
-if redis.call('EXISTS', ent .. k) == 1 then forget(k) end
-if cur then
-  redis.call('HINCRBY', meta, 'ver', 1)
-  return 1
-end
-return 0
+settle(k, now)
+if not cur then return 0 end
+forget(k)
+note(redis.call('HINCRBY', meta, 'ver', 1), 0, 'd', k)
+trim()
+return 1
 `
 
 /**
  * batch: ARGV now, then the number of checks and each check's key and version ('-' for
  * absent), then the ops: 'p' key value expiresAt, or 'd' key. Every check holds or nothing
- * is written; every write gets the one new version.
+ * is written; every write gets the one new version (feed ids <version>-0, -1, ... in op
+ * order); a delete of a key that is not there is no change.
  */
 export const BATCH = `${PRELUDE}
 local now = tonumber(ARGV[1])
@@ -100,36 +157,48 @@ for _ = 1, checks do
     return redis.error_reply('CONFLICT')
   end
 end
--- Each write takes the namespace's next version, in op order; a delete of a missing key
--- writes nothing.
+-- Expired entries go first, each as a delete of its own (settle); then each write takes the
+-- namespace's next version, in op order, and a delete of a missing key writes nothing.
+local j = i
+while j <= #ARGV do
+  settle(ARGV[j + 1], now)
+  if ARGV[j] == 'p' then j = j + 4 else j = j + 2 end
+end
 local ver = tonumber(redis.call('HGET', meta, 'ver') or '0')
+local seq = 0
 while i <= #ARGV do
   local op, k = ARGV[i], ARGV[i + 1]
-  local was = live(k, now)
-  if redis.call('EXISTS', ent .. k) == 1 then forget(k) end
+  local had = redis.call('EXISTS', ent .. k) == 1
+  if had then forget(k) end
   if op == 'p' then
     ver = redis.call('HINCRBY', meta, 'ver', 1)
     store(k, ARGV[i + 2], ver, ARGV[i + 3])
+    note(ver, seq, 'p', k, ARGV[i + 2], ARGV[i + 3])
     i = i + 4
   else
-    if was then ver = redis.call('HINCRBY', meta, 'ver', 1) end
+    if had then
+      ver = redis.call('HINCRBY', meta, 'ver', 1)
+      note(ver, seq, 'd', k)
+    end
     i = i + 2
   end
 end
+trim()
 return ver
 `
 
 /**
- * get: ARGV key, now. Returns { value, version, expiresAt or false } or nil. The hot read:
- * no prelude (it defines functions on every call), just the generation and the entry.
+ * get: ARGV key, now. Returns { value, version, expiresAt or false, metadata or false } or
+ * nil. The hot read: no prelude (it defines functions on every call), just the generation
+ * and the entry.
  */
 export const GET = `
 local g = redis.call('HGET', KEYS[1], 'g')
 if not g then return redis.error_reply('NAMESPACE_NOT_FOUND') end
-local e = redis.call('HMGET', string.sub(KEYS[1], 1, -2) .. g .. ':e:' .. ARGV[1], 'v', 'n', 'x')
+local e = redis.call('HMGET', string.sub(KEYS[1], 1, -2) .. g .. ':e:' .. ARGV[1], 'v', 'n', 'x', 'm')
 if not e[1] then return nil end
 if e[3] and tonumber(e[3]) <= tonumber(ARGV[2]) then return nil end
-return {e[1], e[2], e[3] or false}
+return {e[1], e[2], e[3] or false, e[4] or false}
 `
 
 /** stat: ARGV key, now. Returns { version, bytes, expiresAt or false } or nil. */
@@ -141,12 +210,20 @@ return {cur, size(k), redis.call('HGET', ent .. k, 'x') or false}
 `
 
 /**
- * list: ARGV prefix, after ('' for none), limit, reverse ('1' or ''), now. Returns up to
- * limit + 1 live keys in byte order (reversed when asked), so the caller knows whether more
- * remain. Keys are UTF-8, which never holds the byte 0xFF: prefix .. 0xFF bounds a prefix.
+ * list: ARGV prefix, after ('' for none), limit, reverse ('1' or ''), now, include ('' keys
+ * only, else 'e' plus 'v' for values and 'm' for metadata), maxBytes ('' for none; with
+ * values: the page ends after the entry that takes its value bytes past it). Returns
+ * { version, more (1 or 0), rows... }: a row is the key, or with include
+ * { key, version, expiresAt or false, value or false, metadata or false }. Keys are
+ * UTF-8, which never holds the byte 0xFF: prefix .. 0xFF bounds a prefix.
  */
 export const LIST = `${PRELUDE}
 local prefix, after, limit, rev, now = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4] == '1', tonumber(ARGV[5])
+local inc, most = ARGV[6], tonumber(ARGV[7])
+local withv, withm = string.find(inc, 'v', 1, true), string.find(inc, 'm', 1, true)
+local fields = {'n', 'x', 'v', 'm'}
+if not withv then fields[3] = 'n' end
+if not withm then fields[4] = 'n' end
 local lo, hi = '-', '+'
 if prefix ~= '' then lo, hi = '[' .. prefix, '(' .. prefix .. '\\255' end
 if after ~= '' then
@@ -156,18 +233,38 @@ if after ~= '' then
     if lo == '-' or after >= string.sub(lo, 2) then lo = '(' .. after end
   end
 end
-local out = {}
-local want = limit + 1
-while #out < want do
+local out = {redis.call('HGET', meta, 'ver'), 0}
+local count, bytes, full = 0, 0, false
+while true do
   local page
+  local want = limit - count + 1
   if rev then
-    page = redis.call('ZRANGE', idx, hi, lo, 'BYLEX', 'REV', 'LIMIT', 0, want - #out)
+    page = redis.call('ZRANGE', idx, hi, lo, 'BYLEX', 'REV', 'LIMIT', 0, want)
   else
-    page = redis.call('ZRANGE', idx, lo, hi, 'BYLEX', 'LIMIT', 0, want - #out)
+    page = redis.call('ZRANGE', idx, lo, hi, 'BYLEX', 'LIMIT', 0, want)
   end
   if #page == 0 then break end
   for _, k in ipairs(page) do
-    if live(k, now) then out[#out + 1] = k end
+    if live(k, now) then
+      if full then
+        out[2] = 1
+        return out
+      end
+      count = count + 1
+      if inc == '' then
+        out[#out + 1] = k
+      else
+        local e = redis.call('HMGET', ent .. k, unpack(fields))
+        local row = {k, e[1], e[2] or false, false, false}
+        if withv then
+          row[4] = e[3]
+          bytes = bytes + #e[3]
+        end
+        if withm then row[5] = e[4] or false end
+        out[#out + 1] = row
+      end
+      if count >= limit or (most and withv and bytes > most) then full = true end
+    end
   end
   local last = page[#page]
   if rev then hi = '(' .. last else lo = '(' .. last end
@@ -176,11 +273,61 @@ end
 return out
 `
 
-/** counts: ARGV now. Prunes what has expired (up to a bound), then { keys, bytes }. */
-export const COUNTS = `${PRELUDE}
+/**
+ * counts: ARGV now. Returns { keys, bytes, due }: due is 1 when an entry's expiry has
+ * passed and it still counts (then EXPIRE, a write, reclaims it).
+ */
+export const COUNTS = `
+local g = redis.call('HGET', KEYS[1], 'g')
+if not g then return redis.error_reply('NAMESPACE_NOT_FOUND') end
+local exp = string.sub(KEYS[1], 1, -2) .. g .. ':x'
+local c = redis.call('HMGET', KEYS[1], 'keys', 'bytes')
+local due = #redis.call('ZRANGE', exp, '-inf', '(' .. ARGV[1], 'BYSCORE', 'LIMIT', 0, 1)
+return {tonumber(c[1]) or 0, tonumber(c[2]) or 0, due}
+`
+
+/**
+ * expire: ARGV now. Deletes up to 256 entries whose expiry has passed, each a change of its
+ * own (a version and a delete in the feed), then { keys, bytes }.
+ */
+export const EXPIRE = `${PRELUDE}
 prune(tonumber(ARGV[1]), 256)
+trim()
 local c = redis.call('HMGET', meta, 'keys', 'bytes')
 return {tonumber(c[1]) or 0, tonumber(c[2]) or 0}
+`
+
+/** feedVersion: Returns { generation, version }. */
+export const FEED_VERSION = `
+local c = redis.call('HMGET', KEYS[1], 'g', 'ver')
+if not c[1] then return redis.error_reply('NAMESPACE_NOT_FOUND') end
+return {c[1], c[2]}
+`
+
+/**
+ * feedRead: ARGV since, limit. Returns { version, generation, 1 } when the feed no longer
+ * reaches back to since (a change after it was trimmed: fv > since), else
+ * { version, generation, 0, entries... } with the changes after since, at most limit, and
+ * then the rest of the last one's version (a batch's changes share a version), so asking
+ * again from the last version misses nothing.
+ */
+export const FEED_READ = `
+local c = redis.call('HMGET', KEYS[1], 'g', 'ver', 'fv')
+if not c[1] then return redis.error_reply('NAMESPACE_NOT_FOUND') end
+local since, limit = tonumber(ARGV[1]), tonumber(ARGV[2])
+local floor = tonumber(c[3] or c[2])
+if floor > since then return {c[2], c[1], 1} end
+local out = {c[2], c[1], 0}
+if since >= tonumber(c[2]) then return out end
+local feed = string.sub(KEYS[1], 1, -2) .. c[1] .. ':f'
+local got = redis.call('XRANGE', feed, tostring(since + 1), '+', 'COUNT', limit)
+for _, e in ipairs(got) do out[#out + 1] = e end
+if #got == limit then
+  local last = got[#got][1]
+  local rest = redis.call('XRANGE', feed, '(' .. last, string.match(last, '^(%d+)'))
+  for _, e in ipairs(rest) do out[#out + 1] = e end
+end
+return out
 `
 
 /**
@@ -190,15 +337,19 @@ return {tonumber(c[1]) or 0, tonumber(c[2]) or 0}
 export const CREATE = `
 if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
 local g = redis.call('INCR', KEYS[2])
-redis.call('HSET', KEYS[1], 'g', g, 'ver', 0, 'keys', 0, 'bytes', 0)
+redis.call('HSET', KEYS[1], 'g', g, 'ver', 0, 'keys', 0, 'bytes', 0, 'fv', 0, 'fb', 0)
 return 1
 `
 
-/** drop: removes the meta hash; returns the generation whose keys are now garbage, or nil. */
+/**
+ * drop: removes the meta hash and the generation's feed; returns the generation whose
+ * entries are now garbage, or nil.
+ */
 export const DROP = `
 local g = redis.call('HGET', KEYS[1], 'g')
 if not g then return nil end
 redis.call('DEL', KEYS[1])
+redis.call('UNLINK', string.sub(KEYS[1], 1, -2) .. g .. ':f')
 return g
 `
 
@@ -217,23 +368,214 @@ return left
 `
 
 /**
- * import: ARGV now, then per entry its key, value, version and expiry ('' for none). Writes
- * entries with the versions they had (cairn migrate), and raises the namespace's version
- * counter past the highest, so later writes keep the order.
+ * import: ARGV now, then per entry its key, value, version, expiry ('' for none) and
+ * metadata ('' for none). Writes entries with the versions they had (cairn migrate), and
+ * raises the namespace's version counter past the highest, so later writes keep the order.
+ * The feed is not written: its floor (fv) moves up to the new version, so a read from
+ * before it answers that history is gone.
  */
 export const IMPORT = `${PRELUDE}
 local now = tonumber(ARGV[1])
 local top = tonumber(redis.call('HGET', meta, 'ver'))
 local i = 2
 while i <= #ARGV do
-  local k, v, n, x = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3]
-  i = i + 4
+  local k, v, n, x, m = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], ARGV[i + 4]
+  i = i + 5
   if x == '' or tonumber(x) > now then
     if redis.call('EXISTS', ent .. k) == 1 then forget(k) end
-    store(k, v, n, x)
+    store(k, v, n, x, m)
     if tonumber(n) > top then top = tonumber(n) end
   end
 end
-redis.call('HSET', meta, 'ver', top)
+redis.call('HSET', meta, 'ver', top, 'fv', top)
 return top
+`
+
+/**
+ * Decimal integers as text, of any size and either sign (Lua numbers are doubles, exact
+ * only to 2^53): add(a, b) works on 9-digit limbs, each sum or difference well inside a
+ * double's exact range.
+ */
+const DECIMAL = `
+local function magcmp(a, b)
+  if #a ~= #b then return #a < #b and -1 or 1 end
+  if a == b then return 0 end
+  return a < b and -1 or 1
+end
+local function limbs(a)
+  local out = {}
+  local e = #a
+  while e > 0 do
+    local s = e - 8
+    if s < 1 then s = 1 end
+    out[#out + 1] = tonumber(string.sub(a, s, e))
+    e = s - 1
+  end
+  return out
+end
+local function join(l)
+  local i = #l
+  while i > 1 and l[i] == 0 do i = i - 1 end
+  local parts = {string.format('%d', l[i])}
+  for j = i - 1, 1, -1 do parts[#parts + 1] = string.format('%09d', l[j]) end
+  return table.concat(parts)
+end
+local function magadd(a, b)
+  local x, y, out, carry = limbs(a), limbs(b), {}, 0
+  for j = 1, math.max(#x, #y) do
+    local s = (x[j] or 0) + (y[j] or 0) + carry
+    if s >= 1000000000 then s, carry = s - 1000000000, 1 else carry = 0 end
+    out[j] = s
+  end
+  if carry > 0 then out[#out + 1] = carry end
+  return join(out)
+end
+-- a - b for magnitudes a >= b
+local function magsub(a, b)
+  local x, y, out, borrow = limbs(a), limbs(b), {}, 0
+  for j = 1, #x do
+    local s = x[j] - (y[j] or 0) - borrow
+    if s < 0 then s, borrow = s + 1000000000, 1 else borrow = 0 end
+    out[j] = s
+  end
+  return join(out)
+end
+local function split(a)
+  if string.sub(a, 1, 1) == '-' then return '-', string.sub(a, 2) end
+  return '', a
+end
+local function add(a, b)
+  local sa, ma = split(a)
+  local sb, mb = split(b)
+  local r, sign
+  if sa == sb then
+    r, sign = magadd(ma, mb), sa
+  else
+    local c = magcmp(ma, mb)
+    if c == 0 then return '0' end
+    if c > 0 then r, sign = magsub(ma, mb), sa else r, sign = magsub(mb, ma), sb end
+  end
+  if r == '0' then return '0' end
+  return sign .. r
+end
+-- A value's JSON text as an integer literal (surrounding JSON whitespace allowed), or nil.
+local function integer(v)
+  local t = string.match(v, '^[ \\t\\r\\n]*(.-)[ \\t\\r\\n]*$')
+  if t == '0' or t == '-0' then return '0' end
+  if string.match(t, '^%-?[1-9]%d*$') then return t end
+  return nil
+end
+`
+
+/**
+ * transact: ARGV now, then 7 fields per op: kind, key, a, x, m, mmode, want.
+ * - 'c' check: want is the version or '-' (absent);
+ * - 'g' get: a is '1' when metadata is asked for;
+ * - 'p' put: a the value, x expiry ('' none), m metadata ('' none), want as for put;
+ * - 'd' delete: want the version or '';
+ * - 'i' increment: a the amount (decimal text);
+ * - 'a' patch: a the amount or '', x '' keep, 'p' persist or the expiry, mmode '' keep,
+ *   's' set to m, 'r' remove; want the version or ''.
+ * Every op is decided first, on the state before any write; the first that fails answers
+ * "<CODE> <index>" (CONFLICT, NOT_A_NUMBER, KEY_NOT_FOUND) and nothing is written. Then
+ * the writes, each at the next version, each a change in the feed. Returns
+ * { version, results... }: per op { 'c' }, { 'g' } (not found) or
+ * { 'g', value, version, expiresAt or false, metadata or false }, { 'p', version, created },
+ * { 'd', deleted }, { 'i', value, version }, { 'a', version, value or false, created }.
+ */
+export const TRANSACT = `${PRELUDE}${DECIMAL}
+local now = tonumber(ARGV[1])
+prune(now, 16)
+local ops, plan = {}, {}
+local i = 2
+while i <= #ARGV do
+  ops[#ops + 1] = {ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], ARGV[i + 4], ARGV[i + 5], ARGV[i + 6]}
+  i = i + 7
+end
+local function fail(code, j) return redis.error_reply(code .. ' ' .. (j - 1)) end
+for j, o in ipairs(ops) do
+  local kind, k, a, x, m, mmode, want = o[1], o[2], o[3], o[4], o[5], o[6], o[7]
+  local cur = live(k, now)
+  if want ~= '' then
+    if want == '-' then
+      if cur then return fail('CONFLICT', j) end
+    elseif cur ~= want then
+      return fail('CONFLICT', j)
+    end
+  end
+  if kind == 'g' then
+    if cur then
+      local e = redis.call('HMGET', ent .. k, 'v', 'x', 'm')
+      local meta_ = false
+      if a == '1' then meta_ = e[3] or false end
+      plan[j] = {'g', e[1], cur, e[2] or false, meta_}
+    else
+      plan[j] = {'g'}
+    end
+  elseif kind == 'i' or kind == 'a' then
+    local v, ex, md = '0', '', ''
+    if cur then
+      local e = redis.call('HMGET', ent .. k, 'v', 'x', 'm')
+      v, ex, md = e[1], e[2] or '', e[3] or ''
+    elseif kind == 'a' and a == '' then
+      return fail('KEY_NOT_FOUND', j)
+    end
+    if a ~= '' then
+      local n = integer(v)
+      if not n then return fail('NOT_A_NUMBER', j) end
+      v = add(n, a)
+    end
+    if kind == 'a' then
+      if x == 'p' then ex = '' elseif x ~= '' then ex = x end
+      if mmode == 's' then md = m elseif mmode == 'r' then md = '' end
+    end
+    plan[j] = {v, ex, md, not cur}
+  end
+end
+-- Expired entries of keys about to be written go first, so the writes' versions are consecutive.
+for _, o in ipairs(ops) do
+  if o[1] ~= 'c' and o[1] ~= 'g' then settle(o[2], now) end
+end
+local ver = tonumber(redis.call('HGET', meta, 'ver'))
+local out = {ver}
+for j, o in ipairs(ops) do
+  local kind, k = o[1], o[2]
+  if kind == 'c' then
+    out[j + 1] = {'c'}
+  elseif kind == 'g' then
+    out[j + 1] = plan[j]
+  elseif kind == 'd' then
+    if live(k, now) then
+      forget(k)
+      ver = redis.call('HINCRBY', meta, 'ver', 1)
+      note(ver, 0, 'd', k)
+      out[j + 1] = {'d', 1}
+    else
+      out[j + 1] = {'d', 0}
+    end
+  else
+    local v, ex, md, created
+    if kind == 'p' then
+      v, ex, md, created = o[3], o[4], o[5], not live(k, now)
+    else
+      v, ex, md, created = plan[j][1], plan[j][2], plan[j][3], plan[j][4]
+    end
+    if redis.call('EXISTS', ent .. k) == 1 then forget(k) end
+    ver = redis.call('HINCRBY', meta, 'ver', 1)
+    store(k, v, ver, ex, md)
+    note(ver, 0, 'p', k, v, ex, md)
+    if kind == 'p' then
+      out[j + 1] = {'p', ver, created and 1 or 0}
+    elseif kind == 'i' then
+      out[j + 1] = {'i', v, ver}
+    else
+      local shown = false
+      if o[3] ~= '' then shown = v end
+      out[j + 1] = {'a', ver, shown, created and 1 or 0}
+    end
+  end
+end
+out[1] = ver
+trim()
+return out
 `

@@ -8,6 +8,7 @@ import { checkConfiguration } from './config-check.js'
 import { connectCluster, parseRedisUrl } from './connect.js'
 import { ClusterEntries } from './entries.js'
 import { storeError } from './errors.js'
+import { ClusterFeed } from './feed.js'
 import { ClusterRecords } from './records.js'
 import { redact } from '../url.js'
 
@@ -66,6 +67,7 @@ export async function openRedisStore(
   client.on('error', () => {})
   const cmd = new Commands(client, opts.durability)
   const entries = new ClusterEntries(cmd)
+  const feed = new ClusterFeed(cmd, entries)
   return {
     kind: 'redis',
     soleWriter: false,
@@ -80,12 +82,8 @@ export async function openRedisStore(
     put: (ns, key, value, o) => entries.put(ns, key, value, o),
     delete: (ns, key, o) => entries.delete(ns, key, o),
     list: (ns, o) => entries.list(ns, o),
-    transact: () => Promise.reject(new Error('not built yet')),
-    feed: {
-      version: () => Promise.resolve(0),
-      read: () => Promise.resolve('expired'),
-      subscribe: () => () => {},
-    },
+    transact: (ns, ops) => entries.transact(ns, ops),
+    feed,
     batch: (ns, ops, checks) => entries.batch(ns, ops, checks),
     restore: (ns, rows) => entries.restore(ns, rows),
     health: () =>
@@ -94,6 +92,7 @@ export async function openRedisStore(
         : { state: 'failed', reason: `Redis Cluster connection is ${client.status}` },
     flush: async () => {},
     async close() {
+      feed.close()
       try {
         await client.quit()
       } catch (err) {

@@ -1,0 +1,181 @@
+// The change feed on Redis Cluster (docs/redis.md, "Change feed"). Every write script
+// appends its changes to the namespace's stream, `c:{n:<ns>}:<g>:f`, with the id
+// <version>-<seq>; reading history is one script (FEED_READ). Live changes: one poller per
+// subscribed namespace in this process, whatever the number of its listeners, blocking in
+// XREAD on a connection of its own to the slot's master (a blocked connection serves
+// nothing else, so never the pipelined one the requests use).
+import calculateSlot from 'cluster-key-slot'
+import type { Cluster, Redis } from 'ioredis'
+import type { Change, Feed } from '../types.js'
+import { WAIT_MS, type Commands } from './commands.js'
+import { type ClusterEntries, feedKey, meta, toChange } from './entries.js'
+
+/** How long one XREAD blocks: how soon a poller notices it has no listeners or the slot moved. */
+const BLOCK_MS = 1000
+/** How often a poller reclaims expired entries, so an expiry is seen within seconds. */
+const EXPIRE_EVERY_MS = 2000
+const MAX_SEQ = '18446744073709551615'
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
+
+class Poller {
+  readonly listeners = new Set<(changes: Change[]) => void>()
+  stopped = false
+  private conn: Redis | undefined
+
+  constructor(
+    private ns: string,
+    private cmd: Commands,
+    private entries: ClusterEntries,
+  ) {}
+
+  /** Runs until stop(); `start` resolves with where the changes to deliver begin. */
+  async run(start: Promise<{ g: string; version: number }>): Promise<void> {
+    let g: string
+    let last: string
+    for (;;) {
+      try {
+        const s = await start
+        g = s.g
+        last = `${s.version}-${MAX_SEQ}`
+        break
+      } catch {
+        // The namespace is not there (yet), or Redis is not reachable: try again shortly.
+        if (this.stopped) return
+        await sleep(500)
+        start = this.base()
+      }
+    }
+    let expiredAt = 0
+    while (!this.stopped) {
+      try {
+        if (Date.now() - expiredAt >= EXPIRE_EVERY_MS) {
+          expiredAt = Date.now()
+          // Entries past their expiry become deletes in the feed (one read when there are none).
+          await this.entries.namespaceCounts(this.ns)
+          const now = await this.entries.feedVersion(this.ns).catch(() => undefined)
+          // Dropped (and maybe made again, at versions from 0): nothing more to deliver.
+          if (now?.g !== g) {
+            await sleep(BLOCK_MS)
+            continue
+          }
+        }
+        const conn = this.connection()
+        const res = (await conn.xreadBuffer(
+          'COUNT',
+          1000,
+          'BLOCK',
+          BLOCK_MS,
+          'STREAMS',
+          feedKey(this.ns, g),
+          last,
+        )) as [Buffer, [Buffer, Buffer[]][]][] | null
+        if (!res || res.length === 0 || this.stopped) continue
+        const got = res[0]![1]
+        if (got.length === 0) continue
+        if (this.cmd.waits(meta(this.ns))) {
+          // Delivered once a replica has it, like a write is acknowledged: WAIT counts from
+          // this connection's offset, which Redis sets after each command (ECHO, as XREAD
+          // served after blocking may not set it).
+          await conn.pipeline().echo('w').call('WAIT', '1', String(WAIT_MS)).exec()
+        }
+        last = got[got.length - 1]![0].toString()
+        const changes = got.map(toChange)
+        for (const l of [...this.listeners]) {
+          try {
+            l(changes)
+          } catch {}
+        }
+      } catch {
+        // The slot moved (MOVED after a failover), the connection closed: a new one.
+        this.drop()
+        if (!this.stopped) await sleep(200)
+      }
+    }
+    this.drop()
+  }
+
+  /**
+   * Where delivery starts: the lower of the version seen by a read and by a write sent now,
+   * so any write or read this process sends after subscribe() comes after it.
+   */
+  base(): Promise<{ g: string; version: number }> {
+    return Promise.all([
+      this.entries.feedVersion(this.ns),
+      this.entries.feedVersion(this.ns, true),
+    ]).then(([a, b]) => (a.version <= b.version ? a : b))
+  }
+
+  stop(): void {
+    this.stopped = true
+    this.drop()
+  }
+
+  private connection(): Redis {
+    if (this.conn) return this.conn
+    const client = this.cmd.client as Cluster
+    const owner = this.cmd.owners(meta(this.ns))?.[0]
+    const master = client
+      .nodes('master')
+      .find((n) => `${n.options.host}:${n.options.port}` === owner)
+    if (!master) throw new Error(`no master for slot ${calculateSlot(meta(this.ns))}`)
+    const conn = master.duplicate({
+      lazyConnect: false,
+      enableOfflineQueue: true,
+      maxRetriesPerRequest: 1,
+      retryStrategy: () => null,
+    })
+    conn.on('error', () => {})
+    this.conn = conn
+    return conn
+  }
+
+  private drop(): void {
+    this.conn?.disconnect()
+    this.conn = undefined
+  }
+}
+
+export class ClusterFeed implements Feed {
+  private pollers = new Map<string, Poller>()
+
+  constructor(
+    private cmd: Commands,
+    private entries: ClusterEntries,
+  ) {}
+
+  async version(ns: string): Promise<number> {
+    return (await this.entries.feedVersion(ns)).version
+  }
+
+  read(ns: string, since: number, limit: number): Promise<Change[] | 'expired'> {
+    return this.entries.feedRead(ns, since, limit)
+  }
+
+  subscribe(ns: string, listener: (changes: Change[]) => void): () => void {
+    let poller = this.pollers.get(ns)
+    if (!poller) {
+      const p = new Poller(ns, this.cmd, this.entries)
+      // Asked for now, in this turn: ahead of any later command of this process.
+      p.run(p.base())
+      this.pollers.set(ns, p)
+      poller = p
+    }
+    const mine = poller
+    // A function of its own, so the same listener subscribed twice unsubscribes once each.
+    const own = (changes: Change[]) => listener(changes)
+    mine.listeners.add(own)
+    return () => {
+      mine.listeners.delete(own)
+      if (mine.listeners.size === 0 && this.pollers.get(ns) === mine) {
+        this.pollers.delete(ns)
+        mine.stop()
+      }
+    }
+  }
+
+  close(): void {
+    for (const p of this.pollers.values()) p.stop()
+    this.pollers.clear()
+  }
+}
