@@ -439,7 +439,10 @@ async function pass(db: Db, sc: Scratch, full: boolean): Promise<boolean> {
   const oldIds = new Set(old.map((o) => o.id))
   for (const [n, key] of expired) {
     const slot = n.map.get(key)
-    if (slot !== undefined && oldIds.has(s.seg[slot]!)) db.keydir.remove(n, key)
+    if (slot !== undefined && oldIds.has(s.seg[slot]!)) {
+      db.keydir.remove(n, key)
+      db.keydir.onExpired(n, key)
+    }
   }
 
   // Nothing may point at the old segments any more; should anything still, they stay.

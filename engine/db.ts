@@ -163,6 +163,7 @@ export class Db implements Engine {
       return out
     }
     this.keydir = new KeyDir(this.log.segments, this.cache)
+    this.keydir.onExpired = (n, key) => this.expired(n, key)
     if (this.durability === 'interval') {
       this.timer = setInterval(
         () => void this.log.syncDirty().catch(() => {}),
@@ -485,6 +486,72 @@ export class Db implements Engine {
       this.commitListeners = this.commitListeners.filter((l) => l !== listener)
     }
   }
+
+  /**
+   * An expiry is a write: when a key's time runs out and it leaves the index (met by a read,
+   * a sweep or compaction), a tombstone is written for it at the namespace's next version, so
+   * the change feed tells watchers and the version of every change is its own. The tombstones
+   * of one turn go as one record, after the turn (never inside another write's checks).
+   */
+  private expiries: [Namespace, string][] = []
+
+  private expired(n: Namespace, key: string): void {
+    if (this.expiries.push([n, key]) === 1) setImmediate(() => this.writeExpiries())
+  }
+
+  private writeExpiries(): void {
+    const due = this.expiries
+    this.expiries = []
+    if (this.closed || this.log.health.state !== 'ok') return
+    const entries: Entry[] = []
+    for (const [n, key] of due) {
+      // Dropped, written again, or already noted: nothing to say.
+      if (this.keydir.byId.get(n.id) !== n || n.map.has(key) || n.staged.has(key)) continue
+      if (entries.some((e) => e.n === n && e.key === key)) continue
+      entries.push({
+        n,
+        key,
+        keyLen: Buffer.byteLength(key),
+        type: DEL,
+        flags: 0,
+        bytes: null,
+        expiresAt: 0,
+      })
+    }
+    if (entries.length === 0) return
+    try {
+      this.commit(entries, () => undefined).catch(() => {})
+    } catch {
+      // Storage refusing writes: the put is expired on disk too, so nothing is lost but the
+      // event; recovery passes over it as it always has.
+    }
+  }
+
+  /**
+   * Finds keys whose time has run out and lets them go (each an expiry, as above), looking at
+   * no more than `budget` keys; namespaces are taken in turn across calls.
+   */
+  sweepExpired(budget: number): void {
+    this.checkOpen()
+    const all = [...this.keydir.byId.values()].filter((n) => n.ttl > 0 && !n.building)
+    if (all.length === 0) return
+    const now = Date.now()
+    const s = this.keydir.slots
+    for (let k = 0; k < all.length && budget > 0; k++) {
+      const n = all[(this.sweepAt + k) % all.length]!
+      const gone: string[] = []
+      for (const chunk of n.keys.chunks)
+        for (const key of chunk) {
+          const slot = n.map.get(key)
+          if (slot !== undefined && s.expires[slot] !== 0 && s.expires[slot]! <= now) gone.push(key)
+        }
+      budget -= n.map.size
+      for (const key of gone) this.keydir.liveSlot(n, key)
+      this.sweepAt = (this.sweepAt + k + 1) % Math.max(all.length, 1)
+    }
+  }
+
+  private sweepAt = 0
 
   /** The namespace's version: that of its last durable write (0 when it has none). */
   namespaceVersion(ns: string): number {

@@ -58,7 +58,8 @@ export async function recentChanges(db: Db, maxBytes: number): Promise<Committed
         const e = entryInfo(buf, q, q)
         const n = db.keydir.byId.get(e.nsId)
         if (n !== undefined) {
-          if (e.type === DEL) out.push({ ns: n.name, type: 'delete', key: e.key, version: e.version })
+          if (e.type === DEL)
+            out.push({ ns: n.name, type: 'delete', key: e.key, version: e.version })
           else {
             const start = q + ENTRY_HEADER + (e.len - ENTRY_HEADER - e.valueLen)
             const c: CommittedChange = {

@@ -62,10 +62,14 @@ export class KeyDir {
     const exp = this.slots.expires[slot]
     if (exp !== 0 && exp <= Date.now()) {
       this.remove(n, key)
+      this.onExpired(n, key)
       return -1
     }
     return slot
   }
+
+  /** Told of every key that leaves the index because its time ran out (db.ts writes it down). */
+  onExpired: (n: Namespace, key: string) => void = () => {}
 
   /** Points the key at a record; used by writes, recovery and compaction alike. */
   setLive(

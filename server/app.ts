@@ -16,6 +16,8 @@ import { mountOps } from './ops.js'
 import { PlanBook } from './plans.js'
 import { randomToken } from './secrets.js'
 import { openServices } from './services.js'
+import { watchSockets } from './v1/watch-ws.js'
+import { Watches } from './watches.js'
 import { v1Handler } from './v1/handler.js'
 
 const here = path.dirname(fileURLToPath(import.meta.url))
@@ -58,6 +60,7 @@ export async function serve(
     debug: config.logLevel === 'debug',
     openapi: fs.readFileSync(OPENAPI_FILE),
     lifecycle: { ready: false, stopping: false, inflight: 0 },
+    watches: new Watches(),
   }
 
   const app = uws.App()
@@ -81,6 +84,7 @@ export async function serve(
   }
   app.any('/v1', guarded)
   app.any('/v1/*', guarded)
+  app.ws('/v1/*', watchSockets(ctx) as never)
   mountOps(app, ctx)
   mountOperator(app, ctx, token, ctx)
   mountDashboard(app, ctx)
@@ -144,6 +148,7 @@ export async function serve(
     stopped ??= (async () => {
       ctx.lifecycle.stopping = true
       uws.us_listen_socket_close(listenSocket)
+      ctx.watches.endAll()
       const deadline = Date.now() + DRAIN_MS
       while (ctx.lifecycle.inflight > 0 && Date.now() < deadline)
         await new Promise((r) => setTimeout(r, 10))

@@ -5,6 +5,7 @@ import type { AddressLimiter } from './limits.js'
 import type { Logger } from './log.js'
 import type { Metrics } from './metrics.js'
 import type { Services } from './services.js'
+import type { Watches } from './watches.js'
 
 export interface Lifecycle {
   /** Storage is open and requests are served. */
@@ -27,4 +28,6 @@ export interface Context extends Services {
   /** The OpenAPI document's bytes, served as they are in the repository. */
   openapi: Buffer
   lifecycle: Lifecycle
+  /** The watches open here (GET /{ns}?watch=1 and its WebSocket). */
+  watches: Watches
 }

@@ -4,15 +4,7 @@ import type { Account, Accounts, NamespaceInfo } from './accounts.js'
 import { ApiError, opError } from './errors.js'
 import type { Namespaces } from './namespaces.js'
 import type { PlanBook } from './plans.js'
-import type {
-  Entry,
-  ListOptions,
-  Listed,
-  Store,
-  Transacted,
-  TxOp,
-  Written,
-} from './store/types.js'
+import type { Entry, ListOptions, Listed, Store, Transacted, TxOp, Written } from './store/types.js'
 import { type Tags, matches, singleVersion } from './wire/conditions.js'
 
 export interface WriteOptions {
@@ -168,8 +160,7 @@ export class Data {
     const quota = this.plans.get(account.rec.plan).maxStorageBytes
     if (quota !== null) {
       let adds = 0
-      for (const op of ops)
-        if (op.op === 'put') adds += Buffer.byteLength(op.key) + op.value.length
+      for (const op of ops) if (op.op === 'put') adds += Buffer.byteLength(op.key) + op.value.length
       if (adds > 0) {
         const used = await this.namespaces.storageBytes(account)
         if (used + adds > quota)

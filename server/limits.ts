@@ -22,13 +22,14 @@ export function takeAccountToken(
   plan: Plan,
   now: number,
   out: Bucket,
+  cost = 1,
 ): Bucket | Promise<Bucket> {
   if (plan.ratePerSecond === null || plan.burst === null) {
     out.ok = true
     out.limit = -1
     return out
   }
-  return limiter.take(accountId, plan.ratePerSecond, plan.burst, now, out)
+  return limiter.take(accountId, plan.ratePerSecond, plan.burst, now, out, cost)
 }
 
 /** Seconds to the next UTC midnight, at least 1: when a spent daily quota comes back. */

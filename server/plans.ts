@@ -16,6 +16,8 @@ export interface Plan {
   maxNamespaces: number | null
   maxStorageBytes: number | null
   maxValueBytes: number | null
+  /** Watches open at once per account (GET /{ns}?watch=1). */
+  maxWatches: number | null
   /** Whether an account may move itself to this plan from the dashboard. */
   selfServe: boolean
 }
@@ -28,7 +30,7 @@ export interface PlansFile {
 }
 
 /** The limits the API reports in GET /v1/usage: the plan without its commercial fields. */
-export type PublicPlan = Omit<Plan, 'priceUsdPerMonth' | 'selfServe'>
+export type PublicPlan = Omit<Plan, 'priceUsdPerMonth' | 'selfServe' | 'maxWatches'>
 
 const here = path.dirname(fileURLToPath(import.meta.url))
 /** server/plans.json, found from the source tree and from dist/server alike. */
@@ -44,7 +46,14 @@ const LIMITS = [
   'maxNamespaces',
   'maxStorageBytes',
   'maxValueBytes',
+  'maxWatches',
 ] as const
+
+/**
+ * The contract's watch limits, for plan files written before plans had one: free 5, pro 100,
+ * scale 1,000, and 100 for any other plan.
+ */
+const WATCHES_BY_ID: Record<string, number> = { free: 5, pro: 100, scale: 1000 }
 
 export class PlanError extends Error {}
 
@@ -75,6 +84,7 @@ export function parsePlans(text: string, source: string): PlansFile {
       maxNamespaces: null,
       maxStorageBytes: null,
       maxValueBytes: null,
+      maxWatches: p.maxWatches === undefined ? (WATCHES_BY_ID[p.id] ?? 100) : null,
       selfServe: p.selfServe === true,
     }
     if (

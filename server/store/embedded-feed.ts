@@ -6,7 +6,7 @@
 // joins up with the ring without a gap.
 import type { Db } from '../../engine/index.js'
 import { type CommittedChange, recentChanges } from '../../engine/index.js'
-import { metadataOf, valueOf } from './envelope.js'
+import { metadataText, valueText } from './envelope.js'
 import type { Change, Feed } from './types.js'
 
 /** The contract's history: the last 10,000 changes of a namespace, or its last 64 MiB. */
@@ -36,9 +36,9 @@ const sizeOf = (c: Change) =>
 function toChange(c: CommittedChange): Change {
   if (c.type === 'delete') return { type: 'delete', key: c.key, version: c.version }
   const stored = c.value as Buffer
-  const out: Change = { type: 'put', key: c.key, version: c.version, value: valueOf(stored) }
+  const out: Change = { type: 'put', key: c.key, version: c.version, value: valueText(stored) }
   if (c.expiresAt !== undefined) out.expiresAt = c.expiresAt
-  const meta = metadataOf(stored)
+  const meta = metadataText(stored)
   if (meta !== undefined) out.metadata = meta
   return out
 }

@@ -6,7 +6,7 @@
 // change something, the transaction is planned again once that write has settled.
 import type { Db } from '../../engine/index.js'
 import type { BatchCheck, BatchOp } from '../../engine/types.js'
-import { metadataOf, valueOf, wrap } from './envelope.js'
+import { metadataText, valueText, wrap } from './envelope.js'
 import { addInteger, txError } from './tx.js'
 import type { Transacted, TxOp, TxResult } from './types.js'
 
@@ -30,8 +30,7 @@ const MAX_ATTEMPTS = 200
 export async function transact(db: Db, ns: string, ops: TxOp[]): Promise<Transacted> {
   for (let attempt = 0; ; attempt++) {
     const plan = planTx(db, ns, ops)
-    if (plan.writes.length === 0)
-      return { version: db.namespaceVersion(ns), results: plan.results }
+    if (plan.writes.length === 0) return { version: db.namespaceVersion(ns), results: plan.results }
     try {
       const done = await db.batch(plan.writes, { checks: plan.checks })
       // The writes took consecutive versions in order, the last being done.version.
@@ -76,9 +75,9 @@ function planTx(db: Db, ns: string, ops: TxOp[]): Plan {
           plan.results.push({ found: false })
           return
         }
-        const r: TxResult = { found: true, value: valueOf(cur.stored), version: cur.version }
+        const r: TxResult = { found: true, value: valueText(cur.stored), version: cur.version }
         if (cur.expiresAt !== undefined) r.expiresAt = cur.expiresAt
-        if (op.metadata) r.metadata = metadataOf(cur.stored) ?? null
+        if (op.metadata) r.metadata = metadataText(cur.stored) ?? null
         plan.results.push(r)
         return
       }
@@ -104,7 +103,7 @@ function planTx(db: Db, ns: string, ops: TxOp[]): Plan {
         const by = op.by
         if (cur === undefined && by === undefined)
           throw txError('KEY_NOT_FOUND', i, `op ${i} (${op.op} ${op.key}): no such key`)
-        let value = cur && valueOf(cur.stored)
+        let value = cur && valueText(cur.stored)
         let next: bigint | undefined
         if (by !== undefined) {
           next = addInteger(value?.toString('latin1'), by)
@@ -112,7 +111,7 @@ function planTx(db: Db, ns: string, ops: TxOp[]): Plan {
             throw txError('NOT_A_NUMBER', i, `op ${i}: the value of ${op.key} is not an integer`)
           value = Buffer.from(next.toString(), 'latin1')
         }
-        let metadata = cur && metadataOf(cur.stored)
+        let metadata = cur && metadataText(cur.stored)
         let expiresAt = cur?.expiresAt
         let ttlMs: number | undefined
         if (op.op === 'patch') {

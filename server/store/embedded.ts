@@ -12,7 +12,7 @@ import { EmbeddedRecords } from './embedded-records.js'
 import { reconcileNamespaces } from './embedded-reconcile.js'
 import { EmbeddedFeed } from './embedded-feed.js'
 import { transact } from './embedded-tx.js'
-import { hasMetadata, metadataOf, valueOf, wrap } from './envelope.js'
+import { hasMetadata, metadataText, valueText, wrap } from './envelope.js'
 import type { Bucket, Entry, Limiter, ListOptions, Listed, ListedEntry, Store } from './types.js'
 
 /** Accounts whose buckets are held at most; an evicted one comes back full (docs/configuration.md). */
@@ -23,13 +23,13 @@ class MemoryLimiter implements Limiter {
     max: BUCKETS_MAX,
   })
 
-  take(id: string, rate: number, burst: number, now: number, out: Bucket): Bucket {
+  take(id: string, rate: number, burst: number, now: number, out: Bucket, cost = 1): Bucket {
     let b = this.buckets.get(id)
     if (b === undefined) {
       b = { tokens: -1, refilledAt: now }
       this.buckets.set(id, b)
     }
-    return takeToken(b, rate, burst, now, out)
+    return takeToken(b, rate, burst, now, out, cost)
   }
 }
 
@@ -49,9 +49,9 @@ export async function openEmbeddedStore(dir: string, durability: Durability): Pr
 /** The engine's answer with the metadata taken out of the stored bytes (envelope.ts). */
 function entryOf(got: Entry | undefined): Entry | undefined {
   if (got === undefined || !hasMetadata(got.value)) return got
-  const e: Entry = { value: valueOf(got.value), version: got.version }
+  const e: Entry = { value: valueText(got.value), version: got.version }
   if (got.expiresAt !== undefined) e.expiresAt = got.expiresAt
-  e.metadata = metadataOf(got.value)
+  e.metadata = metadataText(got.value)
   return e
 }
 
@@ -70,10 +70,10 @@ async function list(db: Db, ns: string, o: ListOptions = {}): Promise<Listed> {
     const e: ListedEntry = { key, version: got.version }
     if (got.expiresAt !== undefined) e.expiresAt = got.expiresAt
     if (o.include.values) {
-      e.value = valueOf(got.value)
+      e.value = valueText(got.value)
       bytes += e.value.length
     }
-    if (o.include.metadata) e.metadata = metadataOf(got.value) ?? null
+    if (o.include.metadata) e.metadata = metadataText(got.value) ?? null
     entries.push(e)
     keys.push(key)
     if (o.maxBytes !== undefined && bytes > o.maxBytes) break
@@ -86,8 +86,23 @@ async function list(db: Db, ns: string, o: ListOptions = {}): Promise<Listed> {
   return out
 }
 
+/**
+ * How often keys whose time ran out are looked for, and how many keys a look may pass: an
+ * expiry is a write (a delete at the next version) that watchers hear of within seconds.
+ */
+const SWEEP_MS = 3000
+const SWEEP_KEYS = 200_000
+
 function embeddedStore(db: Db, records: EmbeddedRecords): Store {
   const feed = new EmbeddedFeed(db)
+  const sweeper = setInterval(() => {
+    try {
+      db.sweepExpired(SWEEP_KEYS)
+    } catch {
+      // Closed meanwhile.
+    }
+  }, SWEEP_MS)
+  sweeper.unref()
   return {
     kind: 'embedded',
     soleWriter: true,
@@ -124,6 +139,7 @@ function embeddedStore(db: Db, records: EmbeddedRecords): Store {
     health: () => db.health(),
     flush: () => db.flush(),
     close: () => {
+      clearInterval(sweeper)
       feed.close()
       return db.close()
     },

@@ -27,13 +27,13 @@ export function wrap(value: Buffer, metadata: Buffer | undefined): Buffer {
 export const hasMetadata = (stored: Buffer): boolean => stored.length > 0 && stored[0] === MARK
 
 /** The value's JSON text within stored bytes (a view, not a copy). */
-export function valueOf(stored: Buffer): Buffer {
+export function valueText(stored: Buffer): Buffer {
   if (!hasMetadata(stored)) return stored
   return stored.subarray(HEAD + stored.readUInt32LE(1))
 }
 
 /** The metadata's JSON text within stored bytes, or undefined when there is none. */
-export function metadataOf(stored: Buffer): Buffer | undefined {
+export function metadataText(stored: Buffer): Buffer | undefined {
   if (!hasMetadata(stored)) return undefined
   return stored.subarray(HEAD, HEAD + stored.readUInt32LE(1))
 }

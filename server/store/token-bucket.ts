@@ -3,13 +3,14 @@
 // arithmetic the Redis store's script repeats in Lua (redis/, docs/redis.md).
 import type { Bucket } from './types.js'
 
-/** Takes one token from `state` (tokens < 0: a bucket not started yet, so full). */
+/** Takes `cost` tokens from `state` (tokens < 0: a bucket not started yet, so full). */
 export function takeToken(
   state: { tokens: number; refilledAt: number },
   rate: number,
   burst: number,
   now: number,
   out: Bucket,
+  cost = 1,
 ): Bucket {
   let tokens = state.tokens
   if (tokens < 0) tokens = burst
@@ -19,13 +20,13 @@ export function takeToken(
   }
   state.refilledAt = now
   out.limit = burst
-  if (tokens >= 1) {
-    tokens -= 1
+  if (tokens >= cost) {
+    tokens -= cost
     out.ok = true
     out.retryAfter = 0
   } else {
     out.ok = false
-    out.retryAfter = Math.max(1, Math.ceil((1 - tokens) / rate))
+    out.retryAfter = Math.max(1, Math.ceil((cost - tokens) / rate))
   }
   state.tokens = tokens
   out.remaining = Math.floor(tokens)

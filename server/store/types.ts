@@ -308,10 +308,17 @@ export interface Records {
 /** Token buckets kept by the store, shared by every front end that uses it. */
 export interface Limiter {
   /**
-   * Takes one token from bucket `id` (rate per second, up to burst) and fills `out`.
-   * Synchronous where the store can be (the embedded one keeps buckets in memory).
+   * Takes `cost` tokens (default 1) from bucket `id` (rate per second, up to burst) and fills
+   * `out`. Synchronous where the store can be (the embedded one keeps buckets in memory).
    */
-  take(id: string, rate: number, burst: number, now: number, out: Bucket): Bucket | Promise<Bucket>
+  take(
+    id: string,
+    rate: number,
+    burst: number,
+    now: number,
+    out: Bucket,
+    cost?: number,
+  ): Bucket | Promise<Bucket>
 }
 
 /** What only the embedded engine can do: the operator's maintenance and its statistics. */

@@ -16,11 +16,12 @@ export function readBody(
   contentLength: string,
   closing: boolean,
   next: (body: Buffer) => void,
+  tooLarge: 'value_too_large' | 'transaction_too_large' = 'value_too_large',
 ): void {
   const declared = contentLength === '' ? -1 : Number(contentLength)
   const tooBig = (size: number, cut: boolean) =>
     call.fail(
-      'value_too_large',
+      tooLarge,
       `The request body is ${size > limit && declared > 0 ? declared : `over ${limit}`} bytes; at most ${limit} are read.`,
       '',
       cut,
@@ -75,6 +76,7 @@ export function readRequestBody(
   req: HttpRequest,
   limit: number,
   next: (body: Buffer) => void,
+  tooLarge?: 'value_too_large' | 'transaction_too_large',
 ): void {
   readBody(
     call,
@@ -82,6 +84,7 @@ export function readRequestBody(
     req.getHeader('content-length'),
     closeRequested(req.getHeader('connection')),
     next,
+    tooLarge,
   )
 }
 

@@ -78,13 +78,37 @@ export class Call {
     ctx.lifecycle.inflight++
   }
 
+  /** Called when the client goes away before the answer is complete (a watch's stream). */
+  onAbort: (() => void) | undefined = undefined
+  private asyncSet = false
+
   /** Must be called before the first await: uWebSockets.js needs to know we answer later. */
   async(): this {
+    if (this.asyncSet) return this
+    this.asyncSet = true
     this.res.onAborted(() => {
       this.aborted = true
       this.finish(499, 0)
+      this.onAbort?.()
     })
     return this
+  }
+
+  /**
+   * Starts a streamed answer (a watch's events): the status and headers now, the body as it
+   * comes (res.write), ended by endStream. false when the client is gone.
+   */
+  openStream(contentType: string, extra = ''): boolean {
+    if (this.done || this.aborted) return false
+    this.res.cork(() => this.head(200, 'Content-Type', contentType, extra))
+    return true
+  }
+
+  /** Ends a streamed answer, counting it as answered. */
+  endStream(bytesOut: number): void {
+    if (this.done || this.aborted) return
+    this.res.cork(() => this.res.end())
+    this.finish(200, bytesOut)
   }
 
   /**

@@ -13,13 +13,15 @@ const FROZEN = Symbol('frozen')
 
 /**
  * Readies a request to be answered after an await: its headers copied out, its body (for
- * PUT and POST) kept as it arrives, the abort handler registered. A request already
+ * PUT, PATCH and POST) kept as it arrives, the abort handler registered. A request already
  * deferred comes back as it is.
  */
 export function defer(call: Call, req: HttpRequest, method: string, ctx: Context): HttpRequest {
   if ((req as unknown as Record<symbol, boolean>)[FROZEN]) return req
   const frozen = freeze(req)
-  if (method === 'put' || method === 'post') stashBody(call, largestBody(ctx))
+  // A transaction's body may be 10 MiB more than a value's (transaction.ts).
+  if (method === 'put' || method === 'patch') stashBody(call, largestBody(ctx))
+  else if (method === 'post') stashBody(call, largestBody(ctx) + 10 * 1024 * 1024)
   call.async()
   return frozen
 }

@@ -15,13 +15,16 @@ import type { Parsed } from './paths.js'
 
 const HEAD = Buffer.from('{"value":')
 const TAIL = 0x7d // }
+const META = Buffer.from(',"metadata":')
+const NULL = Buffer.from('null')
+const CLOSE = Buffer.from('}')
 /** Room for the body's envelope and whitespace around a value of the plan's largest size. */
 const SLACK = 64 * 1024
 /** The most a body may be when the plan sets no value limit. */
 const UNLIMITED_BODY = 256 * 1024 * 1024
 
 /** The key of an Entry route, or undefined after answering 400 invalid_key. */
-function keyOf(call: Call, parsed: Parsed): string | undefined {
+export function keyOf(call: Call, parsed: Parsed): string | undefined {
   const key = decodeKey(parsed.rawKey)
   if (key === undefined) {
     call.fail(
@@ -32,7 +35,7 @@ function keyOf(call: Call, parsed: Parsed): string | undefined {
   return key
 }
 
-function canUse(call: Call, ns: string, write: boolean): boolean {
+export function canUse(call: Call, ns: string, write: boolean): boolean {
   const k = call.key!
   if ((write && !k.canWrite) || !k.allows(ns)) {
     call.fail(
@@ -47,6 +50,12 @@ function canUse(call: Call, ns: string, write: boolean): boolean {
 }
 
 const etag = (version: number) => `"${version}"`
+
+/** Room for a body of the plan's largest value and its envelope. */
+export function bodyLimit(plan: Plan): number {
+  const max = plan.maxValueBytes
+  return max === null ? UNLIMITED_BODY : max + Math.min(max, SLACK)
+}
 
 /** The largest body any plan reads: what a deferred request keeps while it waits. */
 export function largestBody(ctx: Context): number {
@@ -94,10 +103,13 @@ export function getEntry(call: Call, req: HttpRequest, parsed: Parsed): void {
   const key = keyOf(call, parsed)
   if (key === undefined) return
   const inm = req.getHeader('if-none-match')
-  withNamespace(call, ns, (info) => readEntry(call, info, key, inm))
+  // ?metadata=1 asks for the metadata beside the value.
+  const q = req.getQuery()
+  const meta = q !== undefined && q !== '' && new URLSearchParams(q).get('metadata') === '1'
+  withNamespace(call, ns, (info) => readEntry(call, info, key, inm, meta))
 }
 
-function readEntry(call: Call, info: NamespaceInfo, key: string, inm: string): void {
+function readEntry(call: Call, info: NamespaceInfo, key: string, inm: string, meta: boolean): void {
   const data = call.ctx.data
   // An engine that can answer at once is asked synchronously: no promise, no registration
   // for an abort, the answer written while uWebSockets.js still has the socket corked.
@@ -108,16 +120,16 @@ function readEntry(call: Call, info: NamespaceInfo, key: string, inm: string): v
     } catch (err) {
       return call.error(err)
     }
-    return answerGet(call, got, inm)
+    return answerGet(call, got, inm, meta)
   }
   call.async()
   ;(call.prefetched ?? data.get(info, key)).then(
-    (got) => answerGet(call, got, inm),
+    (got) => answerGet(call, got, inm, meta),
     (err) => call.error(err),
   )
 }
 
-function answerGet(call: Call, got: Entry | undefined, inm: string): void {
+function answerGet(call: Call, got: Entry | undefined, inm: string, meta: boolean): void {
   if (got === undefined)
     return call.fail('key_not_found', 'There is no such key in this namespace.')
   const tag = etag(got.version)
@@ -130,6 +142,10 @@ function answerGet(call: Call, got: Entry | undefined, inm: string): void {
     if (tags !== undefined && matches(tags, got.version)) return call.empty(304, lines)
   }
   const v = got.value as Buffer
+  if (meta) {
+    const m = got.metadata ?? NULL
+    return call.send(200, Buffer.concat([HEAD, v, META, m, CLOSE]), lines)
+  }
   const body = Buffer.allocUnsafe(v.length + 10)
   HEAD.copy(body, 0)
   v.copy(body, 9)
@@ -151,8 +167,7 @@ export function putEntry(call: Call, req: HttpRequest, parsed: Parsed, plan: Pla
   if (!call.ctx.accounts.namespace(call.account!, ns))
     return call.fail('namespace_not_found', `There is no namespace "${ns}".`)
   const max = plan.maxValueBytes
-  const limit = max === null ? UNLIMITED_BODY : max + Math.min(max, SLACK)
-  readRequestBody(call, req, limit, (body) => {
+  readRequestBody(call, req, bodyLimit(plan), (body) => {
     let parsedBody: PutBody
     try {
       parsedBody = parsePutBody(body, max, Date.now())
@@ -167,6 +182,7 @@ export function putEntry(call: Call, req: HttpRequest, parsed: Parsed, plan: Pla
             expiresAt: parsedBody.expiresAt,
             ifMatch,
             ifNoneMatch,
+            metadata: parsedBody.metadata,
           })
           .then(
             (r) => {

@@ -56,7 +56,7 @@ export function v1Handler(ctx: Context): (res: HttpResponse, req: HttpRequest) =
       preflight ? '' : origin,
       preflight ? R.preflight : (operation(route, method)?.metric ?? R.unmatched),
     )
-    if (method === 'put' || method === 'post') {
+    if (method === 'put' || method === 'post' || method === 'patch') {
       // Ambiguous framing: refused before anything is applied, and the connection closed,
       // since where this request ends and the next begins is unknown.
       const framing = bodyFraming(req)

@@ -1,36 +1,96 @@
-// GET /v1/{namespace}?prefix=&limit=&cursor=: keys in UTF-8 byte order, a page at a time.
+// GET /v1/{namespace}?prefix=&limit=&cursor=&include=&reverse=: keys (or entries, with
+// `include`) in UTF-8 byte order, or descending with reverse=1, a page at a time, with the
+// namespace's version when the page was read. With watch=1 the same path streams changes
+// instead (watch.ts).
 import type { HttpRequest } from '../http/uws.js'
+import type { Plan } from '../plans.js'
+import type { ListedEntry } from '../store/types.js'
+import { decodeCursor, encodeCursor, walkOf } from '../wire/cursor.js'
 import type { Call } from './call.js'
 import { withNamespace } from './entries.js'
-import { encodeCursor, walkOf } from '../wire/cursor.js'
 import type { Parsed } from './paths.js'
+import { watchChanges } from './watch.js'
 
 const LIMIT = /^[1-9][0-9]{0,3}$/
+/** A page with values ends after the entry that takes it past this. */
+const PAGE_BYTES = 4 * 1024 * 1024
 
-export function listKeys(call: Call, req: HttpRequest, parsed: Parsed): void {
+const seconds = (ms: number) => Math.ceil(ms / 1000)
+
+function entryText(e: ListedEntry): string {
+  let s = `{"key":${JSON.stringify(e.key)},"version":"${e.version}"`
+  if (e.expiresAt !== undefined) s += `,"expiresAt":${seconds(e.expiresAt)}`
+  if (e.value !== undefined) s += `,"value":${e.value.toString('utf8')}`
+  if (e.metadata !== undefined)
+    s += `,"metadata":${e.metadata === null ? 'null' : e.metadata.toString('utf8')}`
+  return `${s}}`
+}
+
+/** `include`'s value: '' (keys), or the parts asked for; undefined when it names others. */
+function includeOf(text: string | null): string | undefined {
+  if (text === null || text === '') return ''
+  const parts = new Set(text.split(','))
+  for (const p of parts) if (p !== 'values' && p !== 'metadata') return undefined
+  return (parts.has('values') ? 'v' : '') + (parts.has('metadata') ? 'm' : '')
+}
+
+export function listKeys(call: Call, req: HttpRequest, parsed: Parsed, plan: Plan): void {
   const ns = parsed.ns
   const k = call.key!
   if (!k.allows(ns)) return call.fail('forbidden', `This API key may not use namespace "${ns}".`)
   const q = new URLSearchParams(req.getQuery() ?? '')
+  if (q.get('watch') === '1') return watchChanges(call, req, parsed, plan, q)
 
+  let include = includeOf(q.get('include'))
+  if (include === undefined)
+    return call.fail('invalid_request', 'include is values, metadata or values,metadata.')
+  const reverseText = q.get('reverse')
+  if (reverseText !== null && reverseText !== '0' && reverseText !== '1')
+    return call.fail('invalid_request', 'reverse is 1 (descending) or 0.')
   const limitText = q.get('limit')
   let limit = 1000
   if (limitText !== null) {
     limit = LIMIT.test(limitText) ? Number(limitText) : 0
     if (limit < 1 || limit > 1000) return call.fail('invalid_limit')
   }
-  const walk = walkOf(q.get('prefix'), q.get('cursor'))
+  // The cursor carries its listing's shape: given alone it continues it; given with a shape
+  // (include, direction) it must be the same one.
+  const cursor = q.get('cursor')
+  let reverse = reverseText === '1'
+  const made = cursor === null ? undefined : decodeCursor(cursor)
+  if (made !== undefined) {
+    if (q.get('include') === null) include = made.mode.replace('r', '')
+    if (reverseText === null) reverse = made.mode.includes('r')
+  }
+  const shape = `${include}${reverse ? 'r' : ''}`
+  const walk = walkOf(q.get('prefix'), cursor, shape)
   if (walk === undefined) return call.fail('invalid_cursor')
   const { prefix, after } = walk
+  const values = include.includes('v')
+  const metadata = include.includes('m')
+  if (limitText === null) limit = values ? 100 : 1000
   withNamespace(call, ns, (info) => {
     call.async()
-    call.ctx.data.list(info, { prefix, after, limit }).then(
-      (page) => {
-        let body = `{"keys":${JSON.stringify(page.keys)}`
-        if (page.next !== undefined) body += `,"cursor":"${encodeCursor(page.next, prefix)}"`
-        call.send(200, `${body}}`)
-      },
-      (err) => call.error(err),
-    )
+    call.ctx.data
+      .list(info, {
+        prefix,
+        after,
+        limit,
+        reverse,
+        include: values || metadata ? { values, metadata } : undefined,
+        maxBytes: values ? PAGE_BYTES : undefined,
+      })
+      .then(
+        (page) => {
+          let body =
+            page.entries !== undefined
+              ? `{"entries":[${page.entries.map(entryText).join(',')}]`
+              : `{"keys":${JSON.stringify(page.keys)}`
+          if (page.next !== undefined)
+            body += `,"cursor":"${encodeCursor(page.next, prefix, shape)}"`
+          call.send(200, `${body},"version":"${page.version}"}`)
+        },
+        (err) => call.error(err),
+      )
   })
 }

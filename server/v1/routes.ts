@@ -8,7 +8,10 @@ import type { Plan } from '../plans.js'
 import { OP } from '../usage.js'
 import type { Call } from './call.js'
 import { deleteEntry, getEntry, putEntry } from './entries.js'
+import { deleteByPrefix } from './delete-prefix.js'
 import { listKeys } from './list-keys.js'
+import { patchEntry } from './patch.js'
+import { runTransaction } from './transaction.js'
 import { createNamespace, deleteNamespace, listNamespaces } from './namespace-routes.js'
 import { type Parsed, Route } from './paths.js'
 import { usageReportRoute } from './usage-route.js'
@@ -26,7 +29,7 @@ export interface Operation {
 export interface RouteEntry {
   /** The path as the OpenAPI document writes it. */
   path: string
-  methods: Partial<Record<'get' | 'put' | 'post' | 'delete', Operation>>
+  methods: Partial<Record<'get' | 'put' | 'post' | 'patch' | 'delete', Operation>>
   /** The methods, as the Allow header lists them. */
   allow: string
 }
@@ -70,11 +73,19 @@ export const ROUTES: Record<Exclude<Route, Route.NotFound>, RouteEntry> = {
     get: { id: 'getOpenApi', metric: R.openapi, usage: -1, run: () => {} },
   }),
   [Route.Keys]: route('/{namespace}', {
-    get: {
-      id: 'listKeys',
-      metric: R.list_keys,
-      usage: OP.list,
-      run: (c, req, p) => listKeys(c, req, p),
+    // With watch=1 the same operation streams changes (watch.ts), counted as `watch`.
+    get: { id: 'listKeys', metric: R.list_keys, usage: OP.list, run: listKeys },
+    post: {
+      id: 'runTransaction',
+      metric: R.transaction,
+      usage: OP.transaction,
+      run: runTransaction,
+    },
+    delete: {
+      id: 'deleteByPrefix',
+      metric: R.delete_prefix,
+      usage: OP.deletePrefix,
+      run: (c, req, p) => deleteByPrefix(c, req, p),
     },
   }),
   [Route.Entry]: route('/{namespace}/{key}', {
@@ -85,6 +96,7 @@ export const ROUTES: Record<Exclude<Route, Route.NotFound>, RouteEntry> = {
       run: (c, req, p) => getEntry(c, req, p),
     },
     put: { id: 'putValue', metric: R.put_value, usage: OP.put, run: putEntry },
+    patch: { id: 'patchValue', metric: R.patch_value, usage: OP.patch, run: patchEntry },
     delete: {
       id: 'deleteValue',
       metric: R.delete_value,

@@ -402,7 +402,7 @@ export interface Span {
   spaces: number
 }
 
-function checked<T>(body: Uint8Array, fn: () => T): T {
+function checked<T>(fn: () => T): T {
   try {
     return fn()
   } catch (err) {
@@ -417,7 +417,7 @@ function checked<T>(body: Uint8Array, fn: () => T): T {
  * when it is not an object. A member given twice is refused (invalid_json).
  */
 export function bodyMembers(body: Uint8Array): Map<string, Span> | undefined {
-  return checked(body, () => {
+  return checked(() => {
     const s = new Scanner(body)
     s.ws()
     if (body[s.i] !== 0x7b) {
@@ -437,7 +437,7 @@ export function bodyMembers(body: Uint8Array): Map<string, Span> | undefined {
 /** The members of the object at `at` (a checked body), or undefined when it is no object. */
 export function objectMembers(body: Uint8Array, at: Span): Map<string, Span> | undefined {
   if (body[at.start] !== 0x7b) return undefined
-  return checked(body, () => {
+  return checked(() => {
     const s = new Scanner(body)
     s.i = at.start
     const out = new Map<string, Span>()
@@ -449,7 +449,7 @@ export function objectMembers(body: Uint8Array, at: Span): Map<string, Span> | u
 /** The elements of the array at `at` (a checked body), or undefined when it is no array. */
 export function arrayElements(body: Uint8Array, at: Span): Span[] | undefined {
   if (body[at.start] !== 0x5b) return undefined
-  return checked(body, () => {
+  return checked(() => {
     const s = new Scanner(body)
     s.i = at.start + 1
     const out: Span[] = []
@@ -493,7 +493,8 @@ export function spanLiteral(body: Uint8Array, at: Span): boolean | null | undefi
 /** Metadata as PUT and PATCH take it: an object's text (at most 1 KiB as sent) or null. */
 export function metadataText(body: Uint8Array, at: Span): Buffer | null {
   if (spanLiteral(body, at) === null) return null
-  if (body[at.start] !== 0x7b) throw new ApiError('invalid_metadata', '"metadata" must be a JSON object or null.')
+  if (body[at.start] !== 0x7b)
+    throw new ApiError('invalid_metadata', '"metadata" must be a JSON object or null.')
   if (at.end - at.start > MAX_METADATA_BYTES) {
     throw new ApiError(
       'invalid_metadata',

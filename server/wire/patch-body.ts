@@ -2,7 +2,14 @@
 // The increment is read from its JSON text as a BigInt, so integers of any size stay exact.
 import { ApiError } from '../errors.js'
 import { INTEGER_TEXT } from '../store/tx.js'
-import { type Span, bodyMembers, expiryOf, metadataText, spanLiteral, spanText } from './json-body.js'
+import {
+  type Span,
+  bodyMembers,
+  expiryOf,
+  metadataText,
+  spanLiteral,
+  spanText,
+} from './json-body.js'
 
 export interface PatchBody {
   increment?: bigint
@@ -28,9 +35,11 @@ const span = (s: Span | undefined): [number, number] | undefined => s && [s.star
 export function parsePatchBody(body: Uint8Array, nowMs: number): PatchBody {
   const m = bodyMembers(body)
   if (m === undefined) throw new ApiError('invalid_patch', 'A PATCH body is a JSON object.')
-  if (m.size === 0) throw new ApiError('invalid_patch', 'A PATCH body changes something: it cannot be empty.')
+  if (m.size === 0)
+    throw new ApiError('invalid_patch', 'A PATCH body changes something: it cannot be empty.')
   for (const name of m.keys())
-    if (!MEMBERS.has(name)) throw new ApiError('invalid_patch', `PATCH takes no member ${JSON.stringify(name)}.`)
+    if (!MEMBERS.has(name))
+      throw new ApiError('invalid_patch', `PATCH takes no member ${JSON.stringify(name)}.`)
   const out: PatchBody = {}
   const inc = m.get('increment')
   if (inc) {

@@ -42,11 +42,7 @@ export interface TxBody {
   writes: number
 }
 
-export function parseTxBody(
-  body: Uint8Array,
-  maxValueBytes: number | null,
-  nowMs: number,
-): TxBody {
+export function parseTxBody(body: Uint8Array, maxValueBytes: number | null, nowMs: number): TxBody {
   const m = bodyMembers(body)
   const bad = (why: string) => new ApiError('invalid_transaction', why)
   if (m === undefined) throw bad('A transaction is a JSON object: {"ops": [...]}.')
@@ -89,12 +85,15 @@ function parseOp(
   if (kind === undefined || !(kind in FIELDS))
     throw bad('"op" names check, get, put, delete or increment.')
   for (const name of m.keys())
-    if (!FIELDS[kind]!.includes(name)) throw bad(`a ${kind} takes no member ${JSON.stringify(name)}.`)
+    if (!FIELDS[kind]!.includes(name))
+      throw bad(`a ${kind} takes no member ${JSON.stringify(name)}.`)
   const keySpan = m.get('key')
   const key = keySpan && spanString(body, keySpan)
   if (key === undefined) throw bad('"key" is a string.')
   if (!validKey(key))
-    throw bad('a key is 1 to 512 bytes of UTF-8, without control characters or "." and ".." segments.')
+    throw bad(
+      'a key is 1 to 512 bytes of UTF-8, without control characters or "." and ".." segments.',
+    )
   const versionAt = (name: string): number | undefined => {
     const s = m.get(name)
     if (s === undefined) return undefined
@@ -154,7 +153,9 @@ function parseOp(
     }
     case 'delete': {
       const ifMatch = versionAt('ifMatch')
-      return ifMatch === undefined ? { op: 'delete', key } : { op: 'delete', key, ifVersion: ifMatch }
+      return ifMatch === undefined
+        ? { op: 'delete', key }
+        : { op: 'delete', key, ifVersion: ifMatch }
     }
     default: {
       const s = m.get('by')

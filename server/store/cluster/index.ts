@@ -17,12 +17,20 @@ const READY_MS = 15_000
 class ClusterLimiter implements Limiter {
   constructor(private cmd: Commands) {}
 
-  async take(id: string, rate: number, burst: number, _now: number, out: Bucket): Promise<Bucket> {
+  async take(
+    id: string,
+    rate: number,
+    burst: number,
+    _now: number,
+    out: Bucket,
+    cost = 1,
+  ): Promise<Bucket> {
     // Rate-limit state need not survive a failover: no WAIT, one round trip.
     const [ok, remaining, reset, retry] = await this.cmd.read('cairnBucket', [
       `c:{${id}}:bucket`,
       rate,
       burst,
+      cost,
     ])
     out.ok = ok === 1
     out.limit = burst

@@ -112,6 +112,7 @@ return redis.call('HGETALL', KEYS[1])
  */
 export const BUCKET = `
 local rate, burst = tonumber(ARGV[1]), tonumber(ARGV[2])
+local cost = tonumber(ARGV[3] or '1')
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local b = redis.call('HMGET', KEYS[1], 'tokens', 'at')
@@ -121,11 +122,11 @@ if b[1] then
   if tokens > burst then tokens = burst end
 end
 local ok, retry = 0, 0
-if tokens >= 1 then
-  tokens = tokens - 1
+if tokens >= cost then
+  tokens = tokens - cost
   ok = 1
 else
-  retry = math.max(1, math.ceil((1 - tokens) / rate))
+  retry = math.max(1, math.ceil((cost - tokens) / rate))
 end
 redis.call('HSET', KEYS[1], 'tokens', tostring(tokens), 'at', now)
 redis.call('PEXPIRE', KEYS[1], math.ceil(burst / rate * 1000) + 1000)

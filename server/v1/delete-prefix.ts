@@ -1,0 +1,22 @@
+// DELETE /v1/{namespace}?prefix=p: every key beginning with p, each deleted as a write of its
+// own (its own version and watch event). Without a prefix nothing is deleted: a namespace is
+// emptied by deleting it.
+import type { HttpRequest } from '../http/uws.js'
+import type { Call } from './call.js'
+import { canUse, withNamespace } from './entries.js'
+import type { Parsed } from './paths.js'
+
+export function deleteByPrefix(call: Call, req: HttpRequest, parsed: Parsed): void {
+  const ns = parsed.ns
+  if (!canUse(call, ns, true)) return
+  const prefix = new URLSearchParams(req.getQuery() ?? '').get('prefix')
+  if (prefix === null || prefix === '') return call.fail('invalid_prefix')
+  withNamespace(call, ns, (info) =>
+    call.applyLater(() =>
+      call.ctx.data.deletePrefix(info, prefix).then(
+        (n) => call.send(200, `{"deleted":${n}}`),
+        (err) => call.error(err),
+      ),
+    ),
+  )
+}

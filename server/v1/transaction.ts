@@ -1,0 +1,100 @@
+// POST /v1/{namespace}: a transaction. Each op counts as a request toward usage and the daily
+// quota, and takes a token from the rate bucket (at most the plan's burst for one
+// transaction): the request's own token was taken on the way in, the rest here.
+import { secondsToMidnight, takeAccountToken } from '../limits.js'
+import type { HttpRequest } from '../http/uws.js'
+import type { Plan } from '../plans.js'
+import type { Bucket } from '../store/types.js'
+import { parseTxBody } from '../wire/tx-body.js'
+import { acceptsJson, readRequestBody } from './body.js'
+import type { Call } from './call.js'
+import { withNamespace } from './entries.js'
+import type { Parsed } from './paths.js'
+import { resultText } from './tx-results.js'
+
+const EXTRA_BODY = 10 * 1024 * 1024
+const UNLIMITED_BODY = 256 * 1024 * 1024
+
+export function runTransaction(call: Call, req: HttpRequest, parsed: Parsed, plan: Plan): void {
+  const ns = parsed.ns
+  const k = call.key!
+  if (!k.allows(ns)) return call.fail('forbidden', `This API key may not use namespace "${ns}".`)
+  if (!acceptsJson(call, req)) return
+  if (!call.ctx.accounts.namespace(call.account!, ns))
+    return call.fail('namespace_not_found', `There is no namespace "${ns}".`)
+  const limit = plan.maxValueBytes === null ? UNLIMITED_BODY : plan.maxValueBytes + EXTRA_BODY
+  readRequestBody(
+    call,
+    req,
+    limit,
+    (body) => {
+      let tx: ReturnType<typeof parseTxBody>
+      try {
+        tx = parseTxBody(body, plan.maxValueBytes, Date.now())
+      } catch (err) {
+        return call.error(err)
+      }
+      if (tx.writes > 0 && !k.canWrite)
+        return call.fail(
+          'forbidden',
+          'This API key may only read: its transactions may only check and get.',
+        )
+      const n = tx.ops.length
+      call.count = n
+      const now = Date.now()
+      const ctx = call.ctx
+      const account = call.account!
+      const used = ctx.usage.today(account.id, now).requests
+      if (plan.requestsPerDay !== null && used + n > plan.requestsPerDay) {
+        call.count = 1
+        return call.fail(
+          'quota_exceeded',
+          `This transaction's ${n} ops would pass the ${plan.id} plan's ${plan.requestsPerDay} requests per UTC day.`,
+          `\r\nRetry-After: ${secondsToMidnight(now)}`,
+        )
+      }
+      const go = () =>
+        withNamespace(call, ns, (info) => {
+          const apply = () =>
+            ctx.data.transact(account, info, tx.ops).then(
+              (done) =>
+                call.send(
+                  200,
+                  `{"version":"${done.version}","results":[${done.results.map(resultText).join(',')}]}`,
+                ),
+              (err) => call.error(err),
+            )
+          if (tx.writes > 0) call.applyLater(() => void apply())
+          else {
+            call.async()
+            void apply()
+          }
+        })
+      // The first token was the request's own.
+      const extra = Math.min(n, plan.burst ?? n) - 1
+      if (extra <= 0) return go()
+      const out: Bucket = { ok: true, limit: 0, remaining: 0, reset: 0, retryAfter: 0 }
+      const admitted = (b: Bucket) => {
+        if (b.limit >= 0) {
+          call.limit = b.limit
+          call.remaining = b.remaining
+          call.reset = b.reset
+        }
+        if (!b.ok) {
+          call.count = 1
+          return call.fail(
+            'rate_limited',
+            `This transaction's ${n} ops need ${extra + 1} tokens from the rate bucket.`,
+            `\r\nRetry-After: ${b.retryAfter}`,
+          )
+        }
+        go()
+      }
+      const b = takeAccountToken(ctx.store.limiter, account.id, plan, now, out, extra)
+      if (!(b instanceof Promise)) return admitted(b)
+      call.async()
+      b.then(admitted, (err) => call.error(err))
+    },
+    'transaction_too_large',
+  )
+}

@@ -1,0 +1,187 @@
+// One watch of a namespace, whatever carries it (Server-Sent Events in watch.ts, a WebSocket
+// in watch-ws.ts). It subscribes to the store's change feed first and reads history second,
+// so nothing falls between the two; every change is then passed on once, in version order,
+// by remembering the last version passed (a change the history and the live feed both hold
+// goes once). A consumer that cannot keep up is closed with too_slow and resumes with since.
+import type { Account } from '../accounts.js'
+import type { Context } from '../context.js'
+import type { Change } from '../store/types.js'
+
+/** What carries a watch's events to its client. */
+export interface WatchSink {
+  /** Sends one event; false when the client is too far behind to go on. */
+  event(type: 'put' | 'delete' | 'progress', data: string, version: number): boolean
+  /** Sends an error event and ends the stream. */
+  fail(code: string, message: string): void
+  /** Ends the stream quietly (the server is stopping, the client left). */
+  end(): void
+}
+
+/** History is read and sent this many changes at a time. */
+const PAGE = 1000
+/** A progress event after this long without any event. */
+const PROGRESS_MS = 15_000
+/** Live changes held while history is still being sent, past which the watch is too slow. */
+const MAX_QUEUED = 100_000
+
+const seconds = (ms: number) => Math.ceil(ms / 1000)
+
+/** A change as an event's JSON data. */
+export function changeData(c: Change): string {
+  const head = `{"key":${JSON.stringify(c.key)},"version":"${c.version}"`
+  if (c.type === 'delete') return `${head}}`
+  let s = `${head},"value":${c.value!.toString('utf8')}`
+  if (c.expiresAt !== undefined) s += `,"expiresAt":${seconds(c.expiresAt)}`
+  if (c.metadata !== undefined) s += `,"metadata":${c.metadata.toString('utf8')}`
+  return `${s}}`
+}
+
+export class WatchSession {
+  /** The last version passed on (or passed over, for keys outside the prefix). */
+  private last = 0
+  private queued: Change[] | null = []
+  private backlog: Change[] = []
+  private unsubscribe: (() => void) | null = null
+  private untrack: (() => void) | null = null
+  private timer: NodeJS.Timeout | null = null
+  private lastSent = Date.now()
+  private closed = false
+  private released = false
+
+  constructor(
+    private ctx: Context,
+    private account: Account,
+    /** The store's name for the namespace. */
+    private ns: string,
+    private prefix: string,
+    private sink: WatchSink,
+  ) {
+    this.untrack = ctx.watches.track(() => this.stop(true))
+  }
+
+  /**
+   * Subscribes and reads the first page of history. false when history no longer reaches
+   * back to `since` (the caller answers 410 and nothing was sent).
+   */
+  async prepare(since: number | undefined): Promise<boolean> {
+    const feed = this.ctx.store.feed
+    this.unsubscribe = feed.subscribe(this.ns, (changes) => this.live(changes))
+    try {
+      if (since === undefined) {
+        this.last = await feed.version(this.ns)
+        return true
+      }
+      this.last = since
+      const page = await feed.read(this.ns, since, PAGE)
+      if (page === 'expired') {
+        this.stop(false)
+        return false
+      }
+      this.backlog = page
+      return true
+    } catch (err) {
+      this.stop(false)
+      throw err
+    }
+  }
+
+  /** Sends the opening progress event, the history, then live changes until stopped. */
+  async run(): Promise<void> {
+    if (this.closed) return
+    this.send('progress', `{"version":"${this.last}"}`, this.last)
+    const feed = this.ctx.store.feed
+    while (!this.closed && this.backlog.length > 0) {
+      this.deliver(this.backlog)
+      if (this.closed) return
+      const page = await feed.read(this.ns, this.last, PAGE).catch(() => 'expired' as const)
+      if (this.closed) return
+      if (page === 'expired') {
+        this.sink.fail(
+          'history_expired',
+          'The history ran out while it was being sent; list again, then watch.',
+        )
+        return this.stop(false)
+      }
+      this.backlog = page
+    }
+    const queued = this.queued!
+    this.queued = null
+    this.deliver(queued)
+    this.timer = setInterval(() => this.tick(), 1000)
+    this.timer.unref()
+  }
+
+  /** Ends the watch: `quietly` ends the stream without an error event. */
+  stop(quietly: boolean): void {
+    if (this.closed) return
+    this.closed = true
+    this.unsubscribe?.()
+    this.untrack?.()
+    if (this.timer) clearInterval(this.timer)
+    this.release()
+    if (quietly) this.sink.end()
+  }
+
+  /** Gives the account's watch back (also when the watch never started). */
+  release(): void {
+    if (this.released) return
+    this.released = true
+    this.ctx.watches.release(this.account.id)
+  }
+
+  private live(changes: Change[]): void {
+    if (this.closed) return
+    if (this.queued === null) return this.deliver(changes)
+    this.queued.push(...changes)
+    if (this.queued.length > MAX_QUEUED) this.tooSlow()
+  }
+
+  private deliver(changes: Change[]): void {
+    let events = 0
+    let bytes = 0
+    for (const c of changes) {
+      if (this.closed) break
+      if (c.version <= this.last) continue
+      this.last = c.version
+      if (!c.key.startsWith(this.prefix)) continue
+      const data = changeData(c)
+      events++
+      bytes += data.length
+      if (!this.send(c.type, data, c.version)) break
+    }
+    if (events > 0) this.ctx.usage.watchEvents(this.account.id, events, bytes, Date.now())
+  }
+
+  private send(type: 'put' | 'delete' | 'progress', data: string, version: number): boolean {
+    this.lastSent = Date.now()
+    if (this.sink.event(type, data, version)) return true
+    this.tooSlow()
+    return false
+  }
+
+  private tooSlow(): void {
+    if (this.closed) return
+    this.sink.fail('too_slow', 'This watch fell too far behind; resume it with since.')
+    this.stop(false)
+  }
+
+  private tick(): void {
+    if (this.closed) return
+    // A namespace dropped meanwhile ends the watch; otherwise, progress after a quiet spell.
+    this.ctx.store.feed.version(this.ns).then(
+      (v) => {
+        if (this.closed || Date.now() - this.lastSent < PROGRESS_MS) return
+        if (v > this.last && this.queued === null) return // a change is on its way
+        this.send('progress', `{"version":"${this.last}"}`, this.last)
+        this.ctx.usage.watchEvents(this.account.id, 1, 0, Date.now())
+      },
+      (err) => {
+        if (this.closed) return
+        if ((err as { code?: string }).code === 'NAMESPACE_NOT_FOUND') {
+          this.sink.fail('namespace_not_found', 'The namespace was deleted.')
+          this.stop(false)
+        }
+      },
+    )
+  }
+}

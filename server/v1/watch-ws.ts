@@ -1,0 +1,183 @@
+// The watch over a WebSocket: an upgrade on GET /v1/{namespace}?watch=1 sends the same events
+// as JSON messages ({"type": "put" | "delete" | "progress", ...}). The API key comes in the
+// x-api-key header or, where a browser cannot set one, in the first message ({"apiKey"}).
+// Everything after the upgrade that refuses the watch comes as {"type": "error", "code",
+// "message"}, then a close.
+import type { ApiKey } from '../accounts.js'
+import type { Context } from '../context.js'
+import { ERRORS, type ErrorCode } from '../errors.js'
+import { statusLine } from '../http/status.js'
+import type { HttpRequest, HttpResponse } from '../http/uws.js'
+import { type Bucket, takeAccountToken } from '../limits.js'
+import { OP } from '../usage.js'
+import { Route, parsePath } from './paths.js'
+import { type WatchSink, WatchSession } from './watch-session.js'
+import { MAX_UNSENT, sinceOf } from './watch.js'
+
+interface Peer {
+  ns: string
+  prefix: string
+  since: number | undefined
+  secret: string
+  started: boolean
+  closed: boolean
+  session: WatchSession | null
+  timer: NodeJS.Timeout | null
+}
+
+interface Socket {
+  getUserData(): Peer
+  send(message: string, isBinary?: boolean): number
+  getBufferedAmount(): number
+  end(code?: number, reason?: string): void
+}
+
+/** How long a socket may wait for its first message when the key was not in a header. */
+const KEY_WAIT_MS = 10_000
+const BEARER = /^bearer\s+(\S+)\s*$/i
+
+function refuse(res: HttpResponse, code: ErrorCode, message?: string): void {
+  const body = JSON.stringify({ error: { code, message: message ?? ERRORS[code].message } })
+  res.cork(() => {
+    res.writeStatus(statusLine(ERRORS[code].status))
+    res.writeHeader('Content-Type', 'application/json')
+    res.end(body)
+  })
+}
+
+function sinkOf(ws: Socket): WatchSink {
+  const peer = ws.getUserData()
+  return {
+    event(type, data) {
+      if (peer.closed) return true
+      const sent = ws.send(`{"type":"${type}",${data.slice(1)}`)
+      return sent !== 2 && ws.getBufferedAmount() <= MAX_UNSENT
+    },
+    fail(code, message) {
+      if (peer.closed) return
+      ws.send(JSON.stringify({ type: 'error', code, message }))
+      peer.closed = true
+      ws.end(1008, code)
+    },
+    end() {
+      if (peer.closed) return
+      peer.closed = true
+      ws.end(1001, 'server stopping')
+    },
+  }
+}
+
+/** uWebSockets.js's behaviour for /v1/*: only a watch may be upgraded. */
+export function watchSockets(ctx: Context) {
+  const fail = (ws: Socket, code: ErrorCode, message?: string) =>
+    sinkOf(ws).fail(code, message ?? ERRORS[code].message)
+
+  async function begin(ws: Socket, secret: string): Promise<void> {
+    const peer = ws.getUserData()
+    peer.started = true
+    if (peer.timer) clearTimeout(peer.timer)
+    const key: ApiKey | undefined =
+      secret === '' ? undefined : await ctx.accounts.authenticate(secret)
+    if (peer.closed) return
+    if (key === undefined) return fail(ws, 'unauthorized')
+    if (!key.allows(peer.ns))
+      return fail(ws, 'forbidden', `This API key may not use namespace "${peer.ns}".`)
+    const account = key.account
+    const plan = ctx.plans.get(account.rec.plan)
+    const now = Date.now()
+    const out: Bucket = { ok: true, limit: 0, remaining: 0, reset: 0, retryAfter: 0 }
+    const b = await takeAccountToken(ctx.store.limiter, account.id, plan, now, out)
+    if (peer.closed) return
+    if (!b.ok) return fail(ws, 'rate_limited')
+    if (
+      plan.requestsPerDay !== null &&
+      ctx.usage.today(account.id, now).requests >= plan.requestsPerDay
+    )
+      return fail(ws, 'quota_exceeded')
+    const info = await ctx.accounts.namespace(account, peer.ns)
+    if (peer.closed) return
+    if (info === undefined)
+      return fail(ws, 'namespace_not_found', `There is no namespace "${peer.ns}".`)
+    if (!ctx.watches.take(account.id, plan.maxWatches))
+      return fail(
+        ws,
+        'watch_limit',
+        `The ${plan.id} plan allows ${plan.maxWatches} watches open at once.`,
+      )
+    ctx.usage.record(account.id, OP.watch, 200, 0, 0, now)
+    const session = new WatchSession(ctx, account, info.storeName, peer.prefix, sinkOf(ws))
+    peer.session = session
+    if (!(await session.prepare(peer.since))) return fail(ws, 'history_expired')
+    if (peer.closed) return session.stop(false)
+    await session.run()
+  }
+
+  const start = (ws: Socket, secret: string) =>
+    begin(ws, secret).catch((err) => {
+      ctx.log.warn({ err: (err as Error).message }, 'watch failed')
+      fail(ws, 'internal_error')
+    })
+
+  return {
+    maxPayloadLength: 16 * 1024,
+    idleTimeout: 120,
+    sendPingsAutomatically: true,
+    maxBackpressure: 4 * MAX_UNSENT,
+    upgrade(res: HttpResponse, req: HttpRequest, context: unknown): void {
+      const parsed = parsePath(req.getUrl(), { route: Route.NotFound, ns: '', rawKey: '' })
+      const q = new URLSearchParams(req.getQuery() ?? '')
+      if (parsed.route !== Route.Keys || q.get('watch') !== '1')
+        return refuse(
+          res,
+          'not_found',
+          'Only a watch (GET /v1/{namespace}?watch=1) takes a WebSocket.',
+        )
+      if (ctx.lifecycle.stopping) return refuse(res, 'unavailable')
+      const since = sinceOf(req.getHeader('last-event-id'), q.get('since'))
+      if (since === null)
+        return refuse(res, 'invalid_request', 'since (or Last-Event-ID) is a version: digits.')
+      const auth = BEARER.exec(req.getHeader('authorization'))
+      const peer: Peer = {
+        ns: parsed.ns,
+        prefix: q.get('prefix') ?? '',
+        since,
+        secret: req.getHeader('x-api-key') || (auth ? auth[1]! : ''),
+        started: false,
+        closed: false,
+        session: null,
+        timer: null,
+      }
+      res.upgrade(
+        peer,
+        req.getHeader('sec-websocket-key'),
+        req.getHeader('sec-websocket-protocol'),
+        req.getHeader('sec-websocket-extensions'),
+        context as never,
+      )
+    },
+    open(ws: Socket): void {
+      const peer = ws.getUserData()
+      if (peer.secret !== '') return void start(ws, peer.secret)
+      peer.timer = setTimeout(
+        () => fail(ws, 'unauthorized', 'Send {"apiKey": "..."} first.'),
+        KEY_WAIT_MS,
+      )
+    },
+    message(ws: Socket, message: ArrayBuffer): void {
+      const peer = ws.getUserData()
+      if (peer.started) return
+      let secret = ''
+      try {
+        const m = JSON.parse(Buffer.from(message).toString('utf8'))
+        if (m && typeof m.apiKey === 'string') secret = m.apiKey
+      } catch {}
+      void start(ws, secret)
+    },
+    close(ws: Socket): void {
+      const peer = ws.getUserData()
+      peer.closed = true
+      if (peer.timer) clearTimeout(peer.timer)
+      peer.session?.stop(false)
+    },
+  }
+}
