@@ -95,6 +95,12 @@ export const ERRORS = {
 
 export type ErrorCode = keyof typeof ERRORS
 
+/**
+ * Codes only a watch's stream carries (an error event after the stream opened), never an
+ * HTTP status: the OpenAPI document's ErrorCode enum lists them beside the table's.
+ */
+export const STREAM_CODES = ['too_slow'] as const
+
 /** Thrown anywhere below a handler; the responder turns it into the contract's error body. */
 export class ApiError extends Error {
   readonly status: number

@@ -82,11 +82,11 @@ t.test('the additions against a real server', async (t) => {
     t.equal((await kv.getRaw(ns, 'big'))?.raw, '9007199254740993', 'stored exactly')
     t.equal(
       await kv.increment(ns, 'big', '100000000000000000000000000000'),
-      100000000000000000009007199254740993n,
+      100000000000009007199254740993n,
       'a decimal string of any size',
     )
     t.equal(
-      await kv.increment(ns, 'big', -100000000000000000009007199254740993n),
+      await kv.increment(ns, 'big', -100000000000009007199254740993n),
       0n,
       'a negative bigint',
     )

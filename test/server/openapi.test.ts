@@ -44,7 +44,10 @@ t.test('the error code enum is exactly the server table of codes', async (t) => 
   const table = errors.ERRORS ?? errors.errors ?? errors.errorTable ?? errors.default
   t.ok(table, 'server/errors.ts exports its table')
   const codes = Array.isArray(table) ? table.map((e: Json) => e.code) : Object.keys(table)
-  t.same([...raw.components.schemas.ErrorCode.enum].sort(), [...codes].sort())
+  t.same(
+    [...raw.components.schemas.ErrorCode.enum].sort(),
+    [...codes, ...errors.STREAM_CODES].sort(),
+  )
   for (const code of codes) {
     const entry = Array.isArray(table) ? table.find((e: Json) => e.code === code) : table[code]
     const schema = raw.components.schemas[`Error${entry.status}`]
@@ -191,6 +194,50 @@ t.test('real responses match the document', async (t) => {
   check('GET', ns, await api.get('/nosuch'))
   check('PUT', ns, await api.put('/docs', { value: 1 }))
 
+  // The additions: metadata, PATCH, transactions, entries, deleting by prefix.
+  check('PUT', key, await api.put('/docs/m', { value: 1, metadata: { a: 1 } }))
+  check('PUT', key, await api.put('/docs/m', { value: 1, metadata: [1] }))
+  check('GET', key, await api.get('/docs/m?metadata=1'))
+  check('PATCH', key, await api.req('PATCH', '/docs/n', { body: { increment: 2 } }))
+  check('PATCH', key, await api.req('PATCH', '/docs/n', { body: { increment: 2, ttl: 60 } }))
+  check(
+    'PATCH',
+    key,
+    await api.req('PATCH', '/docs/m', { body: { persist: true, metadata: null } }),
+  )
+  check('PATCH', key, await api.req('PATCH', '/docs/m', { body: { increment: 1.5 } }))
+  check('PATCH', key, await api.req('PATCH', '/docs/m', { body: { nope: 1 } }))
+  check('PATCH', key, await api.req('PATCH', '/docs/missing', { body: { ttl: 5 } }))
+  check('PATCH', key, await api.req('PATCH', '/docs/a', { body: { increment: 1 } }))
+  check(
+    'PATCH',
+    key,
+    await api.req('PATCH', '/docs/m', { body: { ttl: 5 }, headers: { 'if-match': '"999"' } }),
+  )
+  const ops = [
+    { op: 'check', key: 'm', version: null },
+    { op: 'get', key: 'm', metadata: true },
+    { op: 'get', key: 'nothing' },
+    { op: 'put', key: 'tx', value: { x: 1 }, ttl: 60, metadata: { t: 1 } },
+    { op: 'increment', key: 'count', by: 3 },
+    { op: 'delete', key: 'nothing' },
+  ]
+  const txDone = await api.post('/docs', { ops: ops.slice(1) })
+  t.equal(txDone.status, 200, txDone.text)
+  check('POST', ns, txDone)
+  check('POST', ns, await api.post('/docs', { ops }))
+  check('POST', ns, await api.post('/docs', { ops: [] }))
+  check('POST', ns, await api.post('/docs', { ops: [{ op: 'increment', key: 'm', by: 1 }] }))
+  check('GET', ns, await api.get('/docs?include=values,metadata&limit=2'))
+  check('GET', ns, await api.get('/docs?include=metadata&reverse=1'))
+  check(
+    'GET',
+    ns,
+    await api.get('/docs?watch=1&since=1', { headers: { accept: 'application/json' } }),
+  )
+  check('DELETE', ns, await api.del('/docs?prefix=p'))
+  check('DELETE', ns, await api.del('/docs'))
+
   check('GET', '/usage', await api.get('/usage'))
   check('POST', '/usage', await api.post('/usage', {}))
 
@@ -248,7 +295,7 @@ t.test('real responses match the document', async (t) => {
 
 t.test('every documented success status was seen', async (t) => {
   for (const [template, item] of Object.entries<Json>(doc.paths)) {
-    for (const method of ['get', 'put', 'post', 'delete', 'options']) {
+    for (const method of ['get', 'put', 'post', 'patch', 'delete', 'options']) {
       const op = item[method]
       if (!op) continue
       for (const status of Object.keys(op.responses)) {

@@ -27,7 +27,7 @@ t.test('keys list in UTF-8 byte order', async (t) => {
   t.equal(res.status, 200)
   t.same(res.json.keys, [...keys].sort(utf8Compare))
   t.equal(res.json.cursor, undefined, 'no cursor when nothing remains')
-  t.same(Object.keys(res.json), ['keys'])
+  t.same(Object.keys(res.json), ['keys', 'version'])
   // In UTF-16 order U+1F600 would come before U+FFFD; in UTF-8 it comes after.
   t.ok(res.json.keys.indexOf('\uFFFD') < res.json.keys.indexOf('\u{1F600}'))
 })
@@ -35,7 +35,7 @@ t.test('keys list in UTF-8 byte order', async (t) => {
 t.test('an empty namespace lists no keys; a missing one is 404', async (t) => {
   const ns = await freshNamespace(api)
   const res = await api.get(`/${ns}`)
-  t.same(res.json, { keys: [] })
+  t.same(res.json, { keys: [], version: '0' })
   const missing = await api.get('/nosuchns')
   t.equal(missing.status, 404)
   t.equal(missing.json.error.code, 'namespace_not_found')
