@@ -89,6 +89,7 @@ export class WatchSession {
   async run(): Promise<void> {
     if (this.closed) return
     this.send('progress', `{"version":"${this.last}"}`, this.last)
+    this.ctx.usage.watchEvents(this.account.id, 1, 0, Date.now())
     const feed = this.ctx.store.feed
     while (!this.closed && this.backlog.length > 0) {
       this.deliver(this.backlog)

@@ -1,0 +1,234 @@
+// Watching changes: GET /{ns}?watch=1 as Server-Sent Events and as a WebSocket, resuming with
+// since and Last-Event-ID, history_expired, watch limits, slow consumers. backends.test.ts
+// runs this file again on Redis Cluster.
+import net from 'node:net'
+import t from 'tap'
+import WebSocket from 'ws'
+import { freshNamespace, otherAccount, setup } from './setup.js'
+import { watch } from './sse.js'
+
+const { srv, api } = await setup(t)
+const open = (path: string, headers?: Record<string, string>, key = api.key) =>
+  watch(srv.baseUrl, path, key, headers)
+
+t.test('a watch opens with progress, then each change once, in version order', async (t) => {
+  const ns = await freshNamespace(api)
+  await api.mustPut(ns, 'before', 1)
+  const w = await open(`/${ns}?watch=1`)
+  t.teardown(() => w.close())
+  t.equal(w.status, 200)
+  t.match(w.headers['content-type'], /^text\/event-stream/)
+  const [first] = await w.until(1)
+  t.same(first, { event: 'progress', id: '1', data: { version: '1' } })
+  await api.mustPut(ns, 'a', { x: 1 }, { metadata: { m: 1 }, ttl: 100 })
+  await api.del(`/${ns}/a`)
+  await api.req('PATCH', `/${ns}/n`, { body: { increment: 5 } })
+  await api.post(`/${ns}`, {
+    ops: [
+      { op: 'put', key: 'b', value: [1] },
+      { op: 'put', key: 'c', value: 'c' },
+    ],
+  })
+  const events = await w.until(6)
+  t.same(
+    events.slice(1).map((e) => [e.event, e.id, e.data.key, e.data.version]),
+    [
+      ['put', '2', 'a', '2'],
+      ['delete', '3', 'a', '3'],
+      ['put', '4', 'n', '4'],
+      ['put', '5', 'b', '5'],
+      ['put', '6', 'c', '6'],
+    ],
+  )
+  t.match(events[1]!.data, { value: { x: 1 }, metadata: { m: 1 } })
+  t.type(events[1]!.data.expiresAt, 'number')
+  t.same(events[2]!.data, { key: 'a', version: '3' })
+  t.same(events[3]!.data, { key: 'n', version: '4', value: 5 })
+  t.notOk('metadata' in events[4]!.data, 'metadata only when the entry has some')
+})
+
+t.test('a prefix narrows the events; versions stay the namespace’s', async (t) => {
+  const ns = await freshNamespace(api)
+  const w = await open(`/${ns}?watch=1&prefix=user%2F`)
+  t.teardown(() => w.close())
+  await w.until(1)
+  await api.mustPut(ns, 'other', 1)
+  await api.mustPut(ns, 'user/1', 1)
+  const [, put] = await w.until(2)
+  t.same([put!.event, put!.data.key, put!.data.version], ['put', 'user/1', '2'])
+})
+
+t.test('since replays history with no gap and no repeat; Last-Event-ID wins', async (t) => {
+  const ns = await freshNamespace(api)
+  for (let i = 1; i <= 5; i++) await api.mustPut(ns, `k${i}`, i)
+  const w = await open(`/${ns}?watch=1&since=2`)
+  t.teardown(() => w.close())
+  await api.mustPut(ns, 'k6', 6)
+  const events = await w.until(5)
+  t.same(
+    events.map((e) => [e.event, e.id]),
+    [
+      ['progress', '2'],
+      ['put', '3'],
+      ['put', '4'],
+      ['put', '5'],
+      ['put', '6'],
+    ],
+  )
+  const again = await open(`/${ns}?watch=1&since=1`, { 'last-event-id': '4' })
+  t.teardown(() => again.close())
+  const replay = await again.until(3)
+  t.same(
+    replay.map((e) => e.id),
+    ['4', '5', '6'],
+    'an EventSource reconnecting resumes after its last event',
+  )
+  const bad = await open(`/${ns}?watch=1&since=x`)
+  t.equal(bad.status, 400)
+  const noAccept = await open(`/${ns}?watch=1`, { accept: 'application/json' })
+  t.equal(noAccept.status, 400)
+  const missing = await open('/nosuchns?watch=1')
+  t.equal(missing.status, 404)
+  t.equal(missing.body.error.code, 'namespace_not_found')
+})
+
+t.test('list, then watch from the list’s version: every change exactly once', async (t) => {
+  const ns = await freshNamespace(api)
+  for (let i = 0; i < 20; i++) await api.mustPut(ns, `k${i}`, i)
+  let stop = false
+  let written = 0
+  const writer = (async () => {
+    while (!stop) {
+      await api.mustPut(ns, `w${written % 7}`, written)
+      written++
+    }
+  })()
+  const page = await api.get(`/${ns}?include=metadata`)
+  const w = await open(`/${ns}?watch=1&since=${page.json.version}`)
+  t.teardown(() => w.close())
+  await new Promise((r) => setTimeout(r, 300))
+  stop = true
+  await writer
+  const last = (await api.get(`/${ns}`)).json.version
+  const expect = Number(last) - Number(page.json.version)
+  const events = await w.until(expect + 1)
+  const versions = events.slice(1).map((e) => Number(e.id))
+  t.same(
+    versions,
+    Array.from({ length: expect }, (_, i) => Number(page.json.version) + 1 + i),
+    `every one of ${expect} changes, once, in order`,
+  )
+})
+
+t.test('a since older than the history: 410 history_expired', async (t) => {
+  const ns = await freshNamespace(api)
+  for (let b = 0; b < 11; b++) {
+    const r = await api.post(`/${ns}`, {
+      ops: Array.from({ length: 1000 }, (_, i) => ({ op: 'put', key: `k${b}-${i}`, value: i })),
+    })
+    t.equal(r.status, 200)
+  }
+  const w = await open(`/${ns}?watch=1&since=1`)
+  t.equal(w.status, 410)
+  t.equal(w.body.error.code, 'history_expired')
+  const recent = await open(`/${ns}?watch=1&since=10500`)
+  t.teardown(() => recent.close())
+  t.equal(recent.status, 200, 'the last 10,000 changes are there')
+  const events = await recent.until(2)
+  t.same([events[0]!.id, events[1]!.id], ['10500', '10501'])
+})
+
+t.test('concurrent watches per account are limited by the plan: 429 watch_limit', async (t) => {
+  const other = await otherAccount(srv)
+  await other.createNamespace('w')
+  const open5 = await Promise.all(
+    Array.from({ length: 5 }, () => open('/w?watch=1', {}, other.key)),
+  )
+  t.teardown(() => {
+    for (const w of open5) w.close()
+  })
+  t.same(
+    open5.map((w) => w.status),
+    [200, 200, 200, 200, 200],
+  )
+  const sixth = await open('/w?watch=1', {}, other.key)
+  t.equal(sixth.status, 429)
+  t.equal(sixth.body.error.code, 'watch_limit')
+  open5[0]!.close()
+  let again = sixth
+  for (let i = 0; i < 50 && again.status !== 200; i++) {
+    await new Promise((r) => setTimeout(r, 50))
+    again = await open('/w?watch=1', {}, other.key)
+  }
+  t.teardown(() => again.close())
+  t.equal(again.status, 200, 'a closed watch gives its place back')
+})
+
+t.test('a watch is a request; its events are counted apart', async (t) => {
+  const other = await otherAccount(srv)
+  await other.createNamespace('u')
+  const w = await open('/u?watch=1', {}, other.key)
+  await w.until(1)
+  await other.put('/u/k', { value: 1 })
+  await w.until(2)
+  w.close()
+  const today = (await other.get('/usage')).json.today
+  t.equal(today.operations.watch, 1)
+  t.ok(today.watchEvents >= 2, `events counted (${today.watchEvents})`)
+  const sum = Object.values(today.operations as Record<string, number>).reduce((a, b) => a + b, 0)
+  t.equal(sum, today.requests)
+})
+
+t.test('a consumer too slow to keep up is closed with too_slow', async (t) => {
+  const ns = await freshNamespace(api)
+  const url = new URL(srv.baseUrl)
+  // A client that sends the request and then reads nothing.
+  const sock = net.connect(Number(url.port), url.hostname)
+  t.teardown(() => sock.destroy())
+  await new Promise((r) => sock.once('connect', r))
+  sock.write(
+    `GET ${url.pathname.replace(/\/$/, '')}/${ns}?watch=1 HTTP/1.1\r\nHost: x\r\nx-api-key: ${api.key}\r\naccept: text/event-stream\r\n\r\n`,
+  )
+  sock.pause()
+  await new Promise((r) => setTimeout(r, 200))
+  const big = 'x'.repeat(512 * 1024)
+  for (let i = 0; i < 60; i++) await api.mustPut(ns, `k${i % 3}`, big)
+  sock.resume()
+  let text = ''
+  await new Promise<void>((resolve) => {
+    sock.on('data', (c) => {
+      text += c.toString('latin1')
+      if (text.includes('too_slow')) resolve()
+    })
+    sock.on('end', () => resolve())
+    setTimeout(resolve, 15_000)
+  })
+  t.match(text, /event: error\ndata: \{"code":"too_slow"/, 'the last event says too_slow')
+})
+
+t.test('the same watch over a WebSocket, with the key in the first message', async (t) => {
+  const ns = await freshNamespace(api)
+  await api.mustPut(ns, 'a', 1)
+  const ws = new WebSocket(`${srv.baseUrl.replace(/^http/, 'ws')}/${ns}?watch=1&since=0`)
+  t.teardown(() => ws.close())
+  const got: any[] = []
+  ws.on('message', (m) => got.push(JSON.parse(String(m))))
+  await new Promise((r) => ws.once('open', r))
+  ws.send(JSON.stringify({ apiKey: api.key }))
+  for (let i = 0; i < 100 && got.length < 2; i++) await new Promise((r) => setTimeout(r, 20))
+  await api.mustPut(ns, 'b', 2)
+  for (let i = 0; i < 100 && got.length < 3; i++) await new Promise((r) => setTimeout(r, 20))
+  t.same(got, [
+    { type: 'progress', version: '0' },
+    { type: 'put', key: 'a', version: '1', value: 1 },
+    { type: 'put', key: 'b', version: '2', value: 2 },
+  ])
+  const bad = new WebSocket(`${srv.baseUrl.replace(/^http/, 'ws')}/${ns}?watch=1`)
+  const msgs: any[] = []
+  bad.on('message', (m) => msgs.push(JSON.parse(String(m))))
+  const closed = new Promise<number>((r) => bad.once('close', (code) => r(code)))
+  await new Promise((r) => bad.once('open', r))
+  bad.send(JSON.stringify({ apiKey: 'cairn_wrong' }))
+  t.equal(await closed, 1008)
+  t.match(msgs, [{ type: 'error', code: 'unauthorized' }])
+})
