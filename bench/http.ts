@@ -4,7 +4,7 @@
 //                                    writes bench/RESULTS.md (HTTP section) and bench/results/*.json
 //   npm run bench:http -- --quick    smoke run (seconds): checks only that every case got 2xx
 //   --rounds N --seconds S           override the run's shape; --no-build uses dist/ as it is
-import { execFileSync } from 'node:child_process'
+import { execFileSync, spawn } from 'node:child_process'
 import fs from 'node:fs'
 import http from 'node:http'
 import os from 'node:os'
@@ -153,6 +153,7 @@ function benchPlans(dir: string): string {
           maxNamespaces: null,
           maxStorageBytes: null,
           maxValueBytes: 1048576,
+          maxWatches: null,
         },
       ],
       default: 'bench',
@@ -203,6 +204,11 @@ async function cairnCases(dir: string): Promise<CaseResult[]> {
     out.push(await measure(server, 'GET', server.url, s.get))
     out.push(await measure(server, 'PUT new', server.url, s.putNew))
     out.push(await measure(server, 'PUT existing', server.url, s.putExisting))
+    const tx = await measure(server, 'TX 10 PUTs', server.url, s.tx10)
+    tx.extra = { keysPerSecond: tx.rps * 10 }
+    out.push(tx)
+    out.push(await measure(server, 'INCR hot key', server.url, s.incrHot))
+    out.push(await watchedPuts(server, apiKey, s.putExisting))
     out.push(await measure(server, 'LIST 100', server.url, s.list))
     out.push(await measure(server, 'GET 90 / PUT 10', server.url, s.mixed))
     // Compaction on a loop for the whole case: the log is rewritten again and again.
@@ -235,6 +241,79 @@ async function cairnCases(dir: string): Promise<CaseResult[]> {
     return out
   } finally {
     await server.stop()
+  }
+}
+
+/** Watchers on the namespace while PUTs are measured (the watch fan-out case). */
+const WATCHERS = 100
+
+/**
+ * PUT existing keys with 100 watchers on the namespace: the watchers run in a process of their
+ * own beside wrk; a probe write every 20 ms carries its send time, so the watchers measure how
+ * long a change takes from write to delivery.
+ */
+async function watchedPuts(server: Server, apiKey: string, script: string): Promise<CaseResult> {
+  const child = spawn(
+    'taskset',
+    [
+      '-c',
+      String(LOAD_CORE),
+      process.execPath,
+      '--import',
+      'tsx',
+      path.join(root, 'bench/http/watchers.ts'),
+      server.url,
+      apiKey,
+      'bench',
+      String(WATCHERS),
+    ],
+    { cwd: root, stdio: ['pipe', 'pipe', 'inherit'] },
+  )
+  const lines: string[] = []
+  let partial = ''
+  child.stdout!.setEncoding('utf8')
+  child.stdout!.on('data', (d: string) => {
+    partial += d
+    const parts = partial.split('\n')
+    partial = parts.pop()!
+    lines.push(...parts)
+  })
+  const next = async () => {
+    const at = lines.length
+    for (let i = 0; i < 3000 && lines.length === at; i++)
+      await new Promise((r) => setTimeout(r, 10))
+    if (lines.length === at) throw new Error('the watchers did not answer')
+    return lines[at]!
+  }
+  try {
+    if ((await next()) !== 'ready') throw new Error('the watchers did not start')
+    return await measure(server, `PUT existing, ${WATCHERS} watchers`, server.url, script, () => {
+      child.stdin!.write('stats\n')
+      const first = next().then((l) => JSON.parse(l))
+      const started = performance.now()
+      let probing = true
+      const probes = (async () => {
+        while (probing) {
+          await fetch(`${server.url}/v1/bench/probe`, {
+            method: 'PUT',
+            headers: { 'x-api-key': apiKey, 'content-type': 'application/json' },
+            body: `{"value":${Date.now()}}`,
+          })
+          await new Promise((r) => setTimeout(r, 20))
+        }
+      })()
+      return async () => {
+        probing = false
+        await probes
+        child.stdin!.write('stats\n')
+        const [a, b] = [await first, JSON.parse(await next())]
+        const seconds = (performance.now() - started) / 1000
+        return { eventsPerSecond: (b.events - a.events) / seconds, lagP50: b.p50, lagP99: b.p99 }
+      }
+    })
+  } finally {
+    child.stdin!.end()
+    child.kill()
   }
 }
 
@@ -354,8 +433,16 @@ function report(all: CaseResult[]): string {
           ? samePeer[c.name]
           : undefined
     const vsPeer = p ? `${fmt(c.rps / p.rps, 2)}x` : ''
+    const x = c.extra ?? {}
+    const notes = [
+      x.compactions !== undefined ? `${x.compactions} compactions` : '',
+      x.keysPerSecond !== undefined ? `${fmt(x.keysPerSecond)} keys/s` : '',
+      x.eventsPerSecond !== undefined
+        ? `${fmt(x.eventsPerSecond)} events/s delivered, write to delivery p50 ${fmt(x.lagP50)} ms, p99 ${fmt(x.lagP99)} ms`
+        : '',
+    ].filter(Boolean)
     rows.push(
-      `| ${c.server} | ${c.name}${c.extra?.compactions !== undefined ? ` (${c.extra.compactions} compactions)` : ''} | ${fmt(c.rps)} | ${fmt(c.p50, 3)} | ${fmt(c.p99, 3)} | ${fmt(c.cpu * 100)}% | ${vsCeiling} | ${vsPeer} |`,
+      `| ${c.server} | ${c.name}${notes.length ? ` (${notes.join('; ')})` : ''} | ${fmt(c.rps)} | ${fmt(c.p50, 3)} | ${fmt(c.p99, 3)} | ${fmt(c.cpu * 100)}% | ${vsCeiling} | ${vsPeer} |`,
     )
   }
   const get = find('cairn', 'GET')
@@ -365,6 +452,9 @@ function report(all: CaseResult[]): string {
   const set = find('webdis', 'SET')
   const rget = find('cairn-redis', 'GET')
   const rput = find('cairn-redis', 'PUT existing')
+  const putExisting = find('cairn', 'PUT existing')
+  const tx = find('cairn', 'TX 10 PUTs')
+  const watched = find('cairn', `PUT existing, ${WATCHERS} watchers`)
   const verdict = (ok: boolean | undefined) =>
     ok === undefined ? 'not measured' : ok ? 'met' : 'MISSED'
   const targets = [
@@ -372,6 +462,8 @@ function report(all: CaseResult[]): string {
     `- durable PUT at least webdis SET, p99 under 5 ms: ${put && set ? `${fmt(put.rps / set.rps, 2)}x, p99 ${fmt(put.p99, 3)} ms: ${verdict(put.rps >= set.rps && put.p99 < 5)}` : 'not measured (webdis missing)'}`,
     `- LIST of 100 keys at least 40,000 req/s: ${list ? `${fmt(list.rps)}: ${verdict(list.rps >= 40_000)}` : 'not measured'}`,
     `- Cairn on Redis at least webdis on the same Redis: ${rget && rput && samePeer.GET && samePeer['PUT existing'] ? `GET ${fmt(rget.rps / samePeer.GET.rps, 2)}x, PUT ${fmt(rput.rps / samePeer['PUT existing'].rps, 2)}x: ${verdict(rget.rps >= samePeer.GET.rps && rput.rps >= samePeer['PUT existing'].rps)}` : 'not measured'}`,
+    `- a transaction of 10 puts beside 10 single PUTs: ${tx && putExisting ? `${fmt(tx.rps * 10)} keys/s vs ${fmt(putExisting.rps)} PUTs/s: ${fmt((tx.rps * 10) / putExisting.rps, 2)}x` : 'not measured'}`,
+    `- ${WATCHERS} watchers slow PUTs by at most 10%: ${watched && putExisting ? `${fmt(watched.rps / putExisting.rps, 2)}x of PUT existing, ${fmt(watched.extra?.eventsPerSecond ?? 0)} events/s delivered, write to delivery p99 ${fmt(watched.extra?.lagP99 ?? 0)} ms: ${verdict(watched.rps >= 0.9 * putExisting.rps)}` : 'not measured'}`,
     `- GET during compaction p99 at most twice GET's: ${comp && get ? `${fmt(comp.p99, 3)} vs ${fmt(get.p99, 3)} ms: ${verdict(comp.p99 <= 2 * get.p99)}` : 'not measured'}`,
   ]
   return `${rows.join('\n')}\n\nTargets:\n${targets.join('\n')}\n`

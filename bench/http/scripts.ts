@@ -59,6 +59,16 @@ end
           `wrk.format("GET", ${lua(`/v1/bench?prefix=g${String(Math.floor(r() * d.groups)).padStart(4, '0')}%2F&limit=100`)}, ${headers})`,
       ),
     ),
+    // A transaction of 10 puts of distinct existing keys: beside 10 single PUTs.
+    tx10: cycle(
+      Array.from({ length: 2000 }, () => {
+        const keys = new Set<string>()
+        while (keys.size < 10) keys.add(randomKey())
+        const ops = [...keys].map((k) => ({ op: 'put', key: k, value: d.value }))
+        return `wrk.format("POST", "/v1/bench", ${headers}, ${lua(JSON.stringify({ ops }))})`
+      }),
+    ),
+    incrHot: cycle([`wrk.format("PATCH", "/v1/bench/hot", ${headers}, ${lua('{"increment":1}')})`]),
     mixed: cycle(
       Array.from({ length: 5000 }, (_, i) => (i % 10 === 9 ? put(randomKey()) : get(randomKey()))),
     ),
