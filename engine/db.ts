@@ -593,6 +593,21 @@ export class Db implements Engine {
     return st ? st.expiresAt : this.keydir.slots.expires[this.keydir.liveSlot(n, key)]!
   }
 
+  /**
+   * The key as the next write will find it: its newest staged entry, else the index. Only for
+   * planning a write, which is acknowledged after every write staged before it: never answer
+   * a read with it (a staged write may yet fail).
+   */
+  latestNow(ns: string, key: string): GetResult | undefined {
+    this.checkOpen()
+    const n = this.ns(ns)
+    const version = this.latest(n, key)
+    if (version < 0) return undefined
+    const value = this.latestValue(n, key)
+    const exp = this.latestExpiry(n, key)
+    return exp !== 0 ? { value, version, expiresAt: exp } : { value, version }
+  }
+
   // ---- reads ----
 
   get(ns: string, key: string): Promise<GetResult | undefined> {

@@ -2,8 +2,8 @@
 // transaction depends on is read synchronously, in one turn of the event loop: a consistent
 // snapshot. Its writes then go to the engine as one batch, checked against that snapshot (every
 // key the transaction read or wrote must still have the version it had), so the batch applies
-// only if nothing changed in between, all or nothing, as one record. If a write in flight did
-// change something, the transaction is planned again once that write has settled.
+// only if nothing changed in between, all or nothing, as one record. The batch is staged in the
+// same turn, so nothing can come between; should a check still fail, the plan is made again.
 import type { Db } from '../../engine/index.js'
 import type { BatchCheck, BatchOp } from '../../engine/types.js'
 import { metadataText, valueText, wrap } from './envelope.js'
@@ -28,8 +28,12 @@ interface Plan {
 const MAX_ATTEMPTS = 200
 
 export async function transact(db: Db, ns: string, ops: TxOp[]): Promise<Transacted> {
+  // A transaction that writes is acknowledged only after every write staged before it, so it
+  // may be planned on them (no waiting for them to be durable: a hot counter takes one
+  // increment per write, not one per fsync); one that only reads must see acknowledged data.
+  const writes = ops.some((op) => op.op !== 'get' && op.op !== 'check')
   for (let attempt = 0; ; attempt++) {
-    const plan = planTx(db, ns, ops)
+    const plan = planTx(db, ns, ops, writes)
     if (plan.writes.length === 0) return { version: db.namespaceVersion(ns), results: plan.results }
     try {
       const done = await db.batch(plan.writes, { checks: plan.checks })
@@ -47,11 +51,13 @@ export async function transact(db: Db, ns: string, ops: TxOp[]): Promise<Transac
   }
 }
 
-function planTx(db: Db, ns: string, ops: TxOp[]): Plan {
+function planTx(db: Db, ns: string, ops: TxOp[], writes: boolean): Plan {
   const seen = new Map<string, Current | undefined>()
   const read = (key: string): Current | undefined => {
     if (seen.has(key)) return seen.get(key)
-    const got = db.getNow(ns, key) as Current & { value: Buffer }
+    const got = (writes ? db.latestNow(ns, key) : db.getNow(ns, key)) as Current & {
+      value: Buffer
+    }
     const cur = got && { stored: got.value, version: got.version, expiresAt: got.expiresAt }
     seen.set(key, cur)
     return cur

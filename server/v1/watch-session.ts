@@ -9,8 +9,13 @@ import type { Change } from '../store/types.js'
 
 /** What carries a watch's events to its client. */
 export interface WatchSink {
-  /** Sends one event; false when the client is too far behind to go on. */
-  event(type: 'put' | 'delete' | 'progress', data: string, version: number): boolean
+  /** Adds one event to what flush sends. */
+  event(type: 'put' | 'delete' | 'progress', data: string, version: number): void
+  /**
+   * Sends the events added since the last flush, together (a group of writes reaches each
+   * watcher in one write, not one per change); false when the client is too far behind.
+   */
+  flush(): boolean
   /** Sends an error event and ends the stream. */
   fail(code: string, message: string): void
   /** Ends the stream quietly (the server is stopping, the client left). */
@@ -25,6 +30,21 @@ const PROGRESS_MS = 15_000
 const MAX_QUEUED = 100_000
 
 const seconds = (ms: number) => Math.ceil(ms / 1000)
+
+/**
+ * Each change's event data, made once however many watchers it goes to (the feed hands every
+ * watcher of a namespace the same Change objects).
+ */
+const texts = new WeakMap<Change, string>()
+
+function dataOf(c: Change): string {
+  let s = texts.get(c)
+  if (s === undefined) {
+    s = changeData(c)
+    texts.set(c, s)
+  }
+  return s
+}
 
 /** A change as an event's JSON data. */
 export function changeData(c: Change): string {
@@ -145,17 +165,24 @@ export class WatchSession {
       if (c.version <= this.last) continue
       this.last = c.version
       if (!c.key.startsWith(this.prefix)) continue
-      const data = changeData(c)
+      const data = dataOf(c)
       events++
       bytes += data.length
-      if (!this.send(c.type, data, c.version)) break
+      this.sink.event(c.type, data, c.version)
     }
-    if (events > 0) this.ctx.usage.watchEvents(this.account.id, events, bytes, Date.now())
+    if (events === 0) return
+    this.ctx.usage.watchEvents(this.account.id, events, bytes, Date.now())
+    this.flush()
   }
 
   private send(type: 'put' | 'delete' | 'progress', data: string, version: number): boolean {
+    this.sink.event(type, data, version)
+    return this.flush()
+  }
+
+  private flush(): boolean {
     this.lastSent = Date.now()
-    if (this.sink.event(type, data, version)) return true
+    if (this.sink.flush()) return true
     this.tooSlow()
     return false
   }

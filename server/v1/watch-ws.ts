@@ -29,6 +29,7 @@ interface Socket {
   getUserData(): Peer
   send(message: string, isBinary?: boolean): number
   getBufferedAmount(): number
+  cork(cb: () => void): void
   end(code?: number, reason?: string): void
 }
 
@@ -47,11 +48,21 @@ function refuse(res: HttpResponse, code: ErrorCode, message?: string): void {
 
 function sinkOf(ws: Socket): WatchSink {
   const peer = ws.getUserData()
+  let pending: string[] = []
   return {
     event(type, data) {
-      if (peer.closed) return true
-      const sent = ws.send(`{"type":"${type}",${data.slice(1)}`)
-      return sent !== 2 && ws.getBufferedAmount() <= MAX_UNSENT
+      pending.push(`{"type":"${type}",${data.slice(1)}`)
+    },
+    flush() {
+      const out = pending
+      pending = []
+      if (peer.closed || out.length === 0) return true
+      let dropped = false
+      // One cork: the group's messages leave in one write.
+      ws.cork(() => {
+        for (const m of out) if (ws.send(m) === 2) dropped = true
+      })
+      return !dropped && ws.getBufferedAmount() <= MAX_UNSENT
     },
     fail(code, message) {
       if (peer.closed) return

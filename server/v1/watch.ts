@@ -25,11 +25,16 @@ function sseSink(call: Call): WatchSink & { bytes: number } {
   const res = call.res
   let unsent = 0
   let waiting = false
+  let pending = ''
   const sink = {
     bytes: 0,
-    event(type: string, data: string, version: number): boolean {
-      if (call.aborted || call.done) return true
-      const text = `event: ${type}\nid: ${version}\ndata: ${data}\n\n`
+    event(type: string, data: string, version: number): void {
+      pending += `event: ${type}\nid: ${version}\ndata: ${data}\n\n`
+    },
+    flush(): boolean {
+      const text = pending
+      pending = ''
+      if (call.aborted || call.done || text === '') return true
       sink.bytes += text.length
       let ok = true
       res.cork(() => {
@@ -48,6 +53,7 @@ function sseSink(call: Call): WatchSink & { bytes: number } {
       return unsent <= MAX_UNSENT
     },
     fail(code: string, message: string): void {
+      pending = ''
       if (call.aborted || call.done) return
       const text = `event: error\ndata: ${JSON.stringify({ code, message })}\n\n`
       res.cork(() => res.write(text))
