@@ -71,6 +71,8 @@ export class DayCounters {
   readonly pending = new Float64Array(FIELDS.length)
   storageBytes = 0
   dirty = false
+  /** The store's record has been read in (on a shared store that happens in the background). */
+  loaded = false
 
   constructor(
     readonly accountId: string,
@@ -85,6 +87,7 @@ export class DayCounters {
 
   /** Takes in the store's record: its totals plus what is still pending here. */
   settle(rec: DayRecord | undefined): void {
+    this.loaded = true
     FIELDS.forEach((f, i) => {
       this.total[i] = Number(rec?.[f] ?? 0) + this.pending[i]!
     })
@@ -263,8 +266,11 @@ export class Usage {
     for (let d = today - days + 1; d <= today; d++) {
       const c = new DayCounters(a.id, d)
       const live = this.counters.get(a.id)
-      if (d === today && live !== undefined && live.day === d) {
-        c.total.set(live.total)
+      const here = d === today && live !== undefined && live.day === d ? live : undefined
+      // Alone on its store, this process's totals are exact. Sharing it, they are as of this
+      // process's last pass: the store's totals plus what is pending here are fresher.
+      if (here?.loaded && this.store.soleWriter) {
+        c.total.set(here.total)
       } else {
         const rec = await this.store.records.get<DayRecord>('usage', recordId(a.id, d))
         if (rec === undefined && d !== today) {
@@ -272,6 +278,7 @@ export class Usage {
           continue
         }
         c.settle(rec)
+        if (here) for (let i = 0; i < c.total.length; i++) c.total[i]! += here.pending[i]!
       }
       if (d === today) c.storageBytes = await this.storageOf(a)
       out.push(c.toDay())

@@ -4,7 +4,9 @@ import t from 'tap'
 import { runOnRedis } from '../helpers/on-redis.js'
 
 await runOnRedis(t, [
-  ...['errors', 'keys', 'methods', 'retry', 'timeout'].map((f) => `test/client/${f}.test.ts`),
+  ...['errors', 'keys', 'methods', 'retry', 'timeout', 'additions', 'watch'].map(
+    (f) => `test/client/${f}.test.ts`,
+  ),
   'test/dashboard/data.test.ts',
   'test/dashboard/journey.test.ts',
 ])

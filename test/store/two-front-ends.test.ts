@@ -8,6 +8,7 @@ import { plansFile } from '../helpers/plans.js'
 import { clusterFor } from '../helpers/redis-cluster.js'
 import { type TestServer, startServer } from '../helpers/server.js'
 import { Client, sleep } from '../server/contract/http.js'
+import { watch } from '../server/contract/sse.js'
 
 const cluster = await clusterFor(t)
 if (cluster) {
@@ -139,5 +140,31 @@ if (cluster) {
     t.equal(ops.get, 7, 'gets: 7 on B')
     const onOther = (await cb.get('/usage')).json.today.operations
     t.equal(onOther.put, 50, 'B reports the same total')
+  })
+
+  t.test('a watch resumes on the other front end with no gap and no repeat', async (t) => {
+    await onA.createNamespace('feed')
+    const w = await watch(a.baseUrl, '/feed?watch=1', made.apiKey)
+    t.teardown(() => w.close())
+    await w.until(1)
+    for (let i = 1; i <= 5; i++) await (i % 2 ? onA : onB).put(`/feed/k${i}`, { value: i })
+    const seen = await w.until(6)
+    t.same(
+      seen.slice(1).map((e) => e.id),
+      ['1', '2', '3', '4', '5'],
+      'writes on both front ends reach a watch on one',
+    )
+    w.close()
+    // The client comes back through the other front end, resuming after the last event.
+    for (let i = 6; i <= 8; i++) await onA.put(`/feed/k${i}`, { value: i })
+    const again = await watch(b.baseUrl, '/feed?watch=1', made.apiKey, { 'last-event-id': '3' })
+    t.teardown(() => again.close())
+    await onB.put('/feed/k9', { value: 9 })
+    const resumed = await again.until(7)
+    t.same(
+      resumed.map((e) => e.id),
+      ['3', '4', '5', '6', '7', '8', '9'],
+      'history, then live, each once',
+    )
   })
 }
