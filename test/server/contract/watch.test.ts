@@ -47,6 +47,20 @@ t.test('a watch opens with progress, then each change once, in version order', a
   t.notOk('metadata' in events[4]!.data, 'metadata only when the entry has some')
 })
 
+t.test('an expiry is a delete event, within 10 s of it', async (t) => {
+  const ns = await freshNamespace(api)
+  const w = await open(`/${ns}?watch=1`)
+  t.teardown(() => w.close())
+  await w.until(1)
+  await api.mustPut(ns, 'brief', 'x', { ttl: 1 })
+  const started = Date.now()
+  const [, put, gone] = await w.until(3, 12_000)
+  t.same([put!.event, put!.data.version], ['put', '1'])
+  t.same([gone!.event, gone!.data], ['delete', { key: 'brief', version: '2' }])
+  t.ok(Date.now() - started < 11_000, `delivered ${Date.now() - started} ms after the write`)
+  t.equal((await api.get(`/${ns}`)).json.version, '2', 'the expiry took a version')
+})
+
 t.test('a prefix narrows the events; versions stay the namespace’s', async (t) => {
   const ns = await freshNamespace(api)
   const w = await open(`/${ns}?watch=1&prefix=user%2F`)
