@@ -25,7 +25,7 @@ export function compareKeys(a, b) {
 function expiresText(seconds) {
   const left = seconds - Date.now() / 1000
   if (left <= 0) return 'now'
-  if (left < 3600) return `in ${Math.max(1, Math.round(left / 60))} min`
+  if (left < 5400) return `in ${Math.max(1, Math.round(left / 60))} min`
   if (left < 86400 * 2) return `in ${Math.round(left / 3600)} h`
   if (left < 86400 * 30) return `in ${Math.round(left / 86400)} days`
   return fmtDate(seconds)

@@ -158,7 +158,7 @@ export async function render(main) {
         ),
       ),
     ),
-    h('h2', { class: 'section-title', id: 'ops-today-h' }, 'Requests today by operation'),
+    h('h2', { class: 'section-title', id: 'ops-today-h' }, 'Operations, today and over 30 days'),
     h(
       'div',
       { class: 'card table-wrap' },
