@@ -64,8 +64,12 @@ t.test('the data browser: metadata, versions, prefixes and the live view', { ski
     await page.locator('#editor-title', { hasText: 'cart/1' }).waitFor()
     t.equal(await metaBox.inputValue(), '{\n  "owner": "ada"\n}', 'formatted for reading')
     await metaBox.fill('{\n  "owner": "grace",\n  "tags": ["vip", 10000000000000000001]\n}')
+    const reopened = page.waitForResponse(
+      (r) => r.url().includes('/value?') && r.request().method() === 'GET',
+    )
     await page.getByRole('button', { name: 'Save', exact: true }).click()
-    await page.locator('#editor-title', { hasText: 'cart/1' }).waitFor()
+    await reopened
+    await page.evaluate(() => new Promise((r) => requestAnimationFrame(r)))
     await row('cart/1')
       .locator('td', { hasText: String(Number(v1again) + 1) })
       .waitFor()
@@ -104,8 +108,13 @@ t.test('the data browser: metadata, versions, prefixes and the live view', { ski
   })
 
   await t.test('metadata and expiry change without resending the value', async (t) => {
+    // The editor already shows cart/1: wait for the value read again, not just the title.
+    const opened = page.waitForResponse(
+      (r) => r.url().includes('/value?') && r.request().method() === 'GET',
+    )
     await page.locator('.key-item[data-key="cart/1"]').click()
-    await page.locator('#editor-title', { hasText: 'cart/1' }).waitFor()
+    await opened
+    await page.evaluate(() => new Promise((r) => requestAnimationFrame(r)))
     await metaBox.fill('{"owner": "lin"}')
     // Whatever is typed in the value is not sent.
     await editor.getByLabel('Value (JSON)').fill('"not sent"')
