@@ -6,12 +6,15 @@ import type { NamespaceInfo } from '../accounts.js'
 import type { Context } from '../context.js'
 import { ApiError } from '../errors.js'
 import { jsonContentType } from '../wire/content-type.js'
-import { parseTags } from '../wire/conditions.js'
+import type { TxOp } from '../store/types.js'
+import { parseTags, singleVersion } from '../wire/conditions.js'
 import { encodeCursor, walkOf } from '../wire/cursor.js'
 import { parsePutBody } from '../wire/json-body.js'
 import { decodeKey } from '../wire/keys.js'
+import { parsePatchBody } from '../wire/patch-body.js'
+import { ServiceError } from '../service-error.js'
 import type { Caller } from './guard.js'
-import { type Reply, type Req, jsonReply } from '../http/pipeline.js'
+import { type Reply, type Req, jsonReply, readJson } from '../http/pipeline.js'
 
 const PAGE = 50
 const LIMIT = /^[1-9][0-9]{0,3}$/
@@ -33,6 +36,9 @@ function keyParam(req: Req): string {
   }
   return key
 }
+
+/** Milliseconds since the epoch as the API's unix seconds (null: no expiry). */
+const unixSeconds = (ms: number | undefined) => (ms === undefined ? null : Math.ceil(ms / 1000))
 
 /** Storage's "namespace dropped meanwhile" as the API's 404. */
 function gone(err: unknown): never {
@@ -56,10 +62,20 @@ export class DataApi {
     const walk = walkOf(req.query.get('prefix'), req.query.get('cursor') || null)
     if (walk === undefined) throw new ApiError('invalid_cursor')
     const { prefix, after } = walk
-    const page = await this.ctx.data.list(info, { prefix, after, limit }).catch(gone)
+    // Entries carry each key's version and expiry; metadata is the lightest include there
+    // is (values stay unread), and the list shows no metadata, so only its presence is sent.
+    const page = await this.ctx.data
+      .list(info, { prefix, after, limit, include: { metadata: true } })
+      .catch(gone)
     return jsonReply(200, {
-      keys: page.keys,
+      entries: (page.entries ?? []).map((e) => ({
+        key: e.key,
+        version: String(e.version),
+        expiresAt: unixSeconds(e.expiresAt),
+        hasMetadata: e.metadata != null,
+      })),
       cursor: page.next === undefined ? null : encodeCursor(page.next, prefix),
+      version: String(page.version),
     })
   }
 
@@ -73,11 +89,15 @@ export class DataApi {
       key,
       json: Buffer.from(got.value as Uint8Array).toString('utf8'),
       version: String(got.version),
-      expiresAt: got.expiresAt === undefined ? null : Math.ceil(got.expiresAt / 1000),
+      expiresAt: unixSeconds(got.expiresAt),
+      metadata: got.metadata === undefined ? null : got.metadata.toString('utf8'),
     })
   }
 
-  /** The body is a /v1 PUT body; If-Match and If-None-Match work as they do there. */
+  /**
+   * The body is a /v1 PUT body, metadata included (a PUT replaces it: none when absent);
+   * If-Match and If-None-Match work as they do there.
+   */
   async putValue(req: Req, c: Caller): Promise<Reply> {
     const info = await this.ns(req, c)
     const key = keyParam(req)
@@ -87,6 +107,7 @@ export class DataApi {
     const done = await this.ctx.data.put(c.account, info, key, body.value, {
       ttl: body.ttl,
       expiresAt: body.expiresAt,
+      metadata: body.metadata,
       ifMatch: parseTags(req.headers['if-match']!),
       ifNoneMatch: parseTags(req.headers['if-none-match']!),
     })
@@ -102,5 +123,59 @@ export class DataApi {
     if (!(await this.ctx.data.delete(info, key, parseTags(req.headers['if-match']!))))
       throw new ApiError('key_not_found', 'There is no such key in this namespace.')
     return jsonReply(200, { deleted: true })
+  }
+
+  /**
+   * The body is a /v1 PATCH body (the browser sends metadata and expiry changes, leaving the
+   * value as it is); If-Match works as it does there.
+   */
+  async patchValue(req: Req, c: Caller): Promise<Reply> {
+    const info = await this.ns(req, c)
+    const key = keyParam(req)
+    if (!jsonContentType(req.headers['content-type']!)) throw new ApiError('unsupported_media_type')
+    const p = parsePatchBody(req.body, Date.now())
+    const op: TxOp & { op: 'patch' } = { op: 'patch', key }
+    if (p.increment !== undefined) op.by = p.increment
+    if (p.ttl !== undefined) op.ttlMs = p.ttl * 1000
+    if (p.expiresAt !== undefined) op.expiresAt = p.expiresAt * 1000
+    if (p.persist) op.persist = true
+    if (p.metadata !== undefined) op.metadata = p.metadata
+    const ifMatch = parseTags(req.headers['if-match']!)
+    if (ifMatch !== undefined) {
+      // As /v1 does: one version goes to the store as is; '*' or a list is settled against
+      // the key's current version, which the store checks again at the moment of the write.
+      const one = singleVersion(ifMatch)
+      if (one !== undefined) op.ifVersion = one
+      else {
+        const v = (await this.ctx.data.get(info, key).catch(gone))?.version
+        op.ifVersion = v !== undefined && (ifMatch === '*' || ifMatch.includes(String(v))) ? v : -1
+      }
+    }
+    let done: Awaited<ReturnType<Context['data']['transact']>>
+    try {
+      done = await this.ctx.data.transact(c.account, info, [op])
+    } catch (err) {
+      // One op: the error needs no index.
+      if (err && typeof err === 'object') delete (err as { index?: number }).index
+      throw err
+    }
+    const r = done.results[0] as { version: number; value?: bigint; created?: boolean }
+    return jsonReply(r.created ? 201 : 200, {
+      version: String(r.version),
+      ...(r.value === undefined ? {} : { value: r.value.toString() }),
+    })
+  }
+
+  /**
+   * Deletes every key beginning with `?prefix=` (never all of them: the prefix may not be
+   * empty). The body's `confirm` must repeat the prefix, so a slip cannot empty a namespace.
+   */
+  async deletePrefix(req: Req, c: Caller): Promise<Reply> {
+    const info = await this.ns(req, c)
+    const prefix = req.query.get('prefix') ?? ''
+    if (prefix === '') throw new ApiError('invalid_prefix')
+    if (readJson(req).confirm !== prefix)
+      throw new ServiceError(400, 'invalid_request', 'Type the prefix again to confirm.')
+    return jsonReply(200, { deleted: await this.ctx.data.deletePrefix(info, prefix).catch(gone) })
   }
 }

@@ -10,6 +10,7 @@ import { AuthApi } from './api-auth.js'
 import { DataApi } from './api-data.js'
 import { KeysApi } from './api-keys.js'
 import { NamespacesApi } from './api-namespaces.js'
+import { WatchApi } from './api-watch.js'
 import { Assets } from './assets.js'
 import { type Caller, checkCsrf, checkSameOrigin, currentCaller } from './guard.js'
 import { type Method, type Reply, type Req, errorReply, fail, route } from '../http/pipeline.js'
@@ -37,6 +38,7 @@ export function mountDashboard(app: TemplatedApp, ctx: Context): void {
   const keys = new KeysApi(ctx)
   const namespaces = new NamespacesApi(ctx)
   const data = new DataApi(ctx)
+  const watch = new WatchApi(ctx)
   // A value body may be as large as /v1 takes for the largest plan (looked up per request:
   // plans reload on SIGHUP); each account's own plan is held to in the handler, as /v1 does.
   const valueBody = () => {
@@ -96,7 +98,10 @@ export function mountDashboard(app: TemplatedApp, ctx: Context): void {
   api('get', '/namespaces/:name/keys', (req, c) => data.listKeys(req, c))
   api('get', '/namespaces/:name/value', (req, c) => data.getValue(req, c))
   api('put', '/namespaces/:name/value', (req, c) => data.putValue(req, c), valueBody)
+  api('patch', '/namespaces/:name/value', (req, c) => data.patchValue(req, c))
   api('del', '/namespaces/:name/value', (req, c) => data.deleteValue(req, c))
+  api('del', '/namespaces/:name/keys', (req, c) => data.deletePrefix(req, c))
+  api('get', '/namespaces/:name/watch', (req, c) => watch.open(req, c))
   route(app, ctx, 'any', '/dashboard/api/*', SMALL_BODY, () =>
     fail(404, 'not_found', 'There is no such dashboard endpoint.'),
   )

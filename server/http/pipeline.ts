@@ -35,17 +35,40 @@ export interface Reply {
   headers?: Record<string, string>
   setCookies?: string[]
   body?: string | Buffer
+  /**
+   * A streamed answer (a watch's events) instead of `body`: the status and headers are sent,
+   * then this is called with the open response, which stays open until `out.end()` or the
+   * client leaves. It is called even when the client left first (`out.closed` is then true
+   * and `out.onClose` runs right after), so whatever the handler holds is always let go.
+   */
+  stream?: (out: StreamOut) => void
 }
 
-export type Method = 'get' | 'post' | 'put' | 'del' | 'any'
+/** An open streamed response. */
+export interface StreamOut {
+  /** Sends a chunk; false when the client has not yet taken what was sent before. */
+  write(text: string): boolean
+  /** Runs `fn` once the client has taken what was waiting (after write answered false). */
+  onWritable(fn: () => void): void
+  /** Ends the response (counted as answered then). */
+  end(): void
+  /** The response ended or the client left: writes are dropped. */
+  readonly closed: boolean
+  /** Set by the handler: runs once if the client leaves before end(). */
+  onClose?: () => void
+}
+
+export type Method = 'get' | 'post' | 'put' | 'patch' | 'del' | 'any'
 
 const HEADERS_WANTED = [
   'accept-encoding',
   'content-type',
   'cookie',
+  'accept',
   'host',
   'if-match',
   'if-none-match',
+  'last-event-id',
   'origin',
   'referer',
   'sec-fetch-site',
@@ -137,14 +160,64 @@ export function readJson(req: Req): Record<string, unknown> {
   return body as Record<string, unknown>
 }
 
-function write(res: HttpResponse, reply: Reply, close: boolean): void {
+function writeHead(res: HttpResponse, reply: Reply): void {
   res.writeStatus(statusLine(reply.status))
   for (const [k, v] of SECURITY_HEADERS) res.writeHeader(k, v)
   for (const k in reply.headers) res.writeHeader(k, reply.headers[k]!)
   for (const c of reply.setCookies ?? []) res.writeHeader('Set-Cookie', c)
+}
+
+function write(res: HttpResponse, reply: Reply, close: boolean): void {
+  writeHead(res, reply)
   // No arguments: uWS then writes no Content-Length (given undefined it writes a bogus one).
   if (reply.status === 304) res.endWithoutBody()
   else res.end(reply.body ?? '', close)
+}
+
+/**
+ * The StreamOut of a response whose head is written (`gone`: the client left before that;
+ * nothing is written then). `done` runs once, when the stream ends or the client leaves;
+ * `abort` is what the route calls when uWebSockets.js says the client left.
+ */
+function streamOut(res: HttpResponse, gone: boolean, done: () => void) {
+  let closed = gone
+  let left = false
+  const out: StreamOut & { abort(): void } = {
+    get closed() {
+      return closed
+    },
+    write(text) {
+      if (closed) return true
+      let ok = true
+      res.cork(() => {
+        ok = res.write(text)
+      })
+      return ok
+    },
+    onWritable(fn) {
+      if (closed) return
+      res.onWritable(() => {
+        if (!closed) fn()
+        return true
+      })
+    },
+    end() {
+      if (closed) return
+      closed = true
+      res.cork(() => res.end())
+      done()
+    },
+    abort() {
+      if (left) return
+      left = true
+      if (!closed) {
+        closed = true
+        done()
+      }
+      out.onClose?.()
+    },
+  }
+  return out
 }
 
 /**
@@ -184,16 +257,33 @@ export function route(
     ctx.lifecycle.inflight++
     let done = false
     let aborted = false
+    let stream: ReturnType<typeof streamOut> | undefined
+    const settle = (status: number) => {
+      ctx.lifecycle.inflight--
+      ctx.metrics.observe(metric, status, (performance.now() - started) / 1000)
+    }
     const finish = (reply: Reply, close = false) => {
+      if (reply.stream && done) {
+        // The client left before the stream opened: the handler still lets go of its hold.
+        const gone = streamOut(res, true, () => {})
+        reply.stream(gone)
+        return gone.abort()
+      }
       if (done) return
       done = true
-      ctx.lifecycle.inflight--
+      if (reply.stream) {
+        // In flight (the shutdown drain waits for it) until it ends.
+        res.cork(() => writeHead(res, reply))
+        stream = streamOut(res, false, () => settle(reply.status))
+        return reply.stream(stream)
+      }
       if (!aborted) res.cork(() => write(res, reply, close))
-      ctx.metrics.observe(metric, reply.status, (performance.now() - started) / 1000)
+      settle(reply.status)
     }
     res.onAborted(() => {
       aborted = true
-      finish({ status: 499 })
+      if (stream) stream.abort()
+      else finish({ status: 499 })
     })
     if (ctx.lifecycle.stopping) {
       return finish(

@@ -62,7 +62,7 @@ t.test('sign up, use the key, see usage, manage keys, log out', { skip }, async 
     t.match(await page.locator('#chart-requests figcaption').textContent(), /No API requests yet/)
     t.equal(await page.locator('#chart-requests canvas').count(), 1, 'uPlot drew the chart anyway')
     const today = page.locator('#chart-requests .chart-data tbody tr').first()
-    t.same(await today.locator('td').allTextContents(), ['0', '0', '0', '0', '0', '0'])
+    t.same(await today.locator('td').allTextContents(), Array(10).fill('0'))
     const emptyPlot = await page.locator('#chart-requests .plot').screenshot()
     await shoot(page, 'overview-empty')
 
@@ -74,8 +74,20 @@ t.test('sign up, use the key, see usage, manage keys, log out', { skip }, async 
 
     await page.reload()
     await ready(page)
-    // reads, writes, deletes, lists, namespace calls, usage calls
-    t.same(await today.locator('td').allTextContents(), ['2', '3', '0', '0', '1', '0'])
+    // reads, writes, deletes, lists, namespace calls, usage calls, patches, transaction ops,
+    // prefix deletes, watches opened
+    t.same(await today.locator('td').allTextContents(), [
+      '2',
+      '3',
+      '0',
+      '0',
+      '1',
+      '0',
+      '0',
+      '0',
+      '0',
+      '0',
+    ])
     t.match(await page.locator('#chart-requests figcaption').textContent(), /reads 2, writes 3/)
     const errorsToday = page.locator('#chart-errors .chart-data tbody tr').first().locator('td')
     t.same(await errorsToday.allTextContents(), ['1', '0'], 'the 404 is an error, no 429s')

@@ -35,3 +35,19 @@ export function formatJson(text, indent = '  ') {
   }
   return out
 }
+
+/** Drops the whitespace between tokens without parsing, so the text stays exact. */
+export function compactJson(text) {
+  let out = ''
+  const n = text.length
+  for (let i = 0; i < n; i++) {
+    const c = text[i]
+    if (c === '"') {
+      let j = i + 1
+      while (j < n && text[j] !== '"') j += text[j] === '\\' ? 2 : 1
+      out += text.slice(i, j + 1)
+      i = j
+    } else if (!/\s/.test(c)) out += c
+  }
+  return out
+}

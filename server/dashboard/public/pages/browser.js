@@ -1,4 +1,4 @@
-import { formatJson } from '../json-format.js'
+import { compactJson, formatJson } from '../json-format.js'
 import { announce, api, errorBox, field, fmtDate, h, openDialog } from '../lib.js'
 import { keyList } from './browser-list.js'
 
@@ -10,7 +10,7 @@ export async function render(main) {
   // The entry being edited: { key, version, expiresAt }, or null for a new one.
   let current = null
 
-  const list = keyList(base, (key) => openKey(key))
+  const list = keyList(base, { onOpen: (key) => openKey(key), onChange: (c) => changed(c) })
 
   const keyField = field({ label: 'Key', name: 'key', autocomplete: 'off', spellcheck: 'false' })
   const valueField = field({
@@ -22,6 +22,16 @@ export async function render(main) {
     class: 'code-input',
     placeholder: '{"hello": "world"}',
     hint: 'Any JSON value. Numbers keep every digit.',
+  })
+  const metaField = field({
+    label: 'Metadata (JSON object)',
+    name: 'metadata',
+    type: 'textarea',
+    rows: '3',
+    spellcheck: 'false',
+    class: 'code-input',
+    placeholder: '{"owner": "ada"}',
+    hint: 'Optional: a JSON object of up to 1 KiB kept with the key. Leave it empty for none.',
   })
   const ttl = h('input', {
     type: 'number',
@@ -61,20 +71,29 @@ export async function render(main) {
   const editorTitle = h('h2', { id: 'editor-title', tabindex: '-1' }, 'New key')
   const save = h('button', { type: 'submit', class: 'btn btn-primary', id: 'save-value' }, 'Save')
   const format = h('button', { type: 'button', class: 'btn', id: 'format-value' }, 'Format JSON')
+  const saveMeta = h(
+    'button',
+    { type: 'button', class: 'btn', id: 'save-meta', hidden: true },
+    'Update metadata and expiry only',
+  )
   const del = h(
     'button',
     { type: 'button', class: 'btn btn-danger', id: 'delete-value', hidden: true },
     'Delete key',
   )
+  // Told when the live view sees the open key change elsewhere.
+  const stale = h('div', { class: 'alert alert-warn', role: 'status', hidden: true })
   const editor = h(
     'form',
     { class: 'card editor', id: 'editor', novalidate: true, 'aria-labelledby': 'editor-title' },
     editorTitle,
     editorErrors.box,
+    stale,
     keyField.wrap,
     valueField.wrap,
+    metaField.wrap,
     expiry,
-    h('div', { class: 'actions' }, save, format, del),
+    h('div', { class: 'actions' }, save, format, saveMeta, del),
   )
 
   const validate = () => {
@@ -109,6 +128,62 @@ export async function render(main) {
   valueField.input.addEventListener('change', () => {
     if (!isJson(valueField.input.value)) validate()
   })
+  /** The metadata's text to send (whitespace dropped, as it counts toward 1 KiB), null for none. */
+  const metadata = () => {
+    const text = metaField.input.value.trim()
+    if (text === '') {
+      metaField.setError('')
+      return null
+    }
+    let v
+    try {
+      v = JSON.parse(text)
+    } catch {}
+    if (typeof v !== 'object' || v === null || Array.isArray(v)) {
+      metaField.setError('Metadata is a JSON object, e.g. {"owner": "ada"}, or empty for none.')
+      return undefined
+    }
+    metaField.setError('')
+    return compactJson(text)
+  }
+  metaField.input.addEventListener('input', () => {
+    if (metaField.input.getAttribute('aria-invalid') === 'true') metadata()
+  })
+
+  /** Shows an error of the API on the field it is about. */
+  const showError = (err) => {
+    if (err.code === 'invalid_metadata') {
+      metaField.setError(err.message)
+      metaField.input.focus()
+    } else if (err.code === 'invalid_ttl') {
+      ttlError.textContent = err.message
+      ttl.focus()
+    } else if (err.status === 412) {
+      editorErrors.show(
+        current
+          ? 'This value changed since you opened it. Open the key again to see the new value.'
+          : 'A key with this name already exists. Open it from the list to edit it.',
+      )
+    } else editorErrors.show(err.message)
+  }
+
+  const changed = (c) => {
+    if (!current || c.key !== current.key || c.version <= Number(current.version)) return
+    stale.replaceChildren(
+      c.type === 'delete'
+        ? 'This key was deleted elsewhere. '
+        : `This key changed elsewhere (now version ${c.version}). `,
+      c.type === 'delete'
+        ? null
+        : h(
+            'button',
+            { type: 'button', class: 'btn btn-small', onclick: () => openKey(c.key) },
+            'Open the new version',
+          ),
+    )
+    stale.hidden = false
+  }
+
   format.addEventListener('click', () => {
     if (validate()) valueField.input.value = formatJson(valueField.input.value)
   })
@@ -120,12 +195,17 @@ export async function render(main) {
     keyField.input.readOnly = false
     keyField.input.value = list.prefix()
     valueField.input.value = ''
+    metaField.input.value = ''
     ttl.value = ''
     keepOption.hidden = true
     choose('never')
     del.hidden = true
+    saveMeta.hidden = true
+    stale.hidden = true
     editorErrors.show('')
     valueField.setError('')
+    metaField.setError('')
+    ttlError.textContent = ''
     list.mark(null)
     if (focus) keyField.input.focus()
   }
@@ -141,6 +221,10 @@ export async function render(main) {
       keyField.input.readOnly = true
       valueField.input.value = formatJson(entry.json)
       valueField.setError('')
+      metaField.input.value = entry.metadata === null ? '' : formatJson(entry.metadata)
+      metaField.setError('')
+      ttlError.textContent = ''
+      stale.hidden = true
       ttl.value = ''
       keepOption.hidden = entry.expiresAt === null
       keepOption.lastChild.textContent = entry.expiresAt
@@ -148,6 +232,7 @@ export async function render(main) {
         : ''
       choose(entry.expiresAt === null ? 'never' : 'keep')
       del.hidden = false
+      saveMeta.hidden = false
       list.mark(key)
       editorTitle.focus()
     } catch (err) {
@@ -155,21 +240,48 @@ export async function render(main) {
     }
   }
 
-  /** The /v1 PUT body, built around the value's own text so no number is rounded. */
-  const body = () => {
+  /** The expiry chosen: { mode, seconds } (seconds with mode ttl), or undefined when invalid. */
+  const chosenExpiry = () => {
     const mode = expiry.querySelector('input[type=radio]:checked')?.value
     ttlError.textContent = ''
-    let tail = ''
-    if (mode === 'ttl') {
-      const n = Number(ttl.value)
-      if (!Number.isInteger(n) || n < 1) {
-        ttlError.textContent = 'Give a whole number of seconds, at least 1.'
-        ttl.focus()
-        return undefined
-      }
-      tail = `,"ttl":${n}`
-    } else if (mode === 'keep' && current?.expiresAt) tail = `,"expiresAt":${current.expiresAt}`
+    if (mode !== 'ttl') return { mode }
+    const n = Number(ttl.value)
+    if (!Number.isInteger(n) || n < 1) {
+      ttlError.textContent = 'Give a whole number of seconds, at least 1.'
+      ttl.focus()
+      return undefined
+    }
+    return { mode, seconds: n }
+  }
+
+  /** The /v1 PUT body, built around the value's own text so no number is rounded. */
+  const body = () => {
+    const meta = metadata()
+    if (meta === undefined) {
+      metaField.input.focus()
+      return undefined
+    }
+    const when = chosenExpiry()
+    if (when === undefined) return undefined
+    let tail = meta === null ? '' : `,"metadata":${meta}`
+    if (when.mode === 'ttl') tail += `,"ttl":${when.seconds}`
+    else if (when.mode === 'keep' && current?.expiresAt) tail += `,"expiresAt":${current.expiresAt}`
     return `{"value":${valueField.input.value}${tail}}`
+  }
+
+  /** A PATCH body: the metadata as it is in the form, and the expiry if it is to change. */
+  const patchBody = () => {
+    const meta = metadata()
+    if (meta === undefined) {
+      metaField.input.focus()
+      return undefined
+    }
+    const when = chosenExpiry()
+    if (when === undefined) return undefined
+    let tail = ''
+    if (when.mode === 'ttl') tail = `,"ttl":${when.seconds}`
+    else if (when.mode === 'never' && current?.expiresAt) tail = ',"persist":true'
+    return `{"metadata":${meta ?? 'null'}${tail}}`
   }
 
   editor.addEventListener('submit', async (e) => {
@@ -186,19 +298,38 @@ export async function render(main) {
       // An edit must not overwrite someone else's change; a new key must not replace one.
       const headers = current ? { 'If-Match': `"${current.version}"` } : { 'If-None-Match': '*' }
       const res = await api('PUT', valueUrl(key), text, { raw: true, headers })
+      if (current) current.version = res.version
       announce(res.created ? `Key ${key} created` : `Key ${key} saved`)
       await list.reload()
       await openKey(key)
     } catch (err) {
-      editorErrors.show(
-        err.status === 412
-          ? current
-            ? 'This value changed since you opened it. Open the key again to see the new value.'
-            : 'A key with this name already exists. Open it from the list to edit it.'
-          : err.message,
-      )
+      showError(err)
     } finally {
       save.disabled = false
+    }
+  })
+
+  // Metadata and expiry change in place: the value is not sent again.
+  saveMeta.addEventListener('click', async () => {
+    if (!current) return
+    editorErrors.show('')
+    const text = patchBody()
+    if (text === undefined) return
+    const { key, version } = current
+    saveMeta.disabled = true
+    try {
+      const res = await api('PATCH', valueUrl(key), text, {
+        raw: true,
+        headers: { 'If-Match': `"${version}"` },
+      })
+      current.version = res.version
+      announce(`Metadata and expiry of ${key} saved`)
+      await list.reload()
+      await openKey(key)
+    } catch (err) {
+      showError(err)
+    } finally {
+      saveMeta.disabled = false
     }
   })
 

@@ -9,6 +9,10 @@ const OPERATIONS = [
   ['list', 'lists', '#7a3db8'],
   ['namespace', 'namespace calls', '#b35900'],
   ['usage', 'usage calls', '#4d5b6b'],
+  ['patch', 'patches', '#006b8f'],
+  ['transaction', 'transaction ops', '#9c2f8f'],
+  ['deletePrefix', 'prefix deletes', '#6b5a00'],
+  ['watch', 'watches opened', '#2e6b1f'],
 ]
 
 function meter(id, label, used, limit, fmt) {
@@ -141,6 +145,7 @@ export async function render(main) {
             ],
             ['Errors', fmtNum(today.errors)],
             ['Rate limited (429)', fmtNum(today.rateLimited)],
+            ['Watch events delivered', fmtNum(today.watchEvents ?? 0)],
             ['Bytes in', fmtBytes(today.bytesIn)],
             ['Bytes out', fmtBytes(today.bytesOut)],
             [
@@ -149,6 +154,43 @@ export async function render(main) {
             ],
           ].map(([k, v]) =>
             h('tr', {}, h('th', { scope: 'row' }, k), h('td', { class: 'num' }, v)),
+          ),
+        ),
+      ),
+    ),
+    h('h2', { class: 'section-title', id: 'ops-today-h' }, 'Operations, today and over 30 days'),
+    h(
+      'div',
+      { class: 'card table-wrap' },
+      h(
+        'table',
+        { class: 'table', id: 'ops-today', 'aria-labelledby': 'ops-today-h' },
+        h(
+          'thead',
+          {},
+          h(
+            'tr',
+            {},
+            h('th', { scope: 'col' }, 'Operation'),
+            h('th', { scope: 'col', class: 'num' }, 'Today'),
+            h('th', { scope: 'col', class: 'num' }, 'Last 30 days'),
+          ),
+        ),
+        h(
+          'tbody',
+          {},
+          OPERATIONS.map(([op, label]) =>
+            h(
+              'tr',
+              { 'data-op': op },
+              h('th', { scope: 'row' }, label[0].toUpperCase() + label.slice(1)),
+              h('td', { class: 'num' }, fmtNum(today.operations?.[op] ?? 0)),
+              h(
+                'td',
+                { class: 'num' },
+                fmtNum(days.reduce((n, d) => n + (d.operations?.[op] ?? 0), 0)),
+              ),
+            ),
           ),
         ),
       ),

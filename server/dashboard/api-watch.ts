@@ -1,0 +1,112 @@
+// The data browser's live view: GET /dashboard/api/namespaces/{name}/watch?prefix=&since= as
+// Server-Sent Events, for the signed-in account's own namespace. It is /v1's watch (the same
+// WatchSession, history and resume by Last-Event-ID, too_slow) on the dashboard's cookie
+// session, and it counts as /v1's does: one `watch` request when it opens, its events as
+// watch events, and one of the plan's concurrent watches while it stays open.
+import type { Context } from '../context.js'
+import { ApiError } from '../errors.js'
+import type { Reply, Req, StreamOut } from '../http/pipeline.js'
+import { ServiceError } from '../service-error.js'
+import { OP } from '../usage.js'
+import { type WatchSink, WatchSession } from '../v1/watch-session.js'
+import { MAX_UNSENT, sinceOf } from '../v1/watch.js'
+import { type Caller, checkSameOrigin } from './guard.js'
+
+/** How long an EventSource waits before it reconnects after the stream ends. */
+const RETRY_MS = 2000
+
+/** Server-Sent Events on a streamed reply; events before the stream opens are not expected. */
+class SseSink implements WatchSink {
+  private out: StreamOut | undefined
+  private ended = false
+  private unsent = 0
+  private waiting = false
+
+  attach(out: StreamOut): void {
+    this.out = out
+    if (this.ended) out.end()
+    else out.write(`retry: ${RETRY_MS}\n\n`)
+  }
+
+  event(type: string, data: string, version: number): boolean {
+    const out = this.out
+    if (out === undefined || out.closed) return true
+    const text = `event: ${type}\nid: ${version}\ndata: ${data}\n\n`
+    const ok = out.write(text)
+    if (ok && !this.waiting) return true
+    // The client is behind: what it has not taken counts toward too_slow.
+    this.unsent += text.length
+    if (!this.waiting) {
+      this.waiting = true
+      out.onWritable(() => {
+        this.waiting = false
+        this.unsent = 0
+      })
+    }
+    return this.unsent <= MAX_UNSENT
+  }
+
+  fail(code: string, message: string): void {
+    this.out?.write(`event: error\ndata: ${JSON.stringify({ code, message })}\n\n`)
+    this.end()
+  }
+
+  end(): void {
+    this.ended = true
+    this.out?.end()
+  }
+}
+
+export class WatchApi {
+  constructor(private ctx: Context) {}
+
+  async open(req: Req, c: Caller): Promise<Reply> {
+    // A watch holds one of the plan's slots and counts as a request: only this site's own
+    // pages may open one (the cookie alone does not say where the request came from).
+    checkSameOrigin(req)
+    const since = sinceOf(req.headers['last-event-id']!, req.query.get('since'))
+    if (since === null)
+      throw new ServiceError(
+        400,
+        'invalid_request',
+        'since (or Last-Event-ID) is a version: digits.',
+      )
+    const prefix = req.query.get('prefix') ?? ''
+    const ctx = this.ctx
+    const account = c.account
+    const info = await ctx.data.namespace(account, req.params[0]!)
+    const plan = ctx.plans.get(account.rec.plan)
+    if (!ctx.watches.take(account.id, plan.maxWatches))
+      throw new ApiError(
+        'watch_limit',
+        `The ${plan.id} plan allows ${plan.maxWatches} watches open at once. Close the live view in another tab, or stop a watch of your own.`,
+      )
+    const sink = new SseSink()
+    const session = new WatchSession(ctx, account, info.storeName, prefix, sink)
+    let ok: boolean
+    try {
+      ok = await session.prepare(since)
+    } catch (err) {
+      session.release()
+      if ((err as { code?: string }).code === 'NAMESPACE_NOT_FOUND')
+        throw new ApiError('namespace_not_found')
+      throw err
+    }
+    if (!ok) throw new ApiError('history_expired')
+    // The request is counted when the stream opens; its events apart (usage.ts), as /v1 does.
+    ctx.usage.record(account.id, OP.watch, 200, 0, 0, Date.now())
+    return {
+      status: 200,
+      headers: {
+        'Content-Type': 'text/event-stream; charset=utf-8',
+        'Cache-Control': 'no-store',
+        'X-Accel-Buffering': 'no',
+      },
+      stream: (out) => {
+        out.onClose = () => session.stop(false)
+        sink.attach(out)
+        if (!out.closed) void session.run()
+      },
+    }
+  }
+}
