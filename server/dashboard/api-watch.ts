@@ -21,6 +21,7 @@ class SseSink implements WatchSink {
   private ended = false
   private unsent = 0
   private waiting = false
+  private pending = ''
 
   attach(out: StreamOut): void {
     this.out = out
@@ -28,10 +29,15 @@ class SseSink implements WatchSink {
     else out.write(`retry: ${RETRY_MS}\n\n`)
   }
 
-  event(type: string, data: string, version: number): boolean {
+  event(type: string, data: string, version: number): void {
+    this.pending += `event: ${type}\nid: ${version}\ndata: ${data}\n\n`
+  }
+
+  flush(): boolean {
+    const text = this.pending
+    this.pending = ''
     const out = this.out
-    if (out === undefined || out.closed) return true
-    const text = `event: ${type}\nid: ${version}\ndata: ${data}\n\n`
+    if (out === undefined || out.closed || text === '') return true
     const ok = out.write(text)
     if (ok && !this.waiting) return true
     // The client is behind: what it has not taken counts toward too_slow.
@@ -47,6 +53,7 @@ class SseSink implements WatchSink {
   }
 
   fail(code: string, message: string): void {
+    this.pending = ''
     this.out?.write(`event: error\ndata: ${JSON.stringify({ code, message })}\n\n`)
     this.end()
   }
