@@ -128,6 +128,29 @@ t.test('50 concurrent increments give exactly +50', async (t) => {
   t.equal(new Set(all.map((r) => r.json.value)).size, 50, 'each saw its own result')
 })
 
+t.test('20 concurrent check-and-put transactions on one counter lose no update', async (t) => {
+  const ns = await freshNamespace(api)
+  await api.mustPut(ns, 'c', 0)
+  // Each client reads, then writes n+1 only if the counter is still at the version it read;
+  // a refused one reads again. Every one lands exactly once.
+  const client = async () => {
+    for (let tries = 0; tries < 200; tries++) {
+      const got = await api.get(`/${ns}/c`)
+      const v = got.headers.etag!.slice(1, -1)
+      const n = JSON.parse(got.text).value as number
+      const r = await tx(ns, [
+        { op: 'check', key: 'c', version: v },
+        { op: 'put', key: 'c', value: n + 1 },
+      ])
+      if (r.status === 200) return tries
+      if (r.status !== 412 || r.json.error.index !== 0) throw new Error(r.text)
+    }
+    throw new Error('no luck in 200 tries')
+  }
+  await Promise.all(Array.from({ length: 20 }, client))
+  t.equal((await api.get(`/${ns}/c`)).text, '{"value":20}')
+})
+
 t.test('transactions: all or nothing, in order, consecutive versions', async (t) => {
   const ns = await freshNamespace(api)
   const v1 = await api.mustPut(ns, 'a', { x: 1 }, { metadata: { m: true } })

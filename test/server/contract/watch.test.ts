@@ -218,6 +218,18 @@ t.test('a consumer too slow to keep up is closed with too_slow', async (t) => {
     setTimeout(resolve, 15_000)
   })
   t.match(text, /event: error\ndata: \{"code":"too_slow"/, 'the last event says too_slow')
+  // It resumes from the last event it did take.
+  const ids = [...text.matchAll(/\nid: (\d+)\n/g)].map((m) => Number(m[1]))
+  const from = ids.length ? Math.max(...ids) : 0
+  const again = await open(`/${ns}?watch=1&since=${from}`)
+  t.teardown(() => again.close())
+  t.equal(again.status, 200)
+  const rest = await again.until(61 - from)
+  t.same(
+    rest.slice(1).map((e) => Number(e.id)),
+    Array.from({ length: 60 - from }, (_, i) => from + 1 + i),
+    'and gets every change after it',
+  )
 })
 
 t.test('the same watch over a WebSocket, with the key in the first message', async (t) => {
