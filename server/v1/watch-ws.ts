@@ -6,6 +6,7 @@
 import type { ApiKey } from '../accounts.js'
 import type { Context } from '../context.js'
 import { ERRORS, type ErrorCode } from '../errors.js'
+import { requestAddress } from '../http/address.js'
 import { statusLine } from '../http/status.js'
 import type { HttpRequest, HttpResponse } from '../http/uws.js'
 import { type Bucket, takeAccountToken } from '../limits.js'
@@ -15,6 +16,8 @@ import { type WatchSink, WatchSession } from './watch-session.js'
 import { MAX_UNSENT, sinceOf } from './watch.js'
 
 interface Peer {
+  /** The client's address, for the per-address limit on wrong keys. */
+  address: string
   ns: string
   prefix: string
   since: number | undefined
@@ -90,7 +93,11 @@ export function watchSockets(ctx: Context) {
     const key: ApiKey | undefined =
       secret === '' ? undefined : await ctx.accounts.authenticate(secret)
     if (peer.closed) return
-    if (key === undefined) return fail(ws, 'unauthorized')
+    if (key === undefined) {
+      // Guessing keys over sockets is as slow as over requests (limits.ts).
+      const b = ctx.badKeys.take(peer.address, Date.now())
+      return fail(ws, b.ok ? 'unauthorized' : 'rate_limited')
+    }
     if (!key.allows(peer.ns))
       return fail(ws, 'forbidden', `This API key may not use namespace "${peer.ns}".`)
     const account = key.account
@@ -149,6 +156,7 @@ export function watchSockets(ctx: Context) {
         return refuse(res, 'invalid_request', 'since (or Last-Event-ID) is a version: digits.')
       const auth = BEARER.exec(req.getHeader('authorization'))
       const peer: Peer = {
+        address: requestAddress(res, req, ctx.config.trustProxy),
         ns: parsed.ns,
         prefix: q.get('prefix') ?? '',
         since,
