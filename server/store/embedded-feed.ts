@@ -16,6 +16,8 @@ export const HISTORY_BYTES = 64 * 1024 * 1024
 const TOTAL_BYTES = 512 * 1024 * 1024
 /** How much of the log a restart's history is read back from. */
 const RECOVER_BYTES = 128 * 1024 * 1024
+/** How long live changes are gathered before they go to watchers (see deliver). */
+const FANOUT_MS = 5
 /** A change's bytes beyond its value and key: the objects around them. */
 const OVERHEAD = 96
 
@@ -56,6 +58,7 @@ export class EmbeddedFeed implements Feed {
 
   close(): void {
     this.stop()
+    if (this.timer) clearTimeout(this.timer)
   }
 
   /** A dropped namespace's history goes with it (a new one of that name starts over). */
@@ -120,11 +123,32 @@ export class EmbeddedFeed implements Feed {
     this.deliver(ns, batch)
   }
 
+  /**
+   * Live changes go to subscribers a few milliseconds after they are durable, gathered: the
+   * writes' own answers leave first, and a watcher gets the changes of several groups in one
+   * write. Each delivery to a watcher is a socket write, so with many watchers of a busy
+   * namespace the writes, not the changes, are what costs (FANOUT_MS trades that much latency
+   * for it). Order is kept.
+   */
+  private outbox = new Map<string, Change[]>()
+  private timer: NodeJS.Timeout | null = null
+
   private deliver(ns: string, batch: Change[]): void {
-    if (batch.length === 0) return
-    const set = this.listeners.get(ns)
-    if (!set) return
-    for (const l of set) l(batch)
+    if (batch.length === 0 || !this.listeners.has(ns)) return
+    const held = this.outbox.get(ns)
+    if (held) held.push(...batch)
+    else this.outbox.set(ns, batch)
+    this.timer ??= setTimeout(() => this.send(), FANOUT_MS)
+  }
+
+  private send(): void {
+    this.timer = null
+    const due = this.outbox
+    this.outbox = new Map()
+    for (const [ns, batch] of due) {
+      const set = this.listeners.get(ns)
+      if (set) for (const l of set) l(batch)
+    }
   }
 
   private keep(ns: string, c: Change): void {
