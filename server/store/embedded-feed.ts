@@ -13,9 +13,11 @@ import type { Change, Feed } from './types.js'
 export const HISTORY_CHANGES = 10_000
 export const HISTORY_BYTES = 64 * 1024 * 1024
 /** All namespaces' rings together; past it the largest ring gives up its oldest changes. */
-const TOTAL_BYTES = 512 * 1024 * 1024
-/** How much of the log a restart's history is read back from. */
+const TOTAL_BYTES = 128 * 1024 * 1024
+/** How much of the log history is read back from, when a watch reaches back past a ring. */
 const RECOVER_BYTES = 128 * 1024 * 1024
+/** The log is read for history at most this often (each read is up to RECOVER_BYTES). */
+const RECOVER_EVERY_MS = 10_000
 /** How long live changes are gathered before they go to watchers (see deliver). */
 const FANOUT_MS = 5
 /** A change's bytes beyond its value and key: the objects around them. */
@@ -49,7 +51,8 @@ export class EmbeddedFeed implements Feed {
   private rings = new Map<string, Ring>()
   private listeners = new Map<string, Set<Listener>>()
   private total = 0
-  private recovered: Promise<void> | null = null
+  private recovering: Promise<void> | null = null
+  private recoveredAt = Number.NEGATIVE_INFINITY
   private stop: () => void
 
   constructor(private db: Db) {
@@ -76,8 +79,15 @@ export class EmbeddedFeed implements Feed {
     const current = this.db.namespaceVersion(ns)
     if (since >= current) return []
     if (since < (this.rings.get(ns)?.floor ?? current)) {
-      this.recovered ??= this.recover()
-      await this.recovered
+      // The ring does not reach back far enough (a restart emptied it, or memory trimmed it):
+      // the log may, and is read again now and then, never by many watches at once.
+      if (this.recovering === null && Date.now() - this.recoveredAt >= RECOVER_EVERY_MS) {
+        this.recoveredAt = Date.now()
+        this.recovering = this.recover().finally(() => {
+          this.recovering = null
+        })
+      }
+      if (this.recovering) await this.recovering
       if (since < (this.rings.get(ns)?.floor ?? this.db.namespaceVersion(ns))) return 'expired'
     }
     const ring = this.rings.get(ns)!
