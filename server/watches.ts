@@ -14,6 +14,11 @@ export class Watches {
     return true
   }
 
+  /** How many watches the account holds here. */
+  held(accountId: string): number {
+    return this.perAccount.get(accountId) ?? 0
+  }
+
   release(accountId: string): void {
     const n = (this.perAccount.get(accountId) ?? 1) - 1
     if (n <= 0) this.perAccount.delete(accountId)

@@ -130,6 +130,33 @@ export function watchSockets(ctx: Context) {
     await session.run()
   }
 
+  /**
+   * With the key in a header, what can be told before the upgrade is answered as HTTP, with
+   * the contract's status (the watch limit a 429): a store that answers at once (the
+   * embedded one) says whether the key, its namespace and a watch slot are there. What needs
+   * the store to be asked is told after the upgrade, as an error message (begin).
+   */
+  function refusal(secret: string, ns: string, address: string): [ErrorCode, string?] | undefined {
+    const key = ctx.accounts.authenticate(secret)
+    if (key instanceof Promise) {
+      key.catch(() => {})
+      return undefined
+    }
+    if (key === undefined)
+      return [ctx.badKeys.take(address, Date.now()).ok ? 'unauthorized' : 'rate_limited']
+    if (!key.allows(ns)) return ['forbidden', `This API key may not use namespace "${ns}".`]
+    const info = ctx.accounts.namespace(key.account, ns)
+    if (info instanceof Promise) {
+      info.catch(() => {})
+      return undefined
+    }
+    if (info === undefined) return ['namespace_not_found', `There is no namespace "${ns}".`]
+    const plan = ctx.plans.get(key.account.rec.plan)
+    if (plan.maxWatches !== null && ctx.watches.held(key.account.id) >= plan.maxWatches)
+      return ['watch_limit', `The ${plan.id} plan allows ${plan.maxWatches} watches open at once.`]
+    return undefined
+  }
+
   const start = (ws: Socket, secret: string) =>
     begin(ws, secret).catch((err) => {
       ctx.log.warn({ err: (err as Error).message }, 'watch failed')
@@ -155,12 +182,16 @@ export function watchSockets(ctx: Context) {
       if (since === null)
         return refuse(res, 'invalid_request', 'since (or Last-Event-ID) is a version: digits.')
       const auth = BEARER.exec(req.getHeader('authorization'))
+      const secret = req.getHeader('x-api-key') || (auth ? auth[1]! : '')
+      const address = requestAddress(res, req, ctx.config.trustProxy)
+      const early = secret === '' ? undefined : refusal(secret, parsed.ns, address)
+      if (early) return refuse(res, early[0], early[1])
       const peer: Peer = {
-        address: requestAddress(res, req, ctx.config.trustProxy),
+        address,
         ns: parsed.ns,
         prefix: q.get('prefix') ?? '',
         since,
-        secret: req.getHeader('x-api-key') || (auth ? auth[1]! : ''),
+        secret,
         started: false,
         closed: false,
         session: null,
