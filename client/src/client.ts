@@ -1,14 +1,12 @@
 // The Cairn class: one method per /v1 operation.
 import {
-  BadRequestError,
   InvalidPatchError,
   InvalidPrefixError,
   InvalidResponseError,
   NotFoundError,
 } from './errors.js'
 import { envVar } from './env.js'
-import { type BigIntMode, integerText, parseJson, stringifyJson, toBigInt } from './json.js'
-import { jsonTextError } from './json-text.js'
+import { type BigIntMode, integerText, parseJson, toBigInt } from './json.js'
 import { keyPath, namespacePath, query } from './paths.js'
 import { retryPolicy } from './retry.js'
 import { Transaction } from './transaction.js'
@@ -19,7 +17,9 @@ import {
   invalid,
   metadataText,
   parseExact,
+  rawText,
   unixSeconds,
+  valueText,
   versionOf,
 } from './wire.js'
 import { type Reply, replyJson, send, type TransportConfig } from './transport.js'
@@ -115,25 +115,7 @@ export class Cairn {
     value: unknown,
     options: PutOptions = {},
   ): Promise<PutResult> {
-    let json: string | undefined
-    try {
-      json = stringifyJson(value)
-    } catch (err) {
-      throw new BadRequestError({
-        status: 400,
-        code: 'invalid_json',
-        message: `The value for key ${JSON.stringify(key)} cannot be stored as JSON: ${(err as Error).message}.`,
-        cause: err,
-      })
-    }
-    if (json === undefined) {
-      throw new BadRequestError({
-        status: 400,
-        code: 'missing_value',
-        message: `The value for key ${JSON.stringify(key)} cannot be written as JSON (it is ${typeof value}).`,
-      })
-    }
-    return this.#put(namespace, key, json, options)
+    return this.#put(namespace, key, valueText(key, value), options)
   }
 
   /**
@@ -149,15 +131,7 @@ export class Cairn {
     json: string,
     options: PutOptions = {},
   ): Promise<PutResult> {
-    const at = typeof json === 'string' ? jsonTextError(json) : 0
-    if (at >= 0) {
-      throw new BadRequestError({
-        status: 400,
-        code: 'invalid_json',
-        message: `putRaw takes exactly one JSON value as text; the text for key ${JSON.stringify(key)} is not one (at position ${at}).`,
-      })
-    }
-    return this.#put(namespace, key, json, options)
+    return this.#put(namespace, key, rawText(key, json), options)
   }
 
   async #put(

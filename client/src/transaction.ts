@@ -1,11 +1,18 @@
 // The transaction builder: ops collected in order, sent as one `POST /{ns}` that the server
 // applies all or nothing.
-import { BadRequestError, InvalidPatchError, InvalidTransactionError } from './errors.js'
-import { type BigIntMode, integerText, stringifyJson, toBigInt, withBigIntMode } from './json.js'
-import { jsonTextError } from './json-text.js'
+import { InvalidPatchError, InvalidTransactionError } from './errors.js'
+import { type BigIntMode, integerText, toBigInt, withBigIntMode } from './json.js'
 import { send, type TransportConfig } from './transport.js'
 import type { CallOptions, Metadata } from './types.js'
-import { describeValue, invalid, metadataText, parseExact, unixSeconds } from './wire.js'
+import {
+  describeValue,
+  invalid,
+  metadataText,
+  parseExact,
+  rawText,
+  unixSeconds,
+  valueText,
+} from './wire.js'
 
 /** The most ops one transaction may hold. */
 export const MAX_TRANSACTION_OPS = 1000
@@ -162,27 +169,7 @@ export class Transaction<R extends TxResult[] = []> {
    *   InvalidMetadataError for metadata that is not an object or passes 1 KiB.
    */
   put(key: string, value: unknown, options: TxPutOptions = {}): Transaction<[...R, TxPutResult]> {
-    let json: string | undefined
-    try {
-      json = stringifyJson(value)
-    } catch (err) {
-      throw new BadRequestError({
-        status: 400,
-        code: 'invalid_json',
-        message: `The value for key ${JSON.stringify(key)} cannot be stored as JSON: ${(err as Error).message}.`,
-        cause: err,
-        index: this.#ops.length,
-      })
-    }
-    if (json === undefined) {
-      throw new BadRequestError({
-        status: 400,
-        code: 'missing_value',
-        message: `The value for key ${JSON.stringify(key)} cannot be written as JSON (it is ${typeof value}).`,
-        index: this.#ops.length,
-      })
-    }
-    return this.#put(key, json, options)
+    return this.#put(key, valueText(key, value, this.#ops.length), options)
   }
 
   /**
@@ -190,16 +177,7 @@ export class Transaction<R extends TxResult[] = []> {
    * @throws BadRequestError (`invalid_json`) at once for text that is not exactly one JSON value.
    */
   putRaw(key: string, json: string, options: TxPutOptions = {}): Transaction<[...R, TxPutResult]> {
-    const at = typeof json === 'string' ? jsonTextError(json) : 0
-    if (at >= 0) {
-      throw new BadRequestError({
-        status: 400,
-        code: 'invalid_json',
-        message: `putRaw takes exactly one JSON value as text; the text for key ${JSON.stringify(key)} is not one (at position ${at}).`,
-        index: this.#ops.length,
-      })
-    }
-    return this.#put(key, json, options)
+    return this.#put(key, rawText(key, json, this.#ops.length), options)
   }
 
   #put(key: string, value: string, options: TxPutOptions): Transaction<[...R, TxPutResult]> {

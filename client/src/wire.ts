@@ -1,7 +1,8 @@
 // Pieces of request and response bodies shared by the client's methods and its transaction
 // builder: ETags, expiry times, metadata, exact parsing.
-import { InvalidMetadataError, InvalidResponseError } from './errors.js'
+import { BadRequestError, InvalidMetadataError, InvalidResponseError } from './errors.js'
 import { parseJson, stringifyJson } from './json.js'
+import { jsonTextError } from './json-text.js'
 import { type Reply, replyJson } from './transport.js'
 import type { Metadata } from './types.js'
 
@@ -36,6 +37,53 @@ export function expiresAtOf(reply: Reply): number | undefined {
 /** Unix seconds from seconds or a Date (rounded up to the next second). */
 export function unixSeconds(at: number | Date): number {
   return at instanceof Date ? Math.ceil(at.getTime() / 1000) : at
+}
+
+/**
+ * A value's JSON text for a put (bigints as exact integers). `index` names a transaction's op.
+ * @throws BadRequestError, before anything is sent, for a value JSON cannot hold or would
+ *   change (`invalid_json`) or cannot write at all (`missing_value`).
+ */
+export function valueText(key: string, value: unknown, index?: number): string {
+  let json: string | undefined
+  try {
+    json = stringifyJson(value)
+  } catch (err) {
+    throw new BadRequestError({
+      status: 400,
+      code: 'invalid_json',
+      message: `The value for key ${JSON.stringify(key)} cannot be stored as JSON: ${(err as Error).message}.`,
+      cause: err,
+      index,
+    })
+  }
+  if (json === undefined) {
+    throw new BadRequestError({
+      status: 400,
+      code: 'missing_value',
+      message: `The value for key ${JSON.stringify(key)} cannot be written as JSON (it is ${typeof value}).`,
+      index,
+    })
+  }
+  return json
+}
+
+/**
+ * Checks text given for putRaw: exactly one JSON value, or it would rewrite the request
+ * around it. `index` names a transaction's op.
+ * @throws BadRequestError (`invalid_json`) before anything is sent.
+ */
+export function rawText(key: string, json: string, index?: number): string {
+  const at = typeof json === 'string' ? jsonTextError(json) : 0
+  if (at >= 0) {
+    throw new BadRequestError({
+      status: 400,
+      code: 'invalid_json',
+      message: `putRaw takes exactly one JSON value as text; the text for key ${JSON.stringify(key)} is not one (at position ${at}).`,
+      index,
+    })
+  }
+  return json
 }
 
 const encoder = new TextEncoder()
