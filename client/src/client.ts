@@ -2,7 +2,6 @@
 import {
   InvalidPatchError,
   InvalidPrefixError,
-  InvalidResponseError,
   NotFoundError,
 } from './errors.js'
 import { envVar } from './env.js'
@@ -262,16 +261,7 @@ export class Cairn {
 
   /** A response body parsed exactly, integers beyond 2^53 per the `bigints` option. */
   #parse(reply: Reply): any {
-    try {
-      return parseJson(reply.text, this.#bigints)
-    } catch {
-      throw new InvalidResponseError({
-        status: reply.status,
-        code: 'invalid_response',
-        message: `The server's response is not JSON: ${reply.text.slice(0, 100)}`,
-        requestId: reply.requestId,
-      })
-    }
+    return replyJson(reply, (text) => parseJson(text, this.#bigints))
   }
 
   /**

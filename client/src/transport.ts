@@ -197,10 +197,13 @@ export function sleep(ms: number, signal: AbortSignal | undefined): Promise<void
   })
 }
 
-/** Parses a JSON response body the client expects, or throws InvalidResponseError. */
-export function replyJson(reply: Reply): any {
+/**
+ * Parses a JSON response body the client expects (with `parse`, JSON.parse unless the caller
+ * needs exact integers), or throws InvalidResponseError.
+ */
+export function replyJson(reply: Reply, parse: (text: string) => any = JSON.parse): any {
   try {
-    return JSON.parse(reply.text)
+    return parse(reply.text)
   } catch {
     throw new InvalidResponseError({
       status: reply.status,

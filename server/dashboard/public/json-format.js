@@ -1,3 +1,10 @@
+/** Where the JSON string starting at `i` (a quote) ends: the index of its closing quote. */
+function stringEnd(text, i) {
+  let j = i + 1
+  while (j < text.length && text[j] !== '"') j += text[j] === '\\' ? 2 : 1
+  return j
+}
+
 // Indents JSON text without parsing it, so numbers keep every digit and members keep
 // their order. The text must already be valid JSON.
 export function formatJson(text, indent = '  ') {
@@ -8,8 +15,7 @@ export function formatJson(text, indent = '  ') {
   for (let i = 0; i < n; i++) {
     const c = text[i]
     if (c === '"') {
-      let j = i + 1
-      while (j < n && text[j] !== '"') j += text[j] === '\\' ? 2 : 1
+      const j = stringEnd(text, i)
       out += text.slice(i, j + 1)
       i = j
     } else if (c === '{' || c === '[') {
@@ -43,8 +49,7 @@ export function compactJson(text) {
   for (let i = 0; i < n; i++) {
     const c = text[i]
     if (c === '"') {
-      let j = i + 1
-      while (j < n && text[j] !== '"') j += text[j] === '\\' ? 2 : 1
+      const j = stringEnd(text, i)
       out += text.slice(i, j + 1)
       i = j
     } else if (!/\s/.test(c)) out += c

@@ -254,15 +254,22 @@ export async function render(main) {
     return { mode, seconds: n }
   }
 
-  /** The /v1 PUT body, built around the value's own text so no number is rounded. */
-  const body = () => {
+  /** The form's metadata and expiry, or undefined (with the field to fix focused). */
+  const metaAndExpiry = () => {
     const meta = metadata()
     if (meta === undefined) {
       metaField.input.focus()
       return undefined
     }
     const when = chosenExpiry()
-    if (when === undefined) return undefined
+    return when === undefined ? undefined : { meta, when }
+  }
+
+  /** The /v1 PUT body, built around the value's own text so no number is rounded. */
+  const body = () => {
+    const form = metaAndExpiry()
+    if (form === undefined) return undefined
+    const { meta, when } = form
     let tail = meta === null ? '' : `,"metadata":${meta}`
     if (when.mode === 'ttl') tail += `,"ttl":${when.seconds}`
     else if (when.mode === 'keep' && current?.expiresAt) tail += `,"expiresAt":${current.expiresAt}`
@@ -271,13 +278,9 @@ export async function render(main) {
 
   /** A PATCH body: the metadata as it is in the form, and the expiry if it is to change. */
   const patchBody = () => {
-    const meta = metadata()
-    if (meta === undefined) {
-      metaField.input.focus()
-      return undefined
-    }
-    const when = chosenExpiry()
-    if (when === undefined) return undefined
+    const form = metaAndExpiry()
+    if (form === undefined) return undefined
+    const { meta, when } = form
     let tail = ''
     if (when.mode === 'ttl') tail = `,"ttl":${when.seconds}`
     else if (when.mode === 'never' && current?.expiresAt) tail = ',"persist":true'
