@@ -5,64 +5,16 @@
 // watch events, and one of the plan's concurrent watches while it stays open.
 import type { Context } from '../context.js'
 import { ApiError } from '../errors.js'
-import type { Reply, Req, StreamOut } from '../http/pipeline.js'
+import type { Reply, Req } from '../http/pipeline.js'
 import { ServiceError } from '../service-error.js'
 import { OP } from '../usage.js'
-import { type WatchSink, WatchSession } from '../v1/watch-session.js'
-import { MAX_UNSENT, sinceOf } from '../v1/watch.js'
+import { WatchSession } from '../v1/watch-session.js'
+import { SseSink } from '../v1/watch-sse.js'
+import { sinceOf } from '../v1/watch.js'
 import { type Caller, checkSameOrigin } from './guard.js'
 
 /** How long an EventSource waits before it reconnects after the stream ends. */
 const RETRY_MS = 2000
-
-/** Server-Sent Events on a streamed reply; events before the stream opens are not expected. */
-class SseSink implements WatchSink {
-  private out: StreamOut | undefined
-  private ended = false
-  private unsent = 0
-  private waiting = false
-  private pending = ''
-
-  attach(out: StreamOut): void {
-    this.out = out
-    if (this.ended) out.end()
-    else out.write(`retry: ${RETRY_MS}\n\n`)
-  }
-
-  event(type: string, data: string, version: number): void {
-    this.pending += `event: ${type}\nid: ${version}\ndata: ${data}\n\n`
-  }
-
-  flush(): boolean {
-    const text = this.pending
-    this.pending = ''
-    const out = this.out
-    if (out === undefined || out.closed || text === '') return true
-    const ok = out.write(text)
-    if (ok && !this.waiting) return true
-    // The client is behind: what it has not taken counts toward too_slow.
-    this.unsent += text.length
-    if (!this.waiting) {
-      this.waiting = true
-      out.onWritable(() => {
-        this.waiting = false
-        this.unsent = 0
-      })
-    }
-    return this.unsent <= MAX_UNSENT
-  }
-
-  fail(code: string, message: string): void {
-    this.pending = ''
-    this.out?.write(`event: error\ndata: ${JSON.stringify({ code, message })}\n\n`)
-    this.end()
-  }
-
-  end(): void {
-    this.ended = true
-    this.out?.end()
-  }
-}
 
 export class WatchApi {
   constructor(private ctx: Context) {}
@@ -111,7 +63,7 @@ export class WatchApi {
       },
       stream: (out) => {
         out.onClose = () => session.stop(false)
-        sink.attach(out)
+        sink.attach(out, `retry: ${RETRY_MS}\n\n`)
         if (!out.closed) void session.run()
       },
     }

@@ -13,7 +13,8 @@ import { type Bucket, takeAccountToken } from '../limits.js'
 import { OP } from '../usage.js'
 import { Route, parsePath } from './paths.js'
 import { type WatchSink, WatchSession } from './watch-session.js'
-import { MAX_UNSENT, sinceOf } from './watch.js'
+import { MAX_UNSENT } from './watch-sse.js'
+import { sinceOf } from './watch.js'
 
 interface Peer {
   /** The client's address, for the per-address limit on wrong keys. */

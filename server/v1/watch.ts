@@ -8,10 +8,9 @@ import { OP } from '../usage.js'
 import type { Call } from './call.js'
 import { withNamespace } from './entries.js'
 import type { Parsed } from './paths.js'
-import { type WatchSink, WatchSession } from './watch-session.js'
+import { WatchSession } from './watch-session.js'
+import { type SseOut, SseSink } from './watch-sse.js'
 
-/** Bytes written while the client has not taken them yet, past which the watch is too slow. */
-export const MAX_UNSENT = 1024 * 1024
 const VERSION = /^(0|[1-9][0-9]{0,15})$/
 
 /** Where a watch starts: Last-Event-ID (an EventSource's reconnection) before since. */
@@ -21,49 +20,32 @@ export function sinceOf(lastEventId: string, since: string | null): number | und
   return VERSION.test(text) ? Number(text) : null
 }
 
-function sseSink(call: Call): WatchSink & { bytes: number } {
+/** The call's response as a stream for SseSink, counting the bytes it sends. */
+function callOut(call: Call): SseOut {
   const res = call.res
-  let unsent = 0
-  let waiting = false
-  let pending = ''
-  const sink = {
-    bytes: 0,
-    event(type: string, data: string, version: number): void {
-      pending += `event: ${type}\nid: ${version}\ndata: ${data}\n\n`
-    },
-    flush(): boolean {
-      const text = pending
-      pending = ''
-      if (call.aborted || call.done || text === '') return true
-      sink.bytes += text.length
+  let bytes = 0
+  return {
+    write(text) {
+      bytes += text.length
       let ok = true
       res.cork(() => {
         ok = res.write(text)
       })
-      if (ok && !waiting) return true
-      unsent += text.length
-      if (!waiting) {
-        waiting = true
-        res.onWritable(() => {
-          waiting = false
-          unsent = 0
-          return true
-        })
-      }
-      return unsent <= MAX_UNSENT
+      return ok
     },
-    fail(code: string, message: string): void {
-      pending = ''
-      if (call.aborted || call.done) return
-      const text = `event: error\ndata: ${JSON.stringify({ code, message })}\n\n`
-      res.cork(() => res.write(text))
-      call.endStream(sink.bytes + text.length)
+    onWritable(fn) {
+      res.onWritable(() => {
+        fn()
+        return true
+      })
     },
-    end(): void {
-      call.endStream(sink.bytes)
+    end() {
+      call.endStream(bytes)
+    },
+    get closed() {
+      return call.aborted || call.done
     },
   }
-  return sink
 }
 
 export function watchChanges(
@@ -92,7 +74,7 @@ export function watchChanges(
         `The ${plan.id} plan allows ${plan.maxWatches} watches open at once.`,
       )
     call.async()
-    const sink = sseSink(call)
+    const sink = new SseSink()
     const session = new WatchSession(ctx, account, info.storeName, prefix, sink)
     call.onAbort = () => session.stop(false)
     session.prepare(since).then(
@@ -103,6 +85,7 @@ export function watchChanges(
         ctx.usage.record(account.id, OP.watch, 200, call.bytesIn, 0, Date.now())
         call.op = -1
         call.openStream('text/event-stream', '\r\nCache-Control: no-store\r\nX-Accel-Buffering: no')
+        sink.attach(callOut(call))
         void session.run()
       },
       (err) => {

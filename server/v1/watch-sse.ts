@@ -1,0 +1,67 @@
+// A watch's events as Server-Sent Events, on any response that streams: /v1's (watch.ts) and
+// the dashboard's live view (dashboard/api-watch.ts). Each flush is one write; what the client
+// has not taken yet counts toward too_slow.
+import type { WatchSink } from './watch-session.js'
+
+/** Bytes written while the client has not taken them yet, past which the watch is too slow. */
+export const MAX_UNSENT = 1024 * 1024
+
+/** Where the events go: a streamed response. */
+export interface SseOut {
+  /** Sends a chunk; false when the client has not yet taken what was sent before. */
+  write(text: string): boolean
+  /** Runs `fn` once the client has taken what was waiting (after write answered false). */
+  onWritable(fn: () => void): void
+  end(): void
+  /** The response ended or the client left. */
+  readonly closed: boolean
+}
+
+export class SseSink implements WatchSink {
+  private out: SseOut | undefined
+  private ended = false
+  private unsent = 0
+  private waiting = false
+  private pending = ''
+
+  /** Starts writing to `out`; `first`, when given, goes ahead of every event. */
+  attach(out: SseOut, first?: string): void {
+    this.out = out
+    if (this.ended) out.end()
+    else if (first !== undefined) out.write(first)
+  }
+
+  event(type: string, data: string, version: number): void {
+    this.pending += `event: ${type}\nid: ${version}\ndata: ${data}\n\n`
+  }
+
+  flush(): boolean {
+    const text = this.pending
+    this.pending = ''
+    const out = this.out
+    if (out === undefined || out.closed || text === '') return true
+    const ok = out.write(text)
+    if (ok && !this.waiting) return true
+    this.unsent += text.length
+    if (!this.waiting) {
+      this.waiting = true
+      out.onWritable(() => {
+        this.waiting = false
+        this.unsent = 0
+      })
+    }
+    return this.unsent <= MAX_UNSENT
+  }
+
+  fail(code: string, message: string): void {
+    this.pending = ''
+    if (this.out?.closed === false)
+      this.out.write(`event: error\ndata: ${JSON.stringify({ code, message })}\n\n`)
+    this.end()
+  }
+
+  end(): void {
+    this.ended = true
+    if (this.out?.closed === false) this.out.end()
+  }
+}
