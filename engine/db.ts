@@ -529,29 +529,40 @@ export class Db implements Engine {
 
   /**
    * Finds keys whose time has run out and lets them go (each an expiry, as above), looking at
-   * no more than `budget` keys; namespaces are taken in turn across calls.
+   * no more than `budget` keys a call: namespaces are taken in turn, and a large one is walked
+   * across calls, each going on after the last key the previous one looked at.
    */
   sweepExpired(budget: number): void {
     this.checkOpen()
     const all = [...this.keydir.byId.values()].filter((n) => n.ttl > 0 && !n.building)
-    if (all.length === 0) return
     const now = Date.now()
     const s = this.keydir.slots
     for (let k = 0; k < all.length && budget > 0; k++) {
-      const n = all[(this.sweepAt + k) % all.length]!
+      const n = all[this.sweepAt % all.length]!
+      const from = this.sweepFrom.get(n)
+      let [ci, i] = from === undefined ? [0, 0] : n.keys.seek(from, true)
+      const chunks = n.keys.chunks
       const gone: string[] = []
-      for (const chunk of n.keys.chunks)
-        for (const key of chunk) {
-          const slot = n.map.get(key)
-          if (slot !== undefined && s.expires[slot] !== 0 && s.expires[slot]! <= now) gone.push(key)
+      for (; ci < chunks.length && budget > 0; ci++, i = 0) {
+        const chunk = chunks[ci]!
+        for (; i < chunk.length && budget > 0; i++, budget--) {
+          const slot = n.map.get(chunk[i]!)
+          if (slot !== undefined && s.expires[slot] !== 0 && s.expires[slot]! <= now)
+            gone.push(chunk[i]!)
         }
-      budget -= n.map.size
+        if (i < chunk.length) break
+      }
+      if (ci >= chunks.length) {
+        this.sweepFrom.delete(n)
+        this.sweepAt++
+      } else this.sweepFrom.set(n, i > 0 ? chunks[ci]![i - 1]! : chunks[ci - 1]!.at(-1)!)
       for (const key of gone) this.keydir.liveSlot(n, key)
-      this.sweepAt = (this.sweepAt + k + 1) % Math.max(all.length, 1)
     }
   }
 
+  /** Which namespace the next sweep starts with, and the last key a namespace's walk saw. */
   private sweepAt = 0
+  private sweepFrom = new WeakMap<Namespace, string>()
 
   /** The namespace's version: that of its last durable write (0 when it has none). */
   namespaceVersion(ns: string): number {

@@ -84,3 +84,28 @@ t.test('expiry holds across reopen and compaction', async (t) => {
   t.ok((await db.get('t', 'l7'))?.expiresAt, 'long TTL still reported')
   await db.close()
 })
+
+t.test('an expiry is a write: a sweep lets expired keys go, a budget of keys a call', async (t) => {
+  const db = await open(tempDir(t, 'ttl'))
+  t.teardown(() => db.close())
+  await db.createNamespace('s')
+  for (let i = 0; i < 100; i++)
+    await db.put('s', `k${String(i).padStart(3, '0')}`, i, { ttlMs: 20 })
+  await db.put('s', 'stays', 1)
+  await new Promise((r) => setTimeout(r, 40))
+  const settle = () => new Promise((r) => setTimeout(r, 20))
+  db.sweepExpired(30)
+  await settle()
+  t.equal(
+    db.namespaceVersion('s'),
+    101 + 30,
+    'one call: a tombstone each for the 30 keys it looked at',
+  )
+  for (let i = 0; i < 3; i++) db.sweepExpired(30)
+  await settle()
+  t.equal(db.namespaceVersion('s'), 201, 'the walk goes on where it stopped, until every one went')
+  db.sweepExpired(1000)
+  await settle()
+  t.equal(db.namespaceVersion('s'), 201, 'nothing is written twice')
+  t.same((await db.list('s')).keys, ['stays'])
+})
