@@ -7,7 +7,7 @@
 import type { Context } from '../context.js'
 import type { HttpRequest } from '../http/uws.js'
 import type { BodyStash, Call } from './call.js'
-import { largestBody } from './entries.js'
+import { TX_EXTRA_BODY, largestBody } from './entries.js'
 
 const FROZEN = Symbol('frozen')
 
@@ -19,9 +19,8 @@ const FROZEN = Symbol('frozen')
 export function defer(call: Call, req: HttpRequest, method: string, ctx: Context): HttpRequest {
   if ((req as unknown as Record<symbol, boolean>)[FROZEN]) return req
   const frozen = freeze(req)
-  // A transaction's body may be 10 MiB more than a value's (transaction.ts).
   if (method === 'put' || method === 'patch') stashBody(call, largestBody(ctx))
-  else if (method === 'post') stashBody(call, largestBody(ctx) + 10 * 1024 * 1024)
+  else if (method === 'post') stashBody(call, largestBody(ctx) + TX_EXTRA_BODY)
   call.async()
   return frozen
 }

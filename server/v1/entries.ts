@@ -57,6 +57,14 @@ export function bodyLimit(plan: Plan): number {
   return max === null ? UNLIMITED_BODY : max + Math.min(max, SLACK)
 }
 
+/** What a transaction's body may hold beyond the plan's largest value (the contract's rule). */
+export const TX_EXTRA_BODY = 10 * 1024 * 1024
+
+/** The most a transaction's body may be on the plan. */
+export function txBodyLimit(plan: Plan): number {
+  return plan.maxValueBytes === null ? UNLIMITED_BODY : plan.maxValueBytes + TX_EXTRA_BODY
+}
+
 /** The largest body any plan reads: what a deferred request keeps while it waits. */
 export function largestBody(ctx: Context): number {
   let most = 0

@@ -8,12 +8,9 @@ import type { Bucket } from '../store/types.js'
 import { parseTxBody } from '../wire/tx-body.js'
 import { acceptsJson, readRequestBody } from './body.js'
 import type { Call } from './call.js'
-import { withNamespace } from './entries.js'
+import { txBodyLimit, withNamespace } from './entries.js'
 import type { Parsed } from './paths.js'
 import { resultText } from './tx-results.js'
-
-const EXTRA_BODY = 10 * 1024 * 1024
-const UNLIMITED_BODY = 256 * 1024 * 1024
 
 export function runTransaction(call: Call, req: HttpRequest, parsed: Parsed, plan: Plan): void {
   const ns = parsed.ns
@@ -22,11 +19,10 @@ export function runTransaction(call: Call, req: HttpRequest, parsed: Parsed, pla
   if (!acceptsJson(call, req)) return
   if (!call.ctx.accounts.namespace(call.account!, ns))
     return call.fail('namespace_not_found', `There is no namespace "${ns}".`)
-  const limit = plan.maxValueBytes === null ? UNLIMITED_BODY : plan.maxValueBytes + EXTRA_BODY
   readRequestBody(
     call,
     req,
-    limit,
+    txBodyLimit(plan),
     (body) => {
       let tx: ReturnType<typeof parseTxBody>
       try {
