@@ -10,6 +10,7 @@ import type { TxOp } from '../store/types.js'
 import { parseTags, singleVersion } from '../wire/conditions.js'
 import { encodeCursor, walkOf } from '../wire/cursor.js'
 import { parsePutBody } from '../wire/json-body.js'
+import { expirySeconds } from '../wire/expiry.js'
 import { decodeKey } from '../wire/keys.js'
 import { parsePatchBody } from '../wire/patch-body.js'
 import { ServiceError } from '../service-error.js'
@@ -38,7 +39,7 @@ function keyParam(req: Req): string {
 }
 
 /** Milliseconds since the epoch as the API's unix seconds (null: no expiry). */
-const unixSeconds = (ms: number | undefined) => (ms === undefined ? null : Math.ceil(ms / 1000))
+const unixSeconds = (ms: number | undefined) => (ms === undefined ? null : expirySeconds(ms))
 
 /** Storage's "namespace dropped meanwhile" as the API's 404. */
 function gone(err: unknown): never {

@@ -10,6 +10,7 @@ import { acceptsJson, readRequestBody } from './body.js'
 import type { Call } from './call.js'
 import { matches, parseTags } from '../wire/conditions.js'
 import { type PutBody, parsePutBody } from '../wire/json-body.js'
+import { expirySeconds } from '../wire/expiry.js'
 import { decodeKey } from '../wire/keys.js'
 import type { Parsed } from './paths.js'
 
@@ -144,7 +145,7 @@ function answerGet(call: Call, got: Entry | undefined, inm: string, meta: boolea
   const lines =
     got.expiresAt === undefined
       ? `\r\nETag: ${tag}`
-      : `\r\nETag: ${tag}\r\nX-Expires-At: ${Math.ceil(got.expiresAt / 1000)}`
+      : `\r\nETag: ${tag}\r\nX-Expires-At: ${expirySeconds(got.expiresAt)}`
   if (inm !== '') {
     const tags = parseTags(inm)
     if (tags !== undefined && matches(tags, got.version)) return call.empty(304, lines)

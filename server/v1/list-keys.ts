@@ -6,6 +6,7 @@ import type { HttpRequest } from '../http/uws.js'
 import type { Plan } from '../plans.js'
 import type { ListedEntry } from '../store/types.js'
 import { decodeCursor, encodeCursor, walkOf } from '../wire/cursor.js'
+import { expirySeconds } from '../wire/expiry.js'
 import type { Call } from './call.js'
 import { withNamespace } from './entries.js'
 import type { Parsed } from './paths.js'
@@ -15,11 +16,9 @@ const LIMIT = /^[1-9][0-9]{0,3}$/
 /** A page with values ends after the entry that takes it past this. */
 const PAGE_BYTES = 4 * 1024 * 1024
 
-const seconds = (ms: number) => Math.ceil(ms / 1000)
-
 function entryText(e: ListedEntry): string {
   let s = `{"key":${JSON.stringify(e.key)},"version":"${e.version}"`
-  if (e.expiresAt !== undefined) s += `,"expiresAt":${seconds(e.expiresAt)}`
+  if (e.expiresAt !== undefined) s += `,"expiresAt":${expirySeconds(e.expiresAt)}`
   if (e.value !== undefined) s += `,"value":${e.value.toString('utf8')}`
   if (e.metadata !== undefined)
     s += `,"metadata":${e.metadata === null ? 'null' : e.metadata.toString('utf8')}`

@@ -6,6 +6,7 @@
 import type { Account } from '../accounts.js'
 import type { Context } from '../context.js'
 import type { Change } from '../store/types.js'
+import { expirySeconds } from '../wire/expiry.js'
 
 /** What carries a watch's events to its client. */
 export interface WatchSink {
@@ -29,8 +30,6 @@ const PROGRESS_MS = 15_000
 /** Live changes held while history is still being sent, past which the watch is too slow. */
 const MAX_QUEUED = 100_000
 
-const seconds = (ms: number) => Math.ceil(ms / 1000)
-
 /**
  * Each change's event data, made once however many watchers it goes to (the feed hands every
  * watcher of a namespace the same Change objects).
@@ -51,7 +50,7 @@ export function changeData(c: Change): string {
   const head = `{"key":${JSON.stringify(c.key)},"version":"${c.version}"`
   if (c.type === 'delete') return `${head}}`
   let s = `${head},"value":${c.value!.toString('utf8')}`
-  if (c.expiresAt !== undefined) s += `,"expiresAt":${seconds(c.expiresAt)}`
+  if (c.expiresAt !== undefined) s += `,"expiresAt":${expirySeconds(c.expiresAt)}`
   if (c.metadata !== undefined) s += `,"metadata":${c.metadata.toString('utf8')}`
   return `${s}}`
 }
