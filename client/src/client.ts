@@ -1,9 +1,5 @@
 // The Cairn class: one method per /v1 operation.
-import {
-  InvalidPatchError,
-  InvalidPrefixError,
-  NotFoundError,
-} from './errors.js'
+import { InvalidPatchError, InvalidPrefixError, NotFoundError } from './errors.js'
 import { envVar } from './env.js'
 import { type BigIntMode, integerText, parseJson, toBigInt } from './json.js'
 import { keyPath, namespacePath, query } from './paths.js'
