@@ -21,6 +21,8 @@ export interface WatchSink {
   fail(code: string, message: string): void
   /** Ends the stream quietly (the server is stopping, the client left). */
   end(): void
+  /** Resolves once the client has taken what was sent (at once when nothing waits). */
+  drained(): Promise<void>
 }
 
 /** History is read and sent this many changes at a time. */
@@ -29,6 +31,14 @@ const PAGE = 1000
 const PROGRESS_MS = 15_000
 /** Live changes held while history is still being sent, past which the watch is too slow. */
 const MAX_QUEUED = 100_000
+/**
+ * History goes out this many bytes of events at a time, each slice once the client has taken
+ * the one before: a resume may owe the client far more than MAX_UNSENT, and that is not the
+ * client being slow.
+ */
+const SLICE_BYTES = 256 * 1024
+/** A client that takes no slice of history for this long is too slow. */
+const DRAIN_MS = 30_000
 
 /**
  * Each change's event data, made once however many watchers it goes to (the feed hands every
@@ -66,6 +76,8 @@ export class WatchSession {
   private lastSent = Date.now()
   private closed = false
   private released = false
+  /** Wakes a wait for the client to drain (the watch stopped meanwhile). */
+  private wake: (() => void) | null = null
 
   constructor(
     private ctx: Context,
@@ -111,8 +123,7 @@ export class WatchSession {
     this.ctx.usage.watchEvents(this.account.id, 1, 0, Date.now())
     const feed = this.ctx.store.feed
     while (!this.closed && this.backlog.length > 0) {
-      this.deliver(this.backlog)
-      if (this.closed) return
+      if (!(await this.paced(this.backlog))) return
       const page = await feed.read(this.ns, this.last, PAGE).catch(() => 'expired' as const)
       if (this.closed) return
       if (page === 'expired') {
@@ -124,9 +135,16 @@ export class WatchSession {
       }
       this.backlog = page
     }
-    const queued = this.queued!
+    // What arrived live meanwhile goes out paced too, until it is caught up with; from then
+    // on each group of changes is one flush (live). No await lies between the last check of
+    // the queue and dropping it, so no change falls between the two.
+    while (!this.closed && this.queued!.length > 0) {
+      const queued = this.queued!
+      this.queued = []
+      if (!(await this.paced(queued))) return
+    }
+    if (this.closed) return
     this.queued = null
-    this.deliver(queued)
     this.timer = setInterval(() => this.tick(), 1000)
     this.timer.unref()
   }
@@ -135,6 +153,7 @@ export class WatchSession {
   stop(quietly: boolean): void {
     if (this.closed) return
     this.closed = true
+    this.wake?.()
     this.unsubscribe?.()
     this.untrack?.()
     if (this.timer) clearInterval(this.timer)
@@ -156,22 +175,72 @@ export class WatchSession {
     if (this.queued.length > MAX_QUEUED) this.tooSlow()
   }
 
+  /** Adds a change's event unless it was passed on already; the bytes added, or -1. */
+  private add(c: Change): number {
+    if (c.version <= this.last) return -1
+    this.last = c.version
+    if (!c.key.startsWith(this.prefix)) return -1
+    const data = dataOf(c)
+    this.sink.event(c.type, data, c.version)
+    return data.length
+  }
+
   private deliver(changes: Change[]): void {
     let events = 0
     let bytes = 0
     for (const c of changes) {
       if (this.closed) break
-      if (c.version <= this.last) continue
-      this.last = c.version
-      if (!c.key.startsWith(this.prefix)) continue
-      const data = dataOf(c)
+      const n = this.add(c)
+      if (n < 0) continue
       events++
-      bytes += data.length
-      this.sink.event(c.type, data, c.version)
+      bytes += n
     }
     if (events === 0) return
     this.ctx.usage.watchEvents(this.account.id, events, bytes, Date.now())
     this.flush()
+  }
+
+  /**
+   * Sends changes a slice at a time, each once the client has taken the one before; false
+   * when the watch ended meanwhile (stopped, or too slow to take a slice).
+   */
+  private async paced(changes: Change[]): Promise<boolean> {
+    let events = 0
+    let bytes = 0
+    for (let i = 0; i < changes.length; i++) {
+      if (this.closed) return false
+      const n = this.add(changes[i]!)
+      if (n >= 0) {
+        events++
+        bytes += n
+      }
+      if (events > 0 && (bytes >= SLICE_BYTES || i === changes.length - 1)) {
+        this.ctx.usage.watchEvents(this.account.id, events, bytes, Date.now())
+        this.lastSent = Date.now()
+        this.sink.flush()
+        events = 0
+        bytes = 0
+        if (!(await this.drained())) {
+          this.tooSlow()
+          return false
+        }
+      }
+    }
+    return !this.closed
+  }
+
+  /** Waits for the client to take what was sent: true when it did, false after DRAIN_MS. */
+  private drained(): Promise<boolean> {
+    return new Promise<boolean>((resolve) => {
+      const finish = (ok: boolean) => {
+        clearTimeout(timer)
+        this.wake = null
+        resolve(ok)
+      }
+      const timer = setTimeout(() => finish(false), DRAIN_MS)
+      this.wake = () => finish(true)
+      this.sink.drained().then(() => finish(true))
+    })
   }
 
   private send(type: 'put' | 'delete' | 'progress', data: string, version: number): boolean {

@@ -23,6 +23,8 @@ export class SseSink implements WatchSink {
   private unsent = 0
   private waiting = false
   private pending = ''
+  /** Those waiting for the client to take what was sent (drained). */
+  private drains: (() => void)[] = []
 
   /** Starts writing to `out`; `first`, when given, goes ahead of every event. */
   attach(out: SseOut, first?: string): void {
@@ -48,9 +50,17 @@ export class SseSink implements WatchSink {
       out.onWritable(() => {
         this.waiting = false
         this.unsent = 0
+        const drains = this.drains
+        this.drains = []
+        for (const fn of drains) fn()
       })
     }
     return this.unsent <= MAX_UNSENT
+  }
+
+  drained(): Promise<void> {
+    if (!this.waiting || this.out === undefined || this.out.closed) return Promise.resolve()
+    return new Promise((resolve) => this.drains.push(resolve))
   }
 
   fail(code: string, message: string): void {

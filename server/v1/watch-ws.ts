@@ -27,7 +27,12 @@ interface Peer {
   closed: boolean
   session: WatchSession | null
   timer: NodeJS.Timeout | null
+  /** Those waiting for the socket to drain (the sink's drained). */
+  drains: (() => void)[]
 }
+
+/** Buffered bytes at or under which a socket counts as drained. */
+const DRAINED = 64 * 1024
 
 interface Socket {
   getUserData(): Peer
@@ -67,6 +72,10 @@ function sinkOf(ws: Socket): WatchSink {
         for (const m of out) if (ws.send(m) === 2) dropped = true
       })
       return !dropped && ws.getBufferedAmount() <= MAX_UNSENT
+    },
+    drained() {
+      if (peer.closed || ws.getBufferedAmount() <= DRAINED) return Promise.resolve()
+      return new Promise((resolve) => peer.drains.push(resolve))
     },
     fail(code, message) {
       if (peer.closed) return
@@ -197,6 +206,7 @@ export function watchSockets(ctx: Context) {
         closed: false,
         session: null,
         timer: null,
+        drains: [],
       }
       res.upgrade(
         peer,
@@ -223,6 +233,13 @@ export function watchSockets(ctx: Context) {
         if (m && typeof m.apiKey === 'string') secret = m.apiKey
       } catch {}
       void start(ws, secret)
+    },
+    drain(ws: Socket): void {
+      const peer = ws.getUserData()
+      if (peer.drains.length === 0 || ws.getBufferedAmount() > DRAINED) return
+      const drains = peer.drains
+      peer.drains = []
+      for (const fn of drains) fn()
     },
     close(ws: Socket): void {
       const peer = ws.getUserData()

@@ -243,6 +243,39 @@ t.test('a consumer too slow to keep up is closed with too_slow', async (t) => {
     Array.from({ length: 60 - from }, (_, i) => from + 1 + i),
     'and gets every change after it',
   )
+  // Owing a resumed watch far more history than a live one may fall behind (1 MiB) is not
+  // slowness: it stays open and passes on what comes next.
+  await api.mustPut(ns, 'after', 1)
+  const next = await again.until(62 - from)
+  t.match(next[next.length - 1], { event: 'put', id: '61' }, 'and stays open for live changes')
+})
+
+t.test('a WebSocket watch owed more history than a socket buffers gets all of it', async (t) => {
+  const ns = await freshNamespace(api)
+  const big = 'y'.repeat(512 * 1024)
+  // 40 changes of 512 KiB: five times what a socket may hold unsent (4 MiB), and more than
+  // the kernel's buffers take at once.
+  for (let i = 0; i < 40; i++) await api.mustPut(ns, `k${i}`, big)
+  const ws = new WebSocket(`${srv.baseUrl.replace(/^http/, 'ws')}/${ns}?watch=1&since=0`, {
+    headers: { 'x-api-key': api.key },
+  })
+  t.teardown(() => ws.close())
+  const got: any[] = []
+  ws.on('message', (m) => {
+    const e = JSON.parse(String(m))
+    got.push({ type: e.type, version: e.version, code: e.code })
+  })
+  const waitFor = async (n: number) => {
+    for (let i = 0; i < 1000 && got.length < n; i++) await new Promise((r) => setTimeout(r, 20))
+  }
+  await waitFor(41)
+  await api.mustPut(ns, 'after', 1)
+  await waitFor(42)
+  t.same(got, [
+    { type: 'progress', version: '0' },
+    ...Array.from({ length: 40 }, (_, i) => ({ type: 'put', version: String(i + 1) })),
+    { type: 'put', version: '41' },
+  ])
 })
 
 t.test('the same watch over a WebSocket, with the key in the first message', async (t) => {
