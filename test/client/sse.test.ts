@@ -119,6 +119,10 @@ function client(baseUrl: string) {
 }
 
 const wait = (ms: number) => new Promise((r) => setTimeout(r, ms))
+/** Waits (up to 5 s) for `done` to hold: what the server sees arrives when it arrives. */
+const until = async (done: () => boolean) => {
+  for (let i = 0; i < 250 && !done(); i++) await wait(20)
+}
 
 t.test('watch resumes after a drop and after too_slow, without repeats, until 410', async (t) => {
   const big = '18446744073709551621'
@@ -296,7 +300,7 @@ t.test('return() and abort stop a pending watch at once and close the connection
   await it.return?.()
   t.same(await pending, { done: true, value: undefined }, 'the pending next() ends as done')
   t.ok(Date.now() - started < 1000, 'at once')
-  await wait(100)
+  await until(() => closed.length >= 1)
   t.same(closed, [0], 'the server saw the connection close')
 
   const ctl = new AbortController()
@@ -304,7 +308,7 @@ t.test('return() and abort stop a pending watch at once and close the connection
   setTimeout(() => ctl.abort(), 100)
   for await (const ev of kv.watch('ns', { signal: ctl.signal })) got.push(ev)
   t.same(got, [{ type: 'progress', version: '3' }], 'abort ends the loop without an error')
-  await wait(100)
+  await until(() => closed.length >= 2)
   t.same(closed, [0, 1])
 
   const aborted = AbortSignal.abort()

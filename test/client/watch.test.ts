@@ -11,13 +11,23 @@ import {
 } from '../../client/src/index.js'
 import { account, nsName, server } from './helpers.js'
 
-/** A port free right now, so a restarted server can listen where the client expects it. */
+/**
+ * A port free right now, so a restarted server can listen where the client expects it. It is
+ * taken from below the range the kernel hands out for outgoing connections (32768 and up), so
+ * no connection made meanwhile takes it while the server is down.
+ */
 async function freePort(): Promise<number> {
-  const srv = net.createServer()
-  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r))
-  const { port } = srv.address() as net.AddressInfo
-  await new Promise((r) => srv.close(r))
-  return port
+  for (;;) {
+    const port = 22000 + Math.floor(Math.random() * 10000)
+    const srv = net.createServer()
+    const ok = await new Promise<boolean>((r) => {
+      srv.once('error', () => r(false))
+      srv.listen(port, '127.0.0.1', () => r(true))
+    })
+    if (!ok) continue
+    await new Promise((r) => srv.close(r))
+    return port
+  }
 }
 
 /** The next `n` events that pass `keep`, or a failure naming what did arrive after `ms`. */

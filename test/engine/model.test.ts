@@ -248,12 +248,13 @@ async function run(t: Test, cfg: RunConfig) {
         else if (outcome === true) keys!.delete(key)
       } else if (x < 0.66) {
         let res: Awaited<ReturnType<Engine['get']>>
+        const t0 = Date.now()
         const got = await code(db.get(ns, key).then((v) => (res = v)))
         if (!keys) {
           if (got !== 'NAMESPACE_NOT_FOUND')
             fail(`${where}: get on a missing namespace gave ${got}`, res)
         } else if (got !== 'OK') fail(`${where}: get failed with ${got}`, e)
-        else checkGet(where, e, res)
+        else checkGet(where, e, res, t0)
       } else if (x < 0.77) {
         // A batch over distinct keys, maybe across namespaces, maybe with checks.
         const n = 1 + Math.floor(r() * 5)
@@ -432,8 +433,19 @@ async function run(t: Test, cfg: RunConfig) {
   await db.close()
   t.equal(failures, 0, `${cfg.label}: no divergence from the model (seed ${seed})`)
 
-  function checkGet(where: string, e: Entry | undefined, res: Awaited<ReturnType<Engine['get']>>) {
-    const st = status(e)
+  /**
+   * `t0` is when the get was called: the engine read its clock somewhere between then and
+   * now, so a key whose state differs between the two is unsure, however long the call took.
+   */
+  function checkGet(
+    where: string,
+    e: Entry | undefined,
+    res: Awaited<ReturnType<Engine['get']>>,
+    t0: number,
+  ) {
+    const before = status(e, t0)
+    const after = status(e)
+    const st = before === after ? after : 'unsure'
     if (st === 'unsure') return
     if (st !== 'live') {
       if (res !== undefined) fail(`${where}: get found a key the model lacks`, { res, e })
@@ -469,7 +481,10 @@ async function run(t: Test, cfg: RunConfig) {
       const rev = (await db.list(ns, { limit: 10_000, reverse: true })).keys
       if (!isDeepStrictEqual(rev, [...want].reverse()))
         fail(`${when}: reverse keys of ${ns}`, { rev, want })
-      for (const key of KEYS) checkGet(`${when} ${ns}/${key}`, keys.get(key), await db.get(ns, key))
+      for (const key of KEYS) {
+        const t0 = Date.now()
+        checkGet(`${when} ${ns}/${key}`, keys.get(key), await db.get(ns, key), t0)
+      }
     }
     t.pass(`${cfg.label}: compared ${when}`)
   }

@@ -46,7 +46,9 @@ t.test('300 concurrent wrong passwords from one address: counted before hashing'
   t.comment(`PUT median: ${quiet.toFixed(2)} ms quiet, ${during.toFixed(2)} ms during 300 log-ins`)
   t.ok(count(401) <= 5, `at most 5 guesses were checked (${count(401)} got 401)`)
   t.equal(count(401) + count(429), 300, 'every other one was refused with 429')
-  t.ok(during <= Math.max(quiet * 10, 20), 'PUT latency stays within 10x of quiet')
+  // 300 password hashes would hold PUTs up for seconds; a floor of 100 ms leaves room for a
+  // slow disk's fsync, which every PUT waits for, without letting hashing through.
+  t.ok(during <= Math.max(quiet * 10, 100), 'PUT latency stays within 10x of quiet')
 })
 
 t.test('300 wrong passwords spread over 300 addresses: the email slows down', async (t) => {
