@@ -27,12 +27,16 @@ interface Peer {
   closed: boolean
   session: WatchSession | null
   timer: NodeJS.Timeout | null
-  /** Those waiting for the socket to drain (the sink's drained). */
-  drains: (() => void)[]
 }
 
 /** Buffered bytes at or under which a socket counts as drained. */
 const DRAINED = 64 * 1024
+/**
+ * How often a socket that is not drained is looked at again. Polled, so a wait cannot miss
+ * its wake-up: waiting on uWS's drain event instead, one full test run saw a watch wait 30 s
+ * for a client that had read everything sent to it.
+ */
+const DRAIN_POLL_MS = 5
 
 interface Socket {
   getUserData(): Peer
@@ -74,8 +78,13 @@ function sinkOf(ws: Socket): WatchSink {
       return !dropped && ws.getBufferedAmount() <= MAX_UNSENT
     },
     drained() {
-      if (peer.closed || ws.getBufferedAmount() <= DRAINED) return Promise.resolve()
-      return new Promise((resolve) => peer.drains.push(resolve))
+      return new Promise((resolve) => {
+        const look = () => {
+          if (peer.closed || ws.getBufferedAmount() <= DRAINED) resolve()
+          else setTimeout(look, DRAIN_POLL_MS)
+        }
+        look()
+      })
     },
     fail(code, message) {
       if (peer.closed) return
@@ -206,7 +215,6 @@ export function watchSockets(ctx: Context) {
         closed: false,
         session: null,
         timer: null,
-        drains: [],
       }
       res.upgrade(
         peer,
@@ -233,13 +241,6 @@ export function watchSockets(ctx: Context) {
         if (m && typeof m.apiKey === 'string') secret = m.apiKey
       } catch {}
       void start(ws, secret)
-    },
-    drain(ws: Socket): void {
-      const peer = ws.getUserData()
-      if (peer.drains.length === 0 || ws.getBufferedAmount() > DRAINED) return
-      const drains = peer.drains
-      peer.drains = []
-      for (const fn of drains) fn()
     },
     close(ws: Socket): void {
       const peer = ws.getUserData()
