@@ -77,6 +77,18 @@ export function largestBody(ctx: Context): number {
 }
 
 /**
+ * Answers 404 namespace_not_found, and says so, when the account's snapshot tells at once that
+ * the namespace is missing: a request with a body is refused before the body is read. Where
+ * the store must be asked the body is read first (uWebSockets.js hands a body's chunks only to
+ * a reader registered before the handler returns), and withNamespace refuses it after.
+ */
+export function missingNow(call: Call, ns: string): boolean {
+  if (call.ctx.accounts.namespace(call.account!, ns)) return false
+  call.fail('namespace_not_found', `There is no namespace "${ns}".`)
+  return true
+}
+
+/**
  * Calls `next` with the caller's namespace (at once when the account's snapshot has it),
  * or answers 404 namespace_not_found.
  */
@@ -170,11 +182,7 @@ export function putEntry(call: Call, req: HttpRequest, parsed: Parsed, plan: Pla
   if (!acceptsJson(call, req)) return
   const ifMatch = parseTags(req.getHeader('if-match'))
   const ifNoneMatch = parseTags(req.getHeader('if-none-match'))
-  // A namespace the snapshot lacks is refused before the body is read, where that is known
-  // at once; where the store must be asked, the body is read first (uWebSockets.js hands a
-  // body's chunks only to a reader registered before the handler returns).
-  if (!call.ctx.accounts.namespace(call.account!, ns))
-    return call.fail('namespace_not_found', `There is no namespace "${ns}".`)
+  if (missingNow(call, ns)) return
   const max = plan.maxValueBytes
   readRequestBody(call, req, bodyLimit(plan), (body) => {
     let parsedBody: PutBody

@@ -8,7 +8,7 @@ import type { ListedEntry } from '../store/types.js'
 import { decodeCursor, encodeCursor, walkOf } from '../wire/cursor.js'
 import { expirySeconds } from '../wire/expiry.js'
 import type { Call } from './call.js'
-import { withNamespace } from './entries.js'
+import { canUse, withNamespace } from './entries.js'
 import type { Parsed } from './paths.js'
 import { watchChanges } from './watch.js'
 
@@ -35,8 +35,7 @@ function includeOf(text: string | null): string | undefined {
 
 export function listKeys(call: Call, req: HttpRequest, parsed: Parsed, plan: Plan): void {
   const ns = parsed.ns
-  const k = call.key!
-  if (!k.allows(ns)) return call.fail('forbidden', `This API key may not use namespace "${ns}".`)
+  if (!canUse(call, ns, false)) return
   const q = new URLSearchParams(req.getQuery() ?? '')
   if (q.get('watch') === '1') return watchChanges(call, req, parsed, plan, q)
 

@@ -7,7 +7,7 @@ import { singleVersion, parseTags } from '../wire/conditions.js'
 import { parsePatchBody } from '../wire/patch-body.js'
 import { acceptsJson, readRequestBody } from './body.js'
 import type { Call } from './call.js'
-import { bodyLimit, canUse, keyOf, withNamespace } from './entries.js'
+import { bodyLimit, canUse, keyOf, missingNow, withNamespace } from './entries.js'
 import type { Parsed } from './paths.js'
 
 export function patchEntry(call: Call, req: HttpRequest, parsed: Parsed, plan: Plan): void {
@@ -17,8 +17,7 @@ export function patchEntry(call: Call, req: HttpRequest, parsed: Parsed, plan: P
   if (key === undefined) return
   if (!acceptsJson(call, req)) return
   const ifMatch = parseTags(req.getHeader('if-match'))
-  if (!call.ctx.accounts.namespace(call.account!, ns))
-    return call.fail('namespace_not_found', `There is no namespace "${ns}".`)
+  if (missingNow(call, ns)) return
   readRequestBody(call, req, bodyLimit(plan), (body) => {
     let op: TxOp & { op: 'patch' }
     try {

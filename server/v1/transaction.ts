@@ -8,17 +8,16 @@ import type { Bucket } from '../store/types.js'
 import { parseTxBody } from '../wire/tx-body.js'
 import { acceptsJson, readRequestBody } from './body.js'
 import type { Call } from './call.js'
-import { txBodyLimit, withNamespace } from './entries.js'
+import { canUse, missingNow, txBodyLimit, withNamespace } from './entries.js'
 import type { Parsed } from './paths.js'
 import { resultText } from './tx-results.js'
 
 export function runTransaction(call: Call, req: HttpRequest, parsed: Parsed, plan: Plan): void {
   const ns = parsed.ns
-  const k = call.key!
-  if (!k.allows(ns)) return call.fail('forbidden', `This API key may not use namespace "${ns}".`)
+  // A read-only key may still check and get (refused below once the body shows a write).
+  if (!canUse(call, ns, false)) return
   if (!acceptsJson(call, req)) return
-  if (!call.ctx.accounts.namespace(call.account!, ns))
-    return call.fail('namespace_not_found', `There is no namespace "${ns}".`)
+  if (missingNow(call, ns)) return
   readRequestBody(
     call,
     req,
@@ -30,7 +29,7 @@ export function runTransaction(call: Call, req: HttpRequest, parsed: Parsed, pla
       } catch (err) {
         return call.error(err)
       }
-      if (tx.writes > 0 && !k.canWrite)
+      if (tx.writes > 0 && !call.key!.canWrite)
         return call.fail(
           'forbidden',
           'This API key may only read: its transactions may only check and get.',
