@@ -46,6 +46,19 @@ import type {
 } from './types.js'
 import { type WatchEvent, type WatchOptions, watchStream } from './watch.js'
 
+/** Every item of every page, fetching the next page (after the last one's cursor) as the loop asks. */
+async function* paged<P extends { cursor?: string }, T>(
+  fetchPage: (cursor: string | undefined) => Promise<P>,
+  items: (page: P) => T[],
+): AsyncGenerator<T, void, undefined> {
+  let cursor: string | undefined
+  do {
+    const page = await fetchPage(cursor)
+    yield* items(page)
+    cursor = page.cursor
+  } while (cursor !== undefined)
+}
+
 /**
  * A client for one Cairn account.
  *
@@ -424,18 +437,17 @@ export class Cairn {
     namespace: string,
     options: KeysOptions = {},
   ): AsyncGenerator<string, void, undefined> {
-    let cursor: string | undefined
-    do {
-      const page = await this.list(namespace, {
-        prefix: options.prefix,
-        limit: options.pageSize,
-        reverse: options.reverse,
-        cursor,
-        signal: options.signal,
-      })
-      yield* page.keys
-      cursor = page.cursor
-    } while (cursor !== undefined)
+    yield* paged(
+      (cursor) =>
+        this.list(namespace, {
+          prefix: options.prefix,
+          limit: options.pageSize,
+          reverse: options.reverse,
+          cursor,
+          signal: options.signal,
+        }),
+      (page) => page.keys,
+    )
   }
 
   /**
@@ -483,19 +495,18 @@ export class Cairn {
     namespace: string,
     options: EntriesOptions = {},
   ): AsyncGenerator<ListedEntry<T>, void, undefined> {
-    let cursor: string | undefined
-    do {
-      const page: EntriesPage<T> = await this.listEntries<T>(namespace, {
-        prefix: options.prefix,
-        include: options.include,
-        reverse: options.reverse,
-        limit: options.pageSize,
-        cursor,
-        signal: options.signal,
-      })
-      yield* page.entries
-      cursor = page.cursor
-    } while (cursor !== undefined)
+    yield* paged(
+      (cursor) =>
+        this.listEntries<T>(namespace, {
+          prefix: options.prefix,
+          include: options.include,
+          reverse: options.reverse,
+          limit: options.pageSize,
+          cursor,
+          signal: options.signal,
+        }),
+      (page) => page.entries,
+    )
   }
 
   /**
