@@ -203,6 +203,11 @@ export class Usage {
     return this.flushing
   }
 
+  /** Resolves when no pass is under way (whether or not the last one succeeded). */
+  private async passDone(): Promise<void> {
+    while (this.flushing) await this.flushing.catch(() => {})
+  }
+
   private async writeDirty(): Promise<void> {
     let failed: unknown
     for (const [id, c] of [...this.counters]) {
@@ -272,13 +277,18 @@ export class Usage {
       if (here?.loaded && this.store.soleWriter) {
         c.total.set(here.total)
       } else {
+        // A pass moves counts out of `pending` before the store has added them: read between
+        // the two and they are in neither. So wait out a pass, and take `pending` as it is
+        // when the read is sent; a later pass's add is sent after it.
+        if (here) await this.passDone()
+        const pending = here ? Float64Array.from(here.pending) : undefined
         const rec = await this.store.records.get<DayRecord>('usage', recordId(a.id, d))
         if (rec === undefined && d !== today) {
           out.push(emptyDay(d))
           continue
         }
         c.settle(rec)
-        if (here) for (let i = 0; i < c.total.length; i++) c.total[i]! += here.pending[i]!
+        if (pending) for (let i = 0; i < c.total.length; i++) c.total[i]! += pending[i]!
       }
       if (d === today) c.storageBytes = await this.storageOf(a)
       out.push(c.toDay())

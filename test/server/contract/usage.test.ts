@@ -85,3 +85,29 @@ t.test('counters survive a restart', async (t) => {
   t.ok(after.operations.put >= 3)
   t.equal((await again.get('/u/k0')).text, '{"value":"a"}', 'data survives too')
 })
+
+t.test('a report taken while counts are being written misses none of them', async (t) => {
+  // Passes run back to back here, and reports are read while writes go on, so many reports
+  // land while a pass is adding counts. A pass reads each namespace's size before it adds:
+  // more namespaces, a longer pass.
+  const busy = await setup(t, { env: { CAIRN_USAGE_FLUSH_MS: '1' } })
+  for (let i = 0; i < 20; i++) await busy.api.createNamespace(`w${i}`)
+  let acked = 0
+  let done = false
+  const short: string[] = []
+  const reader = async () => {
+    while (!done) {
+      const before = acked
+      const ops = (await busy.api.get('/usage')).json.today.operations
+      if (ops.put < before) short.push(`${ops.put} of ${before}`)
+    }
+  }
+  const readers = [reader(), reader()]
+  for (let i = 1; i <= 200; i++) {
+    t.equal((await busy.api.put(`/w${i % 20}/k${i}`, { value: i })).status, 201)
+    acked = i
+  }
+  done = true
+  await Promise.all(readers)
+  t.same(short, [], 'every report counts every write acknowledged before it was asked for')
+})
