@@ -205,6 +205,15 @@ export class KeyDir {
       ci += step, i = step > 0 ? 0 : (chunks[ci]?.length ?? 0) - 1
     ) {
       const chunk = chunks[ci]
+      if (now === 0) {
+        const taken = takeSpan(chunk, prefix, i, step, limit + 1 - keys.length, keys)
+        if (keys.length > limit) {
+          keys.length = limit
+          return { keys, next: keys[limit - 1] }
+        }
+        if (taken < 0) return { keys }
+        continue
+      }
       for (; i >= 0 && i < chunk.length; i += step) {
         const k = chunk[i]
         if (prefix && !k.startsWith(prefix)) return { keys }
@@ -218,4 +227,52 @@ export class KeyDir {
     }
     return { keys }
   }
+}
+
+/**
+ * Appends to `out` up to `want` keys of `chunk` from position `i` stepping `step`, stopping at
+ * the first without `prefix`. Keys sharing a prefix are contiguous in any lexicographic order,
+ * so where they end is found by bisection rather than by testing each key. Returns -1 when the
+ * prefix's keys ended inside the span, else how many were taken.
+ */
+function takeSpan(
+  chunk: string[],
+  prefix: string,
+  i: number,
+  step: 1 | -1,
+  want: number,
+  out: string[],
+): number {
+  // The span [from, to) of the chunk this step would cover.
+  const from = step > 0 ? i : Math.max(0, i + 1 - want)
+  const to = step > 0 ? Math.min(chunk.length, i + want) : i + 1
+  if (from >= to) return 0
+  let lo = from
+  let hi = to
+  if (step > 0) {
+    // Forward from the first key at or past the prefix: its keys open the span.
+    if (prefix !== '' && !chunk[to - 1]!.startsWith(prefix)) {
+      while (lo < hi) {
+        const mid = (lo + hi) >> 1
+        if (chunk[mid]!.startsWith(prefix)) lo = mid + 1
+        else hi = mid
+      }
+      for (let j = from; j < lo; j++) out.push(chunk[j]!)
+      return -1
+    }
+    for (let j = from; j < to; j++) out.push(chunk[j]!)
+    return to - from
+  }
+  // Backward from the last key at or before the prefix's end: its keys close the span.
+  if (prefix !== '' && !chunk[from]!.startsWith(prefix)) {
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1
+      if (chunk[mid]!.startsWith(prefix)) hi = mid
+      else lo = mid + 1
+    }
+    for (let j = to - 1; j >= lo; j--) out.push(chunk[j]!)
+    return -1
+  }
+  for (let j = to - 1; j >= from; j--) out.push(chunk[j]!)
+  return to - from
 }

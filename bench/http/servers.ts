@@ -104,12 +104,15 @@ export async function startCairn(
   dataDir: string,
   plansFile: string,
   extra: string[] = [],
+  /** Flags for node itself, e.g. `--cpu-prof` (which NODE_OPTIONS refuses). */
+  nodeArgs: string[] = [],
 ): Promise<Server> {
   const cli = path.join(root, 'dist/server/cli.js')
   const p = pinned(
     core,
     process.execPath,
     [
+      ...nodeArgs,
       cli,
       'serve',
       '--host',
