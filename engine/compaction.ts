@@ -15,7 +15,7 @@ import type { Db } from './db.js'
 import { EngineError } from './errors.js'
 import { fsyncDirAsync, io } from './io.js'
 import { hintCrcOf } from './manifest.js'
-import { HintBuilder, writeHint } from './hint.js'
+import { HintBuilder, writeHintAsync } from './hint.js'
 import {
   COMPACTED_FILE,
   type Namespace,
@@ -237,6 +237,9 @@ export function chooseSegments(sealed: Segment[], full: boolean): Segment[] {
 async function pass(db: Db, sc: Scratch, full: boolean): Promise<boolean> {
   if (db.active.end > SEG_HEADER) db.rotate()
   await db.drain()
+  // A segment whose hint is still being written is not taken: its seal would name it in the
+  // manifest after the pass had removed it.
+  await db.log.sealsSettled()
   const sealed = [...db.segments.values()]
     .filter((s) => s !== db.active)
     .sort((a, b) => a.id - b.id)
@@ -296,10 +299,14 @@ async function pass(db: Db, sc: Scratch, full: boolean): Promise<boolean> {
       // Walk the records in file order, a window of the file at a time. A record whose
       // entries are all live is copied whole; of any other, only its live entries.
       // Offsets p and q are in the file; the window holds the file from r.base on.
-      let records = 0
+      let entries = 0
       for (let p = SEG_HEADER; p + REC_HEADER <= seg.written; ) {
-        // A call per record would make a promise per record: check the clock every few.
-        if ((++records & 31) === 0) await tick()
+        // A call per record would make a promise per record: check the clock every few
+        // hundred entries (a transaction's record holds many).
+        if (entries >= 256) {
+          entries = 0
+          await tick()
+        }
         if (!r.has(p, REC_HEADER)) await r.load(p, REC_HEADER)
         const recEnd = p + REC_HEADER + r.buf.readUInt32LE(p - r.base + 4)
         const fits = recEnd <= seg.written
@@ -316,6 +323,7 @@ async function pass(db: Db, sc: Scratch, full: boolean): Promise<boolean> {
           throw db.damaged
         }
         const count = buf.readUInt32LE(p - b + 8)
+        entries += count + 1
         let live = 0
         for (let i = 0, q = p + REC_HEADER; i < count; i++) {
           const valueLen = buf.readUInt32LE(q - b + 28)
@@ -372,7 +380,7 @@ async function pass(db: Db, sc: Scratch, full: boolean): Promise<boolean> {
       await io.fdatasync(o.fd)
       const hint = o.hint.finish(o.id, o.size, o.baseVersion)
       o.hintCrc = hintCrcOf(hint)
-      writeHint(path.join(db.dir, hintFile(o.id)), hint)
+      await writeHintAsync(path.join(db.dir, hintFile(o.id)), hint)
       io.renameSync(o.tmp, path.join(db.dir, segmentFile(o.id)))
     }
     await fsyncDirAsync(db.dir)

@@ -77,6 +77,14 @@ export function writeHint(file: string, bytes: Buffer): void {
   io.writeFileAtomicSync(file, bytes)
 }
 
+/**
+ * The same off the event loop: a hint holds an entry per record of a whole segment, megabytes
+ * whose synchronous write and fsync stalled every request for tens of milliseconds.
+ */
+export function writeHintAsync(file: string, bytes: Buffer): Promise<void> {
+  return io.writeFileAtomic(file, bytes)
+}
+
 /** A hint file that checked out: its bytes and how many entries they hold. */
 export interface Hint {
   buf: Buffer

@@ -201,6 +201,18 @@ export const io = {
     }
     io.renameSync(tmp, file)
   },
+  /** The same, with the bytes written and synced off the event loop. */
+  async writeFileAtomic(file: string, bytes: Uint8Array): Promise<void> {
+    const tmp = `${file}.tmp`
+    const fd = io.openSync(tmp, 'w')
+    try {
+      await io.writeAll(fd, bytes, 0, bytes.length, 0)
+      await io.fsync(fd)
+    } finally {
+      io.closeSync(fd)
+    }
+    io.renameSync(tmp, file)
+  },
   existsSync(file: string): boolean {
     return fs.existsSync(file)
   },
@@ -228,7 +240,7 @@ export function fsyncDir(dir: string): void {
   }
 }
 
-/** fsyncDir, off the event loop: for compaction, which runs while requests are served. */
+/** fsyncDir, off the event loop: for work done while requests are served (commits, compaction). */
 export async function fsyncDirAsync(dir: string): Promise<void> {
   const fd = io.openDirSync(dir)
   try {

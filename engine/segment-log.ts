@@ -6,8 +6,8 @@
 // the rules ("Faults").
 import path from 'node:path'
 import { EngineError } from './errors.js'
-import { HintBuilder, writeHint } from './hint.js'
-import { errnoOf, fsyncDir, io } from './io.js'
+import { HintBuilder, writeHintAsync } from './hint.js'
+import { errnoOf, fsyncDir, fsyncDirAsync, io } from './io.js'
 import { type SealedSegment, hintCrcOf, writeManifest } from './manifest.js'
 import { type Segment, type Staged, hintFile, segmentFile } from './parts.js'
 import { SEG_HEADER, segmentHeader } from './record.js'
@@ -57,6 +57,8 @@ export class SegmentLog {
   private flushScheduled = false
   private dirDirty = false
   private closed = false
+  /** Hints being written off the event loop, by segment. */
+  private seals = new Map<Segment, Promise<void>>()
   /** Segments whose failed tail could not be cut yet: the offset to cut them at. */
   private cuts = new Map<Segment, number>()
   private retryTimer: NodeJS.Timeout | null = null
@@ -173,16 +175,34 @@ export class SegmentLog {
    * (the next open scans it meanwhile).
    */
   finishSeal(seg: Segment): void {
-    if (!seg.hint || this.cuts.has(seg)) return
+    if (!seg.hint || this.cuts.has(seg) || this.seals.has(seg)) return
+    let bytes: Buffer
     try {
-      const bytes = seg.hint.finish(seg.id, seg.end, seg.baseVersion)
-      writeHint(path.join(this.dir, hintFile(seg.id)), bytes)
-      this.sealed.set(seg.id, { id: seg.id, size: seg.end, hintCrc: hintCrcOf(bytes) })
-      seg.hint = null
-      this.writeManifest()
+      bytes = seg.hint.finish(seg.id, seg.end, seg.baseVersion)
     } catch {
-      // Retried by the next seal or by close.
+      return
     }
+    const file = path.join(this.dir, hintFile(seg.id))
+    const done = writeHintAsync(file, bytes)
+      .then(() => {
+        // Compaction waits for seals before it picks segments, so this one is still here;
+        // checked all the same, since a manifest naming a removed segment is worse than
+        // a hint the next open ignores.
+        if (this.segments.get(seg.id) !== seg) return
+        this.sealed.set(seg.id, { id: seg.id, size: seg.end, hintCrc: hintCrcOf(bytes) })
+        seg.hint = null
+        this.writeManifest()
+      })
+      .catch(() => {
+        // Retried by the next seal or by close.
+      })
+      .finally(() => this.seals.delete(seg))
+    this.seals.set(seg, done)
+  }
+
+  /** Resolves once no hint is being written (finishSeal). */
+  async sealsSettled(): Promise<void> {
+    while (this.seals.size > 0) await Promise.all(this.seals.values())
   }
 
   /** Each namespace's version, for the manifest (set by the database). */
@@ -212,8 +232,14 @@ export class SegmentLog {
         if (this.durability === 'always') {
           step = 'sync'
           if (this.dirDirty) {
-            fsyncDir(this.dir)
+            // Cleared first: a segment created during the sync dirties it again.
             this.dirDirty = false
+            try {
+              await fsyncDirAsync(this.dir)
+            } catch (err) {
+              this.dirDirty = true
+              throw err
+            }
           }
           const seen = new Set<Segment>()
           for (const g of groups) {
@@ -408,6 +434,7 @@ export class SegmentLog {
       active.sealed = true
       this.finishSeal(active)
     }
+    await this.sealsSettled()
     for (const seg of this.segments.values()) {
       try {
         io.closeSync(seg.fd)
