@@ -48,6 +48,34 @@ async function tests(store: Store): Promise<void> {
     t.same(await store.namespaceCounts('m/a'), { keys: 1, bytes: 4 }, 'metadata is not counted')
   })
 
+  await t.test('an overwrite keeps counts exact and replaces expiry and metadata', async (t) => {
+    await store.createNamespace('o/a')
+    await store.put('o/a', 'k', b('"short"'), { ttlMs: 400, metadata: b('{"m":1}') })
+    await store.put('o/a', 'j', b('1'))
+    t.same(await store.namespaceCounts('o/a'), { keys: 2, bytes: 1 + 7 + 1 + 1 })
+    // Longer, then shorter: bytes follow the value each time; the key count stays.
+    await store.put('o/a', 'k', b('"a much longer value"'))
+    t.same(await store.namespaceCounts('o/a'), { keys: 2, bytes: 1 + 21 + 1 + 1 })
+    await store.put('o/a', 'k', b('2'), { ttlMs: 60_000 })
+    t.same(await store.namespaceCounts('o/a'), { keys: 2, bytes: 1 + 1 + 1 + 1 })
+    const e = await store.get('o/a', 'k')
+    t.equal(text(e?.value), '2')
+    t.equal(e?.metadata, undefined, 'the metadata went with the overwrite')
+    t.ok(e?.expiresAt !== undefined, 'the new expiry is there')
+    await store.put('o/a', 'k', b('3'), { metadata: b('{"n":2}') })
+    t.equal((await store.get('o/a', 'k'))?.expiresAt, undefined, 'a put without ttl clears it')
+    // The first expiry (400 ms) and the second (60 s) are both gone: the key outlives both.
+    await new Promise((r) => setTimeout(r, 600))
+    t.equal(text((await store.get('o/a', 'k'))?.metadata), '{"n":2}')
+    t.same((await store.list('o/a')).keys, ['j', 'k'], 'the key keeps its one place in order')
+    t.same(await store.namespaceCounts('o/a'), { keys: 2, bytes: 1 + 1 + 1 + 1 })
+    t.same(
+      (await store.feed.read('o/a', 0, 10)).map((c: Change) => `${c.type} ${c.key} ${c.version}`),
+      ['put k 1', 'put j 2', 'put k 3', 'put k 4', 'put k 5'],
+      'one change per put, nothing else',
+    )
+  })
+
   await t.test('listings: entries, reverse, version, maxBytes', async (t) => {
     await store.createNamespace('l/a')
     for (const k of ['a', 'b', 'c', 'd', 'e'])

@@ -112,10 +112,29 @@ if want == '-' then
 elseif want ~= '' then
   if cur ~= want then return redis.error_reply('CONFLICT') end
 end
-settle(k, now)
-if cur then forget(k) end
+if not cur then settle(k, now) end
 local ver = redis.call('HINCRBY', meta, 'ver', 1)
-store(k, v, ver, x, m)
+if cur then
+  -- Overwritten in place: the key keeps its place in the ordered index and its count, so
+  -- only the fields, the bytes and the expiry index change (fewer commands to run and to
+  -- append to the AOF than a forget and a store).
+  local e = ent .. k
+  redis.call('HINCRBY', meta, 'bytes', #v - redis.call('HSTRLEN', e, 'v'))
+  local a = {'HSET', e, 'v', v, 'n', ver}
+  if x ~= '' then
+    a[#a + 1] = 'x'; a[#a + 1] = x
+    redis.call('ZADD', exp, tonumber(x), k)
+  else
+    redis.call('ZREM', exp, k)
+  end
+  if m ~= '' then a[#a + 1] = 'm'; a[#a + 1] = m end
+  redis.call(unpack(a))
+  if x == '' and m == '' then redis.call('HDEL', e, 'x', 'm')
+  elseif x == '' then redis.call('HDEL', e, 'x')
+  elseif m == '' then redis.call('HDEL', e, 'm') end
+else
+  store(k, v, ver, x, m)
+end
 note(ver, 0, 'p', k, v, x, m)
 trim()
 if cur then return {ver, 0} end
