@@ -10,7 +10,10 @@ export const MAX_UNSENT = 1024 * 1024
 export interface SseOut {
   /** Sends a chunk; false when the client has not yet taken what was sent before. */
   write(text: string): boolean
-  /** Runs `fn` once the client has taken what was waiting (after write answered false). */
+  /**
+   * Runs `fn` each time the client has taken some of what was waiting (after write answered
+   * false), until the response ends.
+   */
   onWritable(fn: () => void): void
   end(): void
   /** The response ended or the client left. */
@@ -48,8 +51,12 @@ export class SseSink implements WatchSink {
     if (!this.waiting) {
       this.waiting = true
       out.onWritable(() => {
-        this.waiting = false
         this.unsent = 0
+        // While a handler is registered, uWS moves what it has buffered on to the socket
+        // only when something more is written: a comment line (which every SSE reader
+        // skips) pushes it on. Until all of it is taken, this runs again at each chance.
+        if (!out.closed && !out.write(':\n')) return
+        this.waiting = false
         const drains = this.drains
         this.drains = []
         for (const fn of drains) fn()
