@@ -188,6 +188,7 @@ class Columns {
   }
 
   push(key: string, seg: number, off: number, len: number, version: number, expires: number): void {
+    if (this.n === this.seg.length) this.grow()
     const i = this.n++
     this.seg[i] = seg
     this.off[i] = off
@@ -201,6 +202,27 @@ class Columns {
     }
     this.blobLen += this.blob.write(key, this.blobLen, 'utf8')
     this.ends[i] = this.blobLen
+  }
+
+  /** Room for more entries than counted at the start (keys written during the walk). */
+  private grow(): void {
+    const cap = this.seg.length * 2
+    const f64 = (a: Float64Array) => {
+      const b = new Float64Array(cap)
+      b.set(a)
+      return b
+    }
+    const u32 = (a: Uint32Array) => {
+      const b = new Uint32Array(cap)
+      b.set(a)
+      return b
+    }
+    this.version = f64(this.version)
+    this.expires = f64(this.expires)
+    this.seg = u32(this.seg)
+    this.off = u32(this.off)
+    this.len = u32(this.len)
+    this.ends = u32(this.ends)
   }
 }
 
@@ -236,12 +258,14 @@ export async function writeCheckpoint(db: Db, atClose: boolean): Promise<boolean
     const from = new Map<number, number>()
     for (const seg of db.segments.values()) from.set(seg.id, seg.durable)
     // Each namespace's keys in UTF-8 byte order, as of now.
-    const lists: { n: Namespace; keys: string[] }[] = []
+    // A namespace whose sorted list is not in step is sorted here; the others are walked in
+    // their own sorted list, in place (a copy of a million keys held the loop for tens of ms).
+    const lists: { n: Namespace; sorted?: string[] }[] = []
     let total = 0
     for (const n of db.keydir.byName.values()) {
-      const keys = n.building || n.changes ? sortKeys([...n.map.keys()]).keys : n.keys.chunks.flat()
-      lists.push({ n, keys })
-      total += keys.length
+      const sorted = n.building || n.changes ? sortKeys([...n.map.keys()]).keys : undefined
+      lists.push({ n, sorted })
+      total += sorted?.length ?? n.map.size
     }
 
     // Each key's slot as it is when the walk meets it: a write made meanwhile is also in
@@ -250,10 +274,28 @@ export async function writeCheckpoint(db: Db, atClose: boolean): Promise<boolean
     const counts: number[] = []
     const s = db.keydir.slots
     let start = performance.now()
-    for (const { n, keys } of lists) {
+    let walked = 0
+    for (const { n, sorted } of lists) {
       const before = cols.n
-      for (let i = 0; i < keys.length; i++) {
-        const key = keys[i]!
+      // Position in `sorted`, or in n.keys' chunks.
+      let ci = 0
+      let i = 0
+      for (;;) {
+        let key: string
+        if (sorted !== undefined) {
+          if (i >= sorted.length) break
+          key = sorted[i++]!
+        } else {
+          const chunks = n.keys.chunks
+          if (ci >= chunks.length) break
+          const chunk = chunks[ci]!
+          if (i >= chunk.length) {
+            ci++
+            i = 0
+            continue
+          }
+          key = chunk[i++]!
+        }
         const slot = n.map.get(key)
         if (slot !== undefined)
           cols.push(
@@ -264,10 +306,14 @@ export async function writeCheckpoint(db: Db, atClose: boolean): Promise<boolean
             s.version[slot]!,
             s.expires[slot]!,
           )
-        if ((i & 1023) === 1023 && !atClose && performance.now() - start >= SLICE_MS) {
+        if ((++walked & 1023) === 0 && !atClose && performance.now() - start >= SLICE_MS) {
           await tick()
           if (gaveUp()) return false
           start = performance.now()
+          // Keys came and went meanwhile, and chunks may have split: go on from the first key
+          // after this one. Keys added behind the walk are written after `from` and come
+          // back by replay; none that was there all along is passed over or met twice.
+          if (sorted === undefined) [ci, i] = n.keys.seek(key, true)
         }
       }
       counts.push(cols.n - before)

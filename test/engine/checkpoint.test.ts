@@ -169,6 +169,56 @@ t.test('periodic checkpoints in the background', async (t) => {
   await again.close()
 })
 
+t.test('a checkpoint walked while keys come, go and split the index misses none', async (t) => {
+  const dir = tempDir(t, 'ckpt-walk')
+  const options: OpenOptions = { checkpointBytes: 0, autoCompact: false }
+  const db = await open(dir, options)
+  await db.createNamespace('n')
+  const N = 60_000 // a walk of several slices
+  for (let b = 0; b < N; b += 1000)
+    await db.batch(
+      Array.from({ length: 1000 }, (_, j) => ({
+        type: 'put' as const,
+        ns: 'n',
+        key: key(b + j),
+        value: b + j,
+      })),
+    )
+  let done = false
+  const written = db.checkpoint().finally(() => {
+    done = true
+  })
+  // Meanwhile: new keys between old ones all over the range (index chunks fill and split),
+  // deletes and overwrites.
+  let batches = 0
+  let x = 7
+  while (!done) {
+    const ops = []
+    for (let j = 0; j < 120; j++) {
+      x = (x * 7919 + 13) % N
+      // Keys before all the others land in the first chunks, behind the walk, splitting
+      // them again and again: every chunk after moves along.
+      const k = j % 4 === 0 ? key(x) : j % 4 === 1 ? `${key(x)}+` : `a${x}.${j}`
+      ops.push(
+        j % 4 === 0
+          ? { type: 'delete' as const, ns: 'n', key: k }
+          : { type: 'put' as const, ns: 'n', key: k, value: j },
+      )
+    }
+    await db.batch(ops)
+    batches++
+  }
+  t.equal(await written, true, 'the checkpoint was written')
+  t.ok(batches >= 3, `${batches} batches were written during the walk`)
+  const image = crashImage(t, dir)
+  const want = await snapshot(db)
+  await db.close()
+  const again = await open(image, options)
+  t.equal(openedFrom(again), 'checkpoint')
+  t.equal(await snapshot(again), want, 'the open from it holds exactly what the database held')
+  await again.close()
+})
+
 /** A closed directory with a checkpoint, and what it holds. */
 async function prepared(t: Test, options: OpenOptions) {
   const dir = tempDir(t, 'ckpt-bad')
