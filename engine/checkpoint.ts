@@ -11,6 +11,7 @@ import { fsyncDirAsync, io } from './io.js'
 import type { Namespace } from './parts.js'
 import { SEG_HEADER } from './record.js'
 import { sortKeys } from './utf8.js'
+import { yieldToRequests } from './yield.js'
 
 export const CHECKPOINT_FILE = 'CHECKPOINT'
 export const CKPT_MAGIC = Buffer.from('CAIRNCKP')
@@ -226,8 +227,6 @@ class Columns {
   }
 }
 
-const tick = () => new Promise<void>((r) => setImmediate(r))
-
 /**
  * Writes a checkpoint of `db`'s key directory. `atClose`: the database is closing and no
  * write or compaction runs; otherwise the walk runs in slices of a few milliseconds while
@@ -307,7 +306,7 @@ export async function writeCheckpoint(db: Db, atClose: boolean): Promise<boolean
             s.expires[slot]!,
           )
         if ((++walked & 1023) === 0 && !atClose && performance.now() - start >= SLICE_MS) {
-          await tick()
+          await yieldToRequests(performance.now() - start)
           if (gaveUp()) return false
           start = performance.now()
           // Keys came and went meanwhile, and chunks may have split: go on from the first key

@@ -37,12 +37,9 @@ import {
   sealRecord,
   segmentHeader,
 } from './record.js'
+import { yieldToRequests } from './yield.js'
 
 const SLICE_MS = 2
-/** The most of a busy event loop a pass takes: a slice of 2 ms, then 6 ms for requests. */
-const SHARE = 0.25
-/** Other work in a yield longer than this means the loop is busy. */
-const BUSY_MS = 0.2
 const OUT_BUFFER = 1024 * 1024
 const WINDOW = 4 * 1024 * 1024
 
@@ -98,19 +95,15 @@ class Moves {
 }
 
 /**
- * Yields to the event loop once a slice has used its time; throws if the db closed meanwhile.
- * Requests come first: when other work ran in the yield (the loop is busy), the pass waits
- * long enough to keep its share of the loop to SHARE; alone, it goes straight on.
+ * Yields to the event loop once a slice has used its time, leaving a busy loop to requests
+ * (yield.ts); throws if the db closed meanwhile.
  */
 function slicer(db: Db): () => Promise<void> {
   let start = performance.now()
   return async () => {
-    const now = performance.now()
-    const used = now - start
+    const used = performance.now() - start
     if (used < SLICE_MS) return
-    await new Promise((r) => setImmediate(r))
-    if (performance.now() - now > BUSY_MS)
-      await new Promise((r) => setTimeout(r, (used * (1 - SHARE)) / SHARE))
+    await yieldToRequests(used)
     if (db.isClosed()) throw new Error('closed')
     start = performance.now()
   }
