@@ -12,6 +12,7 @@ import type { Namespace } from './parts.js'
 import { SEG_HEADER } from './record.js'
 import { sortKeys } from './utf8.js'
 import { yieldToRequests } from './yield.js'
+import { grown } from './typed.js'
 
 export const CHECKPOINT_FILE = 'CHECKPOINT'
 export const CKPT_MAGIC = Buffer.from('CAIRNCKP')
@@ -208,22 +209,12 @@ class Columns {
   /** Room for more entries than counted at the start (keys written during the walk). */
   private grow(): void {
     const cap = this.seg.length * 2
-    const f64 = (a: Float64Array) => {
-      const b = new Float64Array(cap)
-      b.set(a)
-      return b
-    }
-    const u32 = (a: Uint32Array) => {
-      const b = new Uint32Array(cap)
-      b.set(a)
-      return b
-    }
-    this.version = f64(this.version)
-    this.expires = f64(this.expires)
-    this.seg = u32(this.seg)
-    this.off = u32(this.off)
-    this.len = u32(this.len)
-    this.ends = u32(this.ends)
+    this.version = grown(this.version, cap)
+    this.expires = grown(this.expires, cap)
+    this.seg = grown(this.seg, cap)
+    this.off = grown(this.off, cap)
+    this.len = grown(this.len, cap)
+    this.ends = grown(this.ends, cap)
   }
 }
 

@@ -38,6 +38,7 @@ import {
   segmentHeader,
 } from './record.js'
 import { yieldToRequests } from './yield.js'
+import { grown } from './typed.js'
 
 const SLICE_MS = 2
 const OUT_BUFFER = 1024 * 1024
@@ -114,11 +115,7 @@ class SlotList {
   items = new Uint32Array(256)
   n = 0
   push(slot: number): void {
-    if (this.n === this.items.length) {
-      const b = new Uint32Array(this.n * 2)
-      b.set(this.items)
-      this.items = b
-    }
+    if (this.n === this.items.length) this.items = grown(this.items, this.n * 2)
     this.items[this.n++] = slot
   }
 }

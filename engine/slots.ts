@@ -1,3 +1,5 @@
+import { grown } from './typed.js'
+
 /**
  * Where each live key's newest record is, in parallel typed arrays rather than one object
  * per key: a slot number indexes them all. Freed slots are reused.
@@ -65,20 +67,10 @@ export class Slots {
 
   private grow(): void {
     const n = this.seg.length * 2
-    const g32 = (a: Uint32Array) => {
-      const b = new Uint32Array(n)
-      b.set(a)
-      return b
-    }
-    const g64 = (a: Float64Array) => {
-      const b = new Float64Array(n)
-      b.set(a)
-      return b
-    }
-    this.seg = g32(this.seg)
-    this.off = g32(this.off)
-    this.len = g32(this.len)
-    this.version = g64(this.version)
-    this.expires = g64(this.expires)
+    this.seg = grown(this.seg, n)
+    this.off = grown(this.off, n)
+    this.len = grown(this.len, n)
+    this.version = grown(this.version, n)
+    this.expires = grown(this.expires, n)
   }
 }

@@ -4,6 +4,7 @@
 // entry (a Buffer per cached value costs more than the write it caches). When the ring comes
 // round, the oldest slab is reused and everything in it is forgotten at once; an entry read
 // from the older half of the ring is copied forward, so what is read often stays.
+import { grown } from './typed.js'
 
 const SLAB = 1024 * 1024
 /** Larger entries are not cached: one would crowd out thousands of small ones. */
@@ -73,13 +74,9 @@ export class ValueCache {
   private grow(slot: number): void {
     let n = this.slotSlab.length
     while (n <= slot) n *= 2
-    const slab = new Int32Array(n).fill(-1)
-    slab.set(this.slotSlab)
-    this.slotSlab = slab
-    for (const k of ['slotGen', 'slotOff', 'slotLen'] as const) {
-      const b = new Uint32Array(n)
-      b.set(this[k])
-      this[k] = b
-    }
+    this.slotSlab = grown(this.slotSlab, n, -1)
+    this.slotGen = grown(this.slotGen, n)
+    this.slotOff = grown(this.slotOff, n)
+    this.slotLen = grown(this.slotLen, n)
   }
 }
