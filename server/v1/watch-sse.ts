@@ -1,6 +1,7 @@
 // A watch's events as Server-Sent Events, on any response that streams: /v1's (watch.ts) and
 // the dashboard's live view (dashboard/api-watch.ts). Each flush is one write; what the client
 // has not taken yet counts toward too_slow.
+import type { HttpResponse } from '../http/uws.js'
 import type { WatchSink } from './watch-session.js'
 
 /** Bytes written while the client has not taken them yet, past which the watch is too slow. */
@@ -18,6 +19,33 @@ export interface SseOut {
   end(): void
   /** The response ended or the client left. */
   readonly closed: boolean
+}
+
+/** A uWS response as an SseOut; `sent` learns the length of each chunk written. */
+export function responseOut(
+  res: HttpResponse,
+  o: { closed(): boolean; end(): void; sent?(chars: number): void },
+): SseOut {
+  return {
+    write(text) {
+      o.sent?.(text.length)
+      let ok = true
+      res.cork(() => {
+        ok = res.write(text)
+      })
+      return ok
+    },
+    onWritable(fn) {
+      res.onWritable(() => {
+        fn()
+        return true
+      })
+    },
+    end: o.end,
+    get closed() {
+      return o.closed()
+    },
+  }
 }
 
 export class SseSink implements WatchSink {

@@ -9,7 +9,7 @@ import type { Call } from './call.js'
 import { withNamespace } from './entries.js'
 import type { Parsed } from './paths.js'
 import { WatchSession } from './watch-session.js'
-import { type SseOut, SseSink } from './watch-sse.js'
+import { type SseOut, SseSink, responseOut } from './watch-sse.js'
 
 const VERSION = /^(0|[1-9][0-9]{0,15})$/
 
@@ -22,30 +22,14 @@ export function sinceOf(lastEventId: string, since: string | null): number | und
 
 /** The call's response as a stream for SseSink, counting the bytes it sends. */
 function callOut(call: Call): SseOut {
-  const res = call.res
   let bytes = 0
-  return {
-    write(text) {
-      bytes += text.length
-      let ok = true
-      res.cork(() => {
-        ok = res.write(text)
-      })
-      return ok
+  return responseOut(call.res, {
+    closed: () => call.aborted || call.done,
+    end: () => call.endStream(bytes),
+    sent: (n) => {
+      bytes += n
     },
-    onWritable(fn) {
-      res.onWritable(() => {
-        fn()
-        return true
-      })
-    },
-    end() {
-      call.endStream(bytes)
-    },
-    get closed() {
-      return call.aborted || call.done
-    },
-  }
+  })
 }
 
 export function watchChanges(

@@ -3,7 +3,7 @@
 import net from 'node:net'
 import t from 'tap'
 import { uws } from '../../server/http/uws.js'
-import { type SseOut, SseSink } from '../../server/v1/watch-sse.js'
+import { SseSink, responseOut } from '../../server/v1/watch-sse.js'
 
 t.test(
   'events the socket could not take at once all arrive, with nothing written after',
@@ -17,27 +17,10 @@ t.test(
       res.onAborted(() => {
         closed = true
       })
-      const out: SseOut = {
-        write(text) {
-          let ok = true
-          res.cork(() => {
-            ok = res.write(text)
-          })
-          return ok
-        },
-        onWritable(fn) {
-          res.onWritable(() => {
-            fn()
-            return true
-          })
-        },
-        end() {
-          res.cork(() => res.end())
-        },
-        get closed() {
-          return closed
-        },
-      }
+      const out = responseOut(res, {
+        closed: () => closed,
+        end: () => res.cork(() => res.end()),
+      })
       res.cork(() => res.writeHeader('content-type', 'text/event-stream'))
       sink.attach(out)
       for (let i = 1; i <= EVENTS; i++) sink.event('put', data, i)
