@@ -267,25 +267,20 @@ export async function writeCheckpoint(db: Db, atClose: boolean): Promise<boolean
     let walked = 0
     for (const { n, sorted } of lists) {
       const before = cols.n
-      // Position in `sorted`, or in n.keys' chunks.
+      // A sorted copy is one chunk of its own; the list's chunks are read as they are now.
+      const own = sorted === undefined ? undefined : [sorted]
       let ci = 0
       let i = 0
       for (;;) {
-        let key: string
-        if (sorted !== undefined) {
-          if (i >= sorted.length) break
-          key = sorted[i++]!
-        } else {
-          const chunks = n.keys.chunks
-          if (ci >= chunks.length) break
-          const chunk = chunks[ci]!
-          if (i >= chunk.length) {
-            ci++
-            i = 0
-            continue
-          }
-          key = chunk[i++]!
+        const chunks = own ?? n.keys.chunks
+        if (ci >= chunks.length) break
+        const chunk = chunks[ci]!
+        if (i >= chunk.length) {
+          ci++
+          i = 0
+          continue
         }
+        const key = chunk[i++]!
         const slot = n.map.get(key)
         if (slot !== undefined)
           cols.push(
@@ -303,7 +298,7 @@ export async function writeCheckpoint(db: Db, atClose: boolean): Promise<boolean
           // Keys came and went meanwhile, and chunks may have split: go on from the first key
           // after this one. Keys added behind the walk are written after `from` and come
           // back by replay; none that was there all along is passed over or met twice.
-          if (sorted === undefined) [ci, i] = n.keys.seek(key, true)
+          if (own === undefined) [ci, i] = n.keys.seek(key, true)
         }
       }
       counts.push(cols.n - before)

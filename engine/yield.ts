@@ -4,7 +4,7 @@
 // of the loop to SHARE. Alone on the loop, it goes straight on.
 
 /** The most of a busy event loop background work takes: a 2 ms slice, then 6 ms for others. */
-export const SHARE = 0.25
+const SHARE = 0.25
 /** Other work in a yield longer than this means the loop is busy. */
 const BUSY_MS = 0.2
 
