@@ -15,6 +15,7 @@ import { jsonContentType } from '../wire/content-type.js'
 import { clientAddress } from './address.js'
 import { bodyFraming } from './framing.js'
 import { statusLine } from './status.js'
+import { type ResponseOut, responseOut } from './stream-out.js'
 import type { HttpRequest, HttpResponse, TemplatedApp } from './uws.js'
 
 export interface Req {
@@ -44,16 +45,11 @@ export interface Reply {
   stream?: (out: StreamOut) => void
 }
 
-/** An open streamed response. */
-export interface StreamOut {
-  /** Sends a chunk; false when the client has not yet taken what was sent before. */
-  write(text: string): boolean
-  /** Runs `fn` once the client has taken what was waiting (after write answered false). */
-  onWritable(fn: () => void): void
-  /** Ends the response (counted as answered then). */
-  end(): void
-  /** The response ended or the client left: writes are dropped. */
-  readonly closed: boolean
+/**
+ * An open streamed response (stream-out.ts): end() counts it as answered, and once closed
+ * (ended, or the client left) writes are dropped.
+ */
+export interface StreamOut extends ResponseOut {
   /** Set by the handler: runs once if the client leaves before end(). */
   onClose?: () => void
 }
@@ -182,31 +178,29 @@ function write(res: HttpResponse, reply: Reply, close: boolean): void {
 function streamOut(res: HttpResponse, gone: boolean, done: () => void) {
   let closed = gone
   let left = false
-  const out: StreamOut & { abort(): void } = {
-    get closed() {
-      return closed
-    },
-    write(text) {
-      if (closed) return true
-      let ok = true
-      res.cork(() => {
-        ok = res.write(text)
-      })
-      return ok
-    },
-    onWritable(fn) {
-      if (closed) return
-      res.onWritable(() => {
-        if (!closed) fn()
-        return true
-      })
-    },
+  const raw = responseOut(res, {
+    closed: () => closed,
     end() {
       if (closed) return
       closed = true
       res.cork(() => res.end())
       done()
     },
+  })
+  const out: StreamOut & { abort(): void } = {
+    get closed() {
+      return closed
+    },
+    write(text) {
+      return closed ? true : raw.write(text)
+    },
+    onWritable(fn) {
+      if (closed) return
+      raw.onWritable(() => {
+        if (!closed) fn()
+      })
+    },
+    end: raw.end,
     abort() {
       if (left) return
       left = true

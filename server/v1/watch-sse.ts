@@ -1,52 +1,14 @@
 // A watch's events as Server-Sent Events, on any response that streams: /v1's (watch.ts) and
 // the dashboard's live view (dashboard/api-watch.ts). Each flush is one write; what the client
 // has not taken yet counts toward too_slow.
-import type { HttpResponse } from '../http/uws.js'
+import type { ResponseOut } from '../http/stream-out.js'
 import type { WatchSink } from './watch-session.js'
 
 /** Bytes written while the client has not taken them yet, past which the watch is too slow. */
 export const MAX_UNSENT = 1024 * 1024
 
 /** Where the events go: a streamed response. */
-export interface SseOut {
-  /** Sends a chunk; false when the client has not yet taken what was sent before. */
-  write(text: string): boolean
-  /**
-   * Runs `fn` each time the client has taken some of what was waiting (after write answered
-   * false), until the response ends.
-   */
-  onWritable(fn: () => void): void
-  end(): void
-  /** The response ended or the client left. */
-  readonly closed: boolean
-}
-
-/** A uWS response as an SseOut; `sent` learns the length of each chunk written. */
-export function responseOut(
-  res: HttpResponse,
-  o: { closed(): boolean; end(): void; sent?(chars: number): void },
-): SseOut {
-  return {
-    write(text) {
-      o.sent?.(text.length)
-      let ok = true
-      res.cork(() => {
-        ok = res.write(text)
-      })
-      return ok
-    },
-    onWritable(fn) {
-      res.onWritable(() => {
-        fn()
-        return true
-      })
-    },
-    end: o.end,
-    get closed() {
-      return o.closed()
-    },
-  }
-}
+export type SseOut = ResponseOut
 
 export class SseSink implements WatchSink {
   private out: SseOut | undefined

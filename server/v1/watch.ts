@@ -9,7 +9,8 @@ import type { Call } from './call.js'
 import { withNamespace } from './entries.js'
 import type { Parsed } from './paths.js'
 import { WatchSession } from './watch-session.js'
-import { type SseOut, SseSink, responseOut } from './watch-sse.js'
+import { responseOut } from '../http/stream-out.js'
+import { type SseOut, SseSink } from './watch-sse.js'
 
 const VERSION = /^(0|[1-9][0-9]{0,15})$/
 

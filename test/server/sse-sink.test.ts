@@ -3,7 +3,8 @@
 import net from 'node:net'
 import t from 'tap'
 import { uws } from '../../server/http/uws.js'
-import { SseSink, responseOut } from '../../server/v1/watch-sse.js'
+import { responseOut } from '../../server/http/stream-out.js'
+import { SseSink } from '../../server/v1/watch-sse.js'
 
 t.test(
   'events the socket could not take at once all arrive, with nothing written after',

@@ -1,0 +1,47 @@
+// A uWS response that stays open, as a stream of text chunks: what the /v1 watch and the
+// dashboard's streamed routes write through. Each chunk is written corked (one send); a
+// handler waiting for the client to take what uWS holds back returns true (it wrote what it
+// meant to), as uWS asks of onWritable handlers.
+import type { HttpResponse } from './uws.js'
+
+/** An open streamed response. */
+export interface ResponseOut {
+  /** Sends a chunk; false when the client has not yet taken what was sent before. */
+  write(text: string): boolean
+  /**
+   * Runs `fn` each time the client has taken some of what was waiting (after write answered
+   * false), until the response ends. uWS moves what it holds back only when something more is
+   * written, so `fn` should write (SseSink writes a comment line when it has nothing else).
+   */
+  onWritable(fn: () => void): void
+  end(): void
+  /** The response ended or the client left. */
+  readonly closed: boolean
+}
+
+/** `res` as a ResponseOut; `sent` learns the length of each chunk written. */
+export function responseOut(
+  res: HttpResponse,
+  o: { closed(): boolean; end(): void; sent?(chars: number): void },
+): ResponseOut {
+  return {
+    write(text) {
+      o.sent?.(text.length)
+      let ok = true
+      res.cork(() => {
+        ok = res.write(text)
+      })
+      return ok
+    },
+    onWritable(fn) {
+      res.onWritable(() => {
+        fn()
+        return true
+      })
+    },
+    end: o.end,
+    get closed() {
+      return o.closed()
+    },
+  }
+}
