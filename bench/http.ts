@@ -6,6 +6,8 @@
 //   --rounds N --seconds S           override the run's shape; --no-build uses dist/ as it is
 //   --only ceiling,cairn,webdis,redis  run only those groups of cases: prints the table, and
 //                                    writes neither RESULTS.md nor bench/results/
+//   --cases "GET,LIST 100"           with --only: of Cairn's embedded cases, only those named
+//   --node-args "--cpu-prof ..."     flags for the embedded Cairn's node (to profile a case)
 import { execFileSync, spawn } from 'node:child_process'
 import fs from 'node:fs'
 import http from 'node:http'
@@ -38,6 +40,14 @@ const CONNECTIONS = 50
 const GROUPS = quick ? 50 : 1000 // 100 keys each: 100,000 keys in a full run
 const ONLY = argv.includes('--only') ? new Set(argv[argv.indexOf('--only') + 1]!.split(',')) : null
 const runs = (group: string) => ONLY === null || ONLY.has(group)
+const CASES =
+  ONLY !== null && argv.includes('--cases')
+    ? new Set(argv[argv.indexOf('--cases') + 1]!.split(','))
+    : null
+const wants = (name: string) => CASES === null || CASES.has(name)
+const NODE_ARGS = argv.includes('--node-args')
+  ? argv[argv.indexOf('--node-args') + 1]!.split(' ').filter(Boolean)
+  : []
 const SERVER_CORE = 0
 const LOAD_CORE = 1
 const VALUE =
@@ -199,56 +209,64 @@ function cairnCli(dataDir: string, args: string[]): any {
 
 async function cairnCases(dir: string): Promise<CaseResult[]> {
   const dataDir = path.join(dir, 'cairn-data')
-  const server = await startCairn(SERVER_CORE, dataDir, benchPlans(dir))
+  const server = await startCairn(SERVER_CORE, dataDir, benchPlans(dir), [], NODE_ARGS)
   try {
     const apiKey = await cairnAccount(server.url, dataDir)
     process.stdout.write(`  seeding ${GROUPS * 100} keys of ${VALUE.length + 2}-byte values\n`)
     await seedCairn(server.url, apiKey)
     const s = writeScripts(path.join(dir, 'lua'), apiKey, { groups: GROUPS, value: VALUE })
     const out: CaseResult[] = []
-    out.push(await measure(server, 'GET', server.url, s.get))
-    out.push(await measure(server, 'PUT new', server.url, s.putNew))
-    out.push(await measure(server, 'PUT existing', server.url, s.putExisting))
-    const tx = await measure(server, 'TX 10 PUTs', server.url, s.tx10)
-    tx.extra = { keysPerSecond: tx.rps * 10 }
-    out.push(tx)
-    out.push(await measure(server, 'INCR hot key', server.url, s.incrHot))
+    if (wants('GET')) out.push(await measure(server, 'GET', server.url, s.get))
+    if (wants('PUT new')) out.push(await measure(server, 'PUT new', server.url, s.putNew))
+    if (wants('PUT existing'))
+      out.push(await measure(server, 'PUT existing', server.url, s.putExisting))
+    if (wants('TX 10 PUTs')) {
+      const tx = await measure(server, 'TX 10 PUTs', server.url, s.tx10)
+      tx.extra = { keysPerSecond: tx.rps * 10 }
+      out.push(tx)
+    }
+    if (wants('INCR hot key'))
+      out.push(await measure(server, 'INCR hot key', server.url, s.incrHot))
     // The watch's cost to writes: one writer (a PUT at a time, each answered after fsync)
     // with and without 100 watchers of its namespace, then 50 writers for the fan-out's reach.
-    out.push(
-      await measure(server, 'PUT existing, 1 writer', server.url, s.putExisting, undefined, 1),
-    )
-    out.push(await watchedPuts(server, apiKey, s.putExisting, 1))
-    out.push(await watchedPuts(server, apiKey, s.putExisting, CONNECTIONS))
-    out.push(await measure(server, 'LIST 100', server.url, s.list))
-    out.push(await measure(server, 'GET 90 / PUT 10', server.url, s.mixed))
+    if (wants('watch')) {
+      out.push(
+        await measure(server, 'PUT existing, 1 writer', server.url, s.putExisting, undefined, 1),
+      )
+      out.push(await watchedPuts(server, apiKey, s.putExisting, 1))
+      out.push(await watchedPuts(server, apiKey, s.putExisting, CONNECTIONS))
+    }
+    if (wants('LIST 100')) out.push(await measure(server, 'LIST 100', server.url, s.list))
+    if (wants('GET 90 / PUT 10'))
+      out.push(await measure(server, 'GET 90 / PUT 10', server.url, s.mixed))
     // Compaction on a loop for the whole case: the log is rewritten again and again.
     const token = fs.readFileSync(path.join(dataDir, 'operator.token'), 'utf8').trim()
     const compactions = async () => {
       const text = await (await fetch(`${server.url}/metrics`)).text()
       return Number(/^cairn_engine_compactions_total (\d+)/m.exec(text)?.[1] ?? 0)
     }
-    out.push(
-      await measure(server, 'GET during compaction', server.url, s.get, () => {
-        let running = true
-        const loop = (async () => {
-          const before = await compactions()
-          while (running) {
-            const res = await fetch(`${server.url}/_operator/compact`, {
-              method: 'POST',
-              headers: { 'x-operator-token': token, 'content-type': 'application/json' },
-              body: '{}',
-            })
-            if (!res.ok) throw new Error(`compact: ${res.status}`)
+    if (wants('GET during compaction'))
+      out.push(
+        await measure(server, 'GET during compaction', server.url, s.get, () => {
+          let running = true
+          const loop = (async () => {
+            const before = await compactions()
+            while (running) {
+              const res = await fetch(`${server.url}/_operator/compact`, {
+                method: 'POST',
+                headers: { 'x-operator-token': token, 'content-type': 'application/json' },
+                body: '{}',
+              })
+              if (!res.ok) throw new Error(`compact: ${res.status}`)
+            }
+            return { compactions: (await compactions()) - before }
+          })()
+          return async () => {
+            running = false
+            return loop
           }
-          return { compactions: (await compactions()) - before }
-        })()
-        return async () => {
-          running = false
-          return loop
-        }
-      }),
-    )
+        }),
+      )
     return out
   } finally {
     await server.stop()

@@ -11,7 +11,7 @@ import { fsyncDirAsync, io } from './io.js'
 import type { Namespace } from './parts.js'
 import { SEG_HEADER } from './record.js'
 import { sortKeys } from './utf8.js'
-import { yieldToRequests } from './yield.js'
+import { SLICE_MS, yieldToRequests } from './yield.js'
 import { grown } from './typed.js'
 
 export const CHECKPOINT_FILE = 'CHECKPOINT'
@@ -28,8 +28,6 @@ const NS_ROW = 24
 const COLUMN_BYTES = 32
 /** The columns are read as typed arrays in place, which is the machine's byte order. */
 export const CHECKPOINTS_WORK = os.endianness() === 'LE'
-
-const SLICE_MS = 2
 
 export interface CkptSegment {
   id: number
@@ -220,7 +218,7 @@ class Columns {
 
 /**
  * Writes a checkpoint of `db`'s key directory. `atClose`: the database is closing and no
- * write or compaction runs; otherwise the walk runs in slices of a few milliseconds while
+ * write or compaction runs; otherwise the walk runs in slices of a millisecond while
  * requests are served, and gives up (resolving false) if a compaction starts or the
  * database closes meanwhile. Resolves true once the new checkpoint is durable and named.
  * Never rejects: a checkpoint is a shortcut, and failing to write one fails nothing else.
