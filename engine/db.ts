@@ -717,26 +717,37 @@ export class Db implements Engine {
 
   list(ns: string, opts?: ListOptions): Promise<ListResult> {
     try {
-      this.checkOpen()
-      const n = this.ns(ns)
+      const res = this.listNow(ns, opts)
+      if (res !== undefined) return Promise.resolve(res)
       // A large namespace's sorted list may still be in the making just after open.
-      if (n.building) return n.building.then(() => this.list(ns, opts))
-      const prefix = opts?.prefix ?? ''
-      const after = opts?.after
-      const limit = opts?.limit ?? 1000
-      if (typeof prefix !== 'string') fail('INVALID_ARGUMENT', 'prefix must be a string')
-      if (after !== undefined && typeof after !== 'string')
-        fail('INVALID_ARGUMENT', 'after must be a string')
-      if (!Number.isInteger(limit) || limit < 1)
-        fail('INVALID_ARGUMENT', 'limit must be a positive integer')
-      const res = opts?.reverse
-        ? this.keydir.scanBack(n, prefix, after, limit)
-        : this.keydir.scan(n, prefix, after, limit)
-      res.version = n.applied
-      return Promise.resolve(res)
+      return this.ns(ns).building!.then(() => this.list(ns, opts))
     } catch (err) {
       return Promise.reject(err)
     }
+  }
+
+  /**
+   * list(), answered synchronously (the index is in memory); undefined while the namespace's
+   * sorted list is still being made after open, when only list() can wait for it. Throws
+   * what list() would reject with.
+   */
+  listNow(ns: string, opts?: ListOptions): ListResult | undefined {
+    this.checkOpen()
+    const n = this.ns(ns)
+    if (n.building) return undefined
+    const prefix = opts?.prefix ?? ''
+    const after = opts?.after
+    const limit = opts?.limit ?? 1000
+    if (typeof prefix !== 'string') fail('INVALID_ARGUMENT', 'prefix must be a string')
+    if (after !== undefined && typeof after !== 'string')
+      fail('INVALID_ARGUMENT', 'after must be a string')
+    if (!Number.isInteger(limit) || limit < 1)
+      fail('INVALID_ARGUMENT', 'limit must be a positive integer')
+    const res = opts?.reverse
+      ? this.keydir.scanBack(n, prefix, after, limit)
+      : this.keydir.scan(n, prefix, after, limit)
+    res.version = n.applied
+    return res
   }
 
   // ---- durability ----

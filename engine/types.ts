@@ -167,6 +167,11 @@ export interface Engine {
   stat(ns: string, key: string): Promise<StatResult | undefined>
   delete(ns: string, key: string, opts?: DeleteOptions): Promise<boolean>
   list(ns: string, opts?: ListOptions): Promise<ListResult>
+  /**
+   * Optional: list() answered synchronously; undefined when only list() can answer (just
+   * after open, while a large namespace's sorted list is still being made).
+   */
+  listNow?(ns: string, opts?: ListOptions): ListResult | undefined
   /** Atomic, also across a crash. Resolves with the version given to every write in it. */
   batch(ops: BatchOp[], opts?: BatchOptions): Promise<{ version: number }>
   increment(ns: string, key: string, delta: number): Promise<number>

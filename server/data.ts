@@ -152,6 +152,11 @@ export class Data {
     return this.store.list(info.storeName, o)
   }
 
+  /** A page at once, or undefined when the store can only answer with list(). */
+  listNow(info: NamespaceInfo, o: ListOptions): Listed | undefined {
+    return this.store.listNow?.(info.storeName, o)
+  }
+
   /**
    * A transaction (also PATCH's one op). The storage quota is checked against what its puts
    * add, as a PUT's is; the store applies all or nothing.

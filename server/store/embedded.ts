@@ -6,7 +6,7 @@ import fs from 'node:fs'
 import { LRUCache } from 'lru-cache'
 import { type RepairReport, open, repair } from '../../engine/index.js'
 import type { Db } from '../../engine/index.js'
-import type { Durability } from '../../engine/types.js'
+import type { Durability, ListResult } from '../../engine/types.js'
 import { takeToken } from './token-bucket.js'
 import { EmbeddedRecords } from './embedded-records.js'
 import { reconcileNamespaces } from './embedded-reconcile.js'
@@ -56,7 +56,15 @@ function entryOf(got: Entry | undefined): Entry | undefined {
 }
 
 async function list(db: Db, ns: string, o: ListOptions = {}): Promise<Listed> {
-  const res = await db.list(ns, o)
+  return pageOf(db, ns, o, await db.list(ns, o))
+}
+
+function listNow(db: Db, ns: string, o: ListOptions = {}): Listed | undefined {
+  const res = db.listNow(ns, o)
+  return res === undefined ? undefined : pageOf(db, ns, o, res)
+}
+
+function pageOf(db: Db, ns: string, o: ListOptions, res: ListResult): Listed {
   const out: Listed = { keys: res.keys, version: res.version ?? 0 }
   if (res.next !== undefined) out.next = res.next
   if (!o.include) return out
@@ -130,6 +138,7 @@ function embeddedStore(db: Db, records: EmbeddedRecords): Store {
     put: (ns, key, value, opts) => db.put(ns, key, wrap(value, opts?.metadata), opts),
     delete: (ns, key, opts) => db.delete(ns, key, opts),
     list: (ns, opts) => list(db, ns, opts),
+    listNow: (ns, opts) => listNow(db, ns, opts),
     transact: (ns, ops) => transact(db, ns, ops),
     batch: (ns, ops, checks) =>
       db.batch(

@@ -241,6 +241,11 @@ export interface Entries {
   delete(ns: string, key: string, opts?: { ifVersion?: number }): Promise<boolean>
   list(ns: string, opts?: ListOptions): Promise<Listed>
   /**
+   * Optional, as getNow: list() answered synchronously; undefined when only list() can
+   * answer now. Throws what list() would reject with.
+   */
+  listNow?(ns: string, opts?: ListOptions): Listed | undefined
+  /**
    * All or nothing, also across a crash; every check holds or nothing is written (CONFLICT).
    * The writes take consecutive versions in op order; resolves with the last.
    */

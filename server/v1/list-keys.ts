@@ -4,7 +4,7 @@
 // instead (watch.ts).
 import type { HttpRequest } from '../http/uws.js'
 import type { Plan } from '../plans.js'
-import type { ListedEntry } from '../store/types.js'
+import type { ListOptions, Listed, ListedEntry } from '../store/types.js'
 import { decodeCursor, encodeCursor, walkOf } from '../wire/cursor.js'
 import { expirySeconds } from '../wire/expiry.js'
 import type { Call } from './call.js'
@@ -67,28 +67,35 @@ export function listKeys(call: Call, req: HttpRequest, parsed: Parsed, plan: Pla
   const values = include.includes('v')
   const metadata = include.includes('m')
   if (limitText === null) limit = values ? 100 : 1000
+  const o: ListOptions = {
+    prefix,
+    after,
+    limit,
+    reverse,
+    include: values || metadata ? { values, metadata } : undefined,
+    maxBytes: values ? PAGE_BYTES : undefined,
+  }
+  const answer = (page: Listed) => {
+    let body =
+      page.entries !== undefined
+        ? `{"entries":[${page.entries.map(entryText).join(',')}]`
+        : `{"keys":${JSON.stringify(page.keys)}`
+    if (page.next !== undefined) body += `,"cursor":"${encodeCursor(page.next, prefix, shape)}"`
+    call.send(200, `${body},"version":"${page.version}"}`)
+  }
   withNamespace(call, ns, (info) => {
+    // As a GET: a store that can answer at once is asked synchronously (no promise, no
+    // registration for an abort).
+    if (call.ctx.data.readsNow) {
+      let page: Listed | undefined
+      try {
+        page = call.ctx.data.listNow(info, o)
+      } catch (err) {
+        return call.error(err)
+      }
+      if (page !== undefined) return answer(page)
+    }
     call.async()
-    call.ctx.data
-      .list(info, {
-        prefix,
-        after,
-        limit,
-        reverse,
-        include: values || metadata ? { values, metadata } : undefined,
-        maxBytes: values ? PAGE_BYTES : undefined,
-      })
-      .then(
-        (page) => {
-          let body =
-            page.entries !== undefined
-              ? `{"entries":[${page.entries.map(entryText).join(',')}]`
-              : `{"keys":${JSON.stringify(page.keys)}`
-          if (page.next !== undefined)
-            body += `,"cursor":"${encodeCursor(page.next, prefix, shape)}"`
-          call.send(200, `${body},"version":"${page.version}"}`)
-        },
-        (err) => call.error(err),
-      )
+    call.ctx.data.list(info, o).then(answer, (err) => call.error(err))
   })
 }

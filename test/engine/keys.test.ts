@@ -403,3 +403,34 @@ t.test('versions count per namespace and never repeat, across compaction and reo
   t.equal(db.namespaceVersion('b'), 1)
   await db.close()
 })
+
+t.test('just after open, a large namespace lists through list() until listNow can', async (t) => {
+  const dir = tempDir(t, 'keys')
+  let db = await open(dir)
+  await db.createNamespace('big')
+  const n = 60_000 // over SORT_NOW: its sorted list is made after open, a slice at a time
+  for (let i = 0; i < n; i += 1000)
+    await db.batch(
+      Array.from({ length: 1000 }, (_, j) => ({
+        type: 'put' as const,
+        ns: 'big',
+        key: `k${String(i + j).padStart(6, '0')}`,
+        value: i + j,
+      })),
+    )
+  await db.close()
+  db = await open(dir)
+  t.teardown(() => db.close())
+  const want = Array.from({ length: 5 }, (_, i) => `k${String(59_990 + i).padStart(6, '0')}`)
+  t.equal(db.listNow('big', { prefix: 'k0599', limit: 5 }), undefined, 'not yet at once')
+  const page = await db.list('big', { prefix: 'k0599', limit: 5, after: 'k059989' })
+  t.same(page.keys, want, 'list() waits for the sorted list and answers')
+  t.same(
+    db.listNow('big', { prefix: 'k0599', limit: 5, after: 'k059989' })?.keys,
+    want,
+    'then listNow answers the same at once',
+  )
+  t.equal(await errorCode(db.list('big', { limit: 0 })), 'INVALID_ARGUMENT')
+  t.throws(() => db.listNow('big', { limit: 0 }), { code: 'INVALID_ARGUMENT' })
+  t.throws(() => db.listNow('nope'), { code: 'NAMESPACE_NOT_FOUND' })
+})
