@@ -16,6 +16,8 @@ export type IoOp =
   | 'unlink'
   | 'mkdir'
   | 'readdir'
+  /** Zero-filling the space ahead of the log, and cutting what is left of it at a seal. */
+  | 'prealloc'
 
 export interface Fault {
   op: IoOp
@@ -61,6 +63,9 @@ function check(op: IoOp, target: string | number): void {
     throw err
   }
 }
+
+const ZEROS = 1024 * 1024
+let zeros: Buffer | undefined
 
 export const FILE_MODE = 0o600
 export const DIR_MODE = 0o700
@@ -146,6 +151,27 @@ export const io = {
       return Promise.reject(err)
     }
     return new Promise((resolve, reject) => fs.fsync(fd, (e) => (e ? reject(e) : resolve())))
+  },
+  /** Writes zeros over [from, to) of a file and syncs it, off the event loop. */
+  async zeroFill(fd: number, from: number, to: number): Promise<void> {
+    check('prealloc', fd)
+    zeros ??= Buffer.alloc(ZEROS)
+    for (let at = from; at < to; ) {
+      const n = await new Promise<number>((resolve, reject) =>
+        fs.write(fd, zeros!, 0, Math.min(ZEROS, to - at), at, (e, n) =>
+          e ? reject(e) : resolve(n),
+        ),
+      )
+      at += n
+    }
+    await new Promise<void>((resolve, reject) =>
+      fs.fdatasync(fd, (e) => (e ? reject(e) : resolve())),
+    )
+  },
+  /** Cuts a file back to `len`: the zero-filled space past a sealed segment's end. */
+  trimSync(fd: number, len: number): void {
+    check('prealloc', fd)
+    fs.ftruncateSync(fd, len)
   },
   ftruncateSync(fd: number, len: number): void {
     check('truncate', fd)

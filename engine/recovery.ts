@@ -93,17 +93,21 @@ export function recover(db: Db, repair: boolean): { dropped: Dropped[]; kept: nu
   const dropped: Dropped[] = []
   // Repair trusts neither the manifest nor the hints: it reads every record.
   let manifest: Manifest | undefined
+  /** Segments a manifest names: only their zeros can be damage (segment-scan.ts). */
+  let sealedIds = new Set<number>()
   if (repair) {
     try {
       manifest = readManifest(dir)
     } catch {}
     if (manifest) dropped.push(...lostSegments(dir, manifest, idSet))
+    sealedIds = new Set(manifest?.sealed.map((s) => s.id))
     manifest = undefined
   } else {
     manifest = readManifest(dir)
     if (manifest) checkAgainstManifest(dir, manifest, idSet)
   }
   const listed = new Map((manifest?.sealed ?? []).map((m) => [m.id, m]))
+  for (const id of listed.keys()) sealedIds.add(id)
   // Only the segment the write path appended to last can end in a torn write.
   let newest = -1
   for (const id of ids) if (!listed.has(id) && !isCompactionOutput(dir, id)) newest = id
@@ -146,7 +150,7 @@ export function recover(db: Db, repair: boolean): { dropped: Dropped[]; kept: nu
     if (hint) baseVersion = hint.baseVersion
     else {
       let buf: Buffer = io.readFileSync(file)
-      let scan = scanSegment(file, buf, id === newest, repair)
+      let scan = scanSegment(file, buf, id === newest, repair, !sealedIds.has(id))
       if (scan.dropped.length > 0) {
         dropped.push(...scan.dropped)
         if (!scan.header) {
@@ -336,7 +340,7 @@ function fromCheckpoint(db: Db, ck: Checkpoint, x: Found): number {
         if (!row) t.baseVersion = hint.baseVersion
       } else {
         const buf: Buffer = io.readFileSync(file)
-        const scan = scanSegment(file, buf, id === x.newest, false)
+        const scan = scanSegment(file, buf, id === x.newest, false, !entry)
         if (!scan.header) {
           if (row && row.size > SEG_HEADER) return -1
           empty.push(id)

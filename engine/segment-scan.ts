@@ -50,22 +50,30 @@ export interface ScanResult {
 
 /**
  * `mayBeTorn`: the segment may have been the one being appended to when the process died,
- * so damage with nothing intact after it is a torn tail and is cut off silently. Any other
- * damage throws CORRUPT naming the file and offset, unless `repair` is set, in which case the
- * bad span is skipped and reported.
+ * so damage with nothing intact after it is a torn tail and is cut off silently, and so is
+ * damage holding a zeroed sector (a page of the zero-filled space that never reached the
+ * disk), whatever follows it. `unsealed`: the manifest does not name the segment, so zeros
+ * from the last record to the end are zero-filled space the log never wrote (prealloc.ts),
+ * not damage. Any other damage throws CORRUPT naming the file and offset, unless `repair` is
+ * set, in which case the bad span is skipped and reported. FORMAT.md argues the rules.
  */
 export function scanSegment(
   file: string,
   buf: Buffer,
   mayBeTorn: boolean,
   repair: boolean,
+  unsealed = false,
 ): ScanResult {
   const name = path.basename(file)
   const header = readSegmentHeader(buf)
   const dropped: Dropped[] = []
   if (!header) {
     // A segment created just before a crash may not even hold its whole header yet.
-    if (mayBeTorn && buf.length < SEG_HEADER + REC_HEADER + ENTRY_HEADER) {
+    // Nor, zero-filled ahead before its header reached the disk, hold more than zeros.
+    if (
+      (mayBeTorn && buf.length < SEG_HEADER + REC_HEADER + ENTRY_HEADER) ||
+      ((mayBeTorn || unsealed) && isZero(buf, 0, buf.length))
+    ) {
       return { header, entries: [], validEnd: 0, dropped }
     }
     if (!repair) throw new EngineError('CORRUPT', `${name}: damaged segment header at offset 0`)
@@ -89,7 +97,15 @@ export function scanSegment(
       p += n
       continue
     }
+    if ((unsealed || mayBeTorn) && isZero(buf, p, end)) {
+      validEnd = p
+      break
+    }
     const next = findNextRecord(buf, p + 1, end)
+    if (next >= 0 && mayBeTorn && holdsZeroSector(buf, p, next)) {
+      validEnd = p
+      break
+    }
     if (next < 0) {
       if (!mayBeTorn) {
         if (!repair)
@@ -124,6 +140,26 @@ export function scanSegment(
     p = next
   }
   return { header, entries, validEnd, dropped }
+}
+
+const SECTOR = 512
+let zeroSector: Buffer | undefined
+
+/** Whether buf[from, to) is all zero bytes. */
+function isZero(buf: Buffer, from: number, to: number): boolean {
+  zeroSector ??= Buffer.alloc(SECTOR)
+  for (let p = from; p < to; p += SECTOR) {
+    const n = Math.min(SECTOR, to - p)
+    if (buf.compare(zeroSector, 0, n, p, p + n) !== 0) return false
+  }
+  return true
+}
+
+/** Whether buf[from, to) holds a whole 512-byte-aligned sector of zeros. */
+function holdsZeroSector(buf: Buffer, from: number, to: number): boolean {
+  for (let p = Math.ceil(from / SECTOR) * SECTOR; p + SECTOR <= to; p += SECTOR)
+    if (isZero(buf, p, p + SECTOR)) return true
+  return false
 }
 
 /** The offset of the next intact record at or after `from`, or -1. */
