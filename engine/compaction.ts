@@ -241,16 +241,18 @@ async function pass(db: Db, sc: Scratch, full: boolean): Promise<boolean> {
   // A segment whose hint is still being written is not taken: its seal would name it in the
   // manifest after the pass had removed it.
   await db.log.sealsSettled()
-  const sealed = [...db.segments.values()]
-    .filter((s) => s !== db.active)
-    .sort((a, b) => a.id - b.id)
+  // Nor is one still taking writes: the write path may have moved to a new segment while
+  // this one's last groups are in flight, and an entry applied after the walk found the
+  // live ones would be left behind.
+  const others = [...db.segments.values()].filter((s) => s !== db.active)
+  const sealed = others.filter((s) => s.durable === s.end).sort((a, b) => a.id - b.id)
   const old = chooseSegments(sealed, full)
   if (old.length === 0) return false
   // A tombstone (or an expired put, which acts as one) may be dropped only when no segment
   // left out of this pass can hold an older copy of its key (FORMAT.md, "Compaction").
   // Versions count per namespace, so the question is asked of the tombstone's namespace.
   const chosenIds = new Set(old.map((o) => o.id))
-  const left = sealed.filter((seg) => !chosenIds.has(seg.id))
+  const left = others.filter((seg) => !chosenIds.has(seg.id))
   const mayShadow = (nsId: number, version: number) => {
     for (const seg of left) if (mayHoldOlder(seg, nsId, version)) return true
     return false
@@ -468,13 +470,17 @@ async function pass(db: Db, sc: Scratch, full: boolean): Promise<boolean> {
   }
   db.noteCompacted(outputs.reduce((n, o) => n + o.size, 0))
   // The manifest names the outputs instead of the old segments before any of those goes.
-  const before = new Map(db.log.sealed)
+  const was = old.map((seg) => db.log.sealed.get(seg.id))
   for (const seg of old) db.log.sealed.delete(seg.id)
   for (const o of outputs) db.log.sealed.set(o.id, { id: o.id, size: o.size, hintCrc: o.hintCrc })
   try {
-    db.log.writeManifest()
+    await db.log.writeManifest()
   } catch (err) {
-    db.log.sealed = before
+    // Undone one by one: segments sealed during the write stay listed.
+    for (const o of outputs) db.log.sealed.delete(o.id)
+    old.forEach((seg, i) => {
+      if (was[i]) db.log.sealed.set(seg.id, was[i]!)
+    })
     throw err
   }
   // Nothing points at the old segments any more: close them now, so a close() meanwhile

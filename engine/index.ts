@@ -30,7 +30,7 @@ export async function open(dir: string, options: OpenOptions = {}): Promise<DbCl
     db.repairReport = report(db, found.dropped, found.kept)
     db.log.active = db.log.createSegment(db.log.nextSegId++)
     fsyncDir(dir)
-    db.log.writeManifest()
+    db.log.writeManifestNow()
     return db
   } catch (err) {
     for (const seg of db.segments.values()) {

@@ -5,7 +5,7 @@
 import path from 'node:path'
 import { crc32 } from 'node:zlib'
 import { EngineError } from './errors.js'
-import { fsyncDir, io } from './io.js'
+import { fsyncDir, fsyncDirAsync, io } from './io.js'
 
 export const MANIFEST_FILE = 'MANIFEST'
 
@@ -54,9 +54,22 @@ export function readManifest(dir: string): Manifest | undefined {
 
 /** Replaces the manifest durably: a reader sees the old one or the new one, never half. */
 export function writeManifest(dir: string, m: Manifest): void {
-  const body = JSON.stringify(m)
-  io.writeFileAtomicSync(path.join(dir, MANIFEST_FILE), Buffer.from(`${crc32(body)}\n${body}`))
+  io.writeFileAtomicSync(path.join(dir, MANIFEST_FILE), manifestBytes(m))
   fsyncDir(dir)
+}
+
+/**
+ * The same, written and synced off the event loop. Two of these must never overlap (they
+ * share the temporary file): SegmentLog queues them.
+ */
+export async function writeManifestAsync(dir: string, m: Manifest): Promise<void> {
+  await io.writeFileAtomic(path.join(dir, MANIFEST_FILE), manifestBytes(m))
+  await fsyncDirAsync(dir)
+}
+
+function manifestBytes(m: Manifest): Buffer {
+  const body = JSON.stringify(m)
+  return Buffer.from(`${crc32(body)}\n${body}`)
 }
 
 /** The checksum a hint file ends with, which names that exact hint. */

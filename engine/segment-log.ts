@@ -8,7 +8,7 @@ import path from 'node:path'
 import { EngineError } from './errors.js'
 import { HintBuilder, writeHintAsync } from './hint.js'
 import { errnoOf, fsyncDir, fsyncDirAsync, io } from './io.js'
-import { type SealedSegment, hintCrcOf, writeManifest } from './manifest.js'
+import { type SealedSegment, hintCrcOf, writeManifest, writeManifestAsync } from './manifest.js'
 import { type Segment, type Staged, hintFile, segmentFile } from './parts.js'
 import { Prealloc } from './prealloc.js'
 import { SEG_HEADER, segmentHeader } from './record.js'
@@ -199,7 +199,7 @@ export class SegmentLog {
         if (this.segments.get(seg.id) !== seg) return
         this.sealed.set(seg.id, { id: seg.id, size: seg.end, hintCrc: hintCrcOf(bytes) })
         seg.hint = null
-        this.writeManifest()
+        return this.writeManifest()
       })
       .catch(() => {
         // Retried by the next seal or by close.
@@ -216,10 +216,29 @@ export class SegmentLog {
   /** Each namespace's version, for the manifest (set by the database). */
   versions: () => [number, number][] = () => []
 
-  writeManifest(): void {
+  /** The manifest as the log stands now. */
+  private manifest() {
     const sealed = [...this.sealed.values()].sort((a, b) => a.id - b.id)
-    writeManifest(this.dir, { active: this.active?.id ?? 0, sealed, versions: this.versions() })
+    return { active: this.active?.id ?? 0, sealed, versions: this.versions() }
   }
+
+  /** Writes the manifest now, on the event loop: at open, before any request. */
+  writeManifestNow(): void {
+    writeManifest(this.dir, this.manifest())
+  }
+
+  /**
+   * Writes the manifest off the event loop (its fsyncs wait behind the disk's other work,
+   * which under load takes milliseconds). Writes go one at a time, each with the log as it
+   * stands when it starts, so the one a caller awaits holds every change made before the
+   * call.
+   */
+  writeManifest(): Promise<void> {
+    const run = this.manifestQueue.then(() => writeManifestAsync(this.dir, this.manifest()))
+    this.manifestQueue = run.catch(() => {})
+    return run
+  }
+  private manifestQueue: Promise<void> = Promise.resolve()
 
   private runFlush = async (): Promise<void> => {
     this.flushScheduled = false
@@ -449,6 +468,7 @@ export class SegmentLog {
       this.finishSeal(active)
     }
     await this.sealsSettled()
+    await this.manifestQueue
     await this.pre?.settled()
     for (const seg of this.segments.values()) {
       try {
