@@ -243,9 +243,13 @@ async function pass(db: Db, sc: Scratch, full: boolean): Promise<boolean> {
   await db.log.sealsSettled()
   // Nor is one still taking writes: the write path may have moved to a new segment while
   // this one's last groups are in flight, and an entry applied after the walk found the
-  // live ones would be left behind.
+  // live ones would be left behind. Nor one whose seal has yet to finish (its hint failed,
+  // or its cut after a failed write is pending): a retry could seal it, and name it in the
+  // manifest, after the pass had removed it.
   const others = [...db.segments.values()].filter((s) => s !== db.active)
-  const sealed = others.filter((s) => s.durable === s.end).sort((a, b) => a.id - b.id)
+  const sealed = others
+    .filter((s) => s.durable === s.end && s.hint === null)
+    .sort((a, b) => a.id - b.id)
   const old = chooseSegments(sealed, full)
   if (old.length === 0) return false
   // A tombstone (or an expired put, which acts as one) may be dropped only when no segment

@@ -108,9 +108,17 @@ export function recover(db: Db, repair: boolean): { dropped: Dropped[]; kept: nu
   }
   const listed = new Map((manifest?.sealed ?? []).map((m) => [m.id, m]))
   for (const id of listed.keys()) sealedIds.add(id)
-  // Only the segment the write path appended to last can end in a torn write.
-  let newest = -1
-  for (const id of ids) if (!listed.has(id) && !isCompactionOutput(dir, id)) newest = id
+  // A torn write can end only a segment the write path was still appending to: one no
+  // manifest names as sealed, not a compaction output (those are fsynced before they are
+  // named), and not older than the one the manifest last named as active (every segment
+  // before that was sealed since). Its last groups may still have been in flight after
+  // the write path moved on, so that is not only the newest. Repair, and a directory from
+  // before manifests, trust only the newest.
+  const writable = ids.filter((id) => !sealedIds.has(id) && !isCompactionOutput(dir, id))
+  const newest = writable.at(-1) ?? -1
+  const torn = new Set(
+    manifest === undefined ? [newest] : writable.filter((id) => id >= manifest!.active),
+  )
 
   // A checkpoint of the index, when nothing doubts it, saves reading the log it covers.
   // Repair trusts nothing but the records, and rewrites segments: the checkpoint goes.
@@ -118,7 +126,7 @@ export function recover(db: Db, repair: boolean): { dropped: Dropped[]; kept: nu
   else {
     const ck = readCheckpoint(dir)
     if (ck) {
-      const kept = fromCheckpoint(db, ck, { dir, ids, idSet, manifest, listed, newest })
+      const kept = fromCheckpoint(db, ck, { dir, ids, idSet, manifest, listed, torn })
       if (kept >= 0) return { dropped: [], kept }
     }
     try {
@@ -150,7 +158,7 @@ export function recover(db: Db, repair: boolean): { dropped: Dropped[]; kept: nu
     if (hint) baseVersion = hint.baseVersion
     else {
       let buf: Buffer = io.readFileSync(file)
-      let scan = scanSegment(file, buf, id === newest, repair, !sealedIds.has(id))
+      let scan = scanSegment(file, buf, torn.has(id), repair, !sealedIds.has(id))
       if (scan.dropped.length > 0) {
         dropped.push(...scan.dropped)
         if (!scan.header) {
@@ -236,8 +244,8 @@ interface Found {
   idSet: Set<number>
   manifest: Manifest | undefined
   listed: Map<number, SealedSegment>
-  /** The segment whose tail may be torn (see recover). */
-  newest: number
+  /** The segments whose tail may be torn (see recover). */
+  torn: Set<number>
 }
 
 /** A segment as the open from a checkpoint found it, before the index is touched. */
@@ -340,7 +348,7 @@ function fromCheckpoint(db: Db, ck: Checkpoint, x: Found): number {
         if (!row) t.baseVersion = hint.baseVersion
       } else {
         const buf: Buffer = io.readFileSync(file)
-        const scan = scanSegment(file, buf, id === x.newest, false, !entry)
+        const scan = scanSegment(file, buf, x.torn.has(id), false, !entry)
         if (!scan.header) {
           if (row && row.size > SEG_HEADER) return -1
           empty.push(id)

@@ -50,9 +50,7 @@ export interface ScanResult {
 
 /**
  * `mayBeTorn`: the segment may have been the one being appended to when the process died,
- * so damage with nothing intact after it is a torn tail and is cut off silently, and so is
- * damage holding a zeroed sector (a page of the zero-filled space that never reached the
- * disk), whatever follows it. `unsealed`: the manifest does not name the segment, so zeros
+ * so damage with nothing intact after it is a torn tail and is cut off silently. `unsealed`: the manifest does not name the segment, so zeros
  * from the last record to the end are zero-filled space the log never wrote (prealloc.ts),
  * not damage. Any other damage throws CORRUPT naming the file and offset, unless `repair` is
  * set, in which case the bad span is skipped and reported. FORMAT.md argues the rules.
@@ -102,10 +100,6 @@ export function scanSegment(
       break
     }
     const next = findNextRecord(buf, p + 1, end)
-    if (next >= 0 && mayBeTorn && holdsZeroSector(buf, p, next)) {
-      validEnd = p
-      break
-    }
     if (next < 0) {
       if (!mayBeTorn) {
         if (!repair)
@@ -153,13 +147,6 @@ function isZero(buf: Buffer, from: number, to: number): boolean {
     if (buf.compare(zeroSector, 0, n, p, p + n) !== 0) return false
   }
   return true
-}
-
-/** Whether buf[from, to) holds a whole 512-byte-aligned sector of zeros. */
-function holdsZeroSector(buf: Buffer, from: number, to: number): boolean {
-  for (let p = Math.ceil(from / SECTOR) * SECTOR; p + SECTOR <= to; p += SECTOR)
-    if (isZero(buf, p, p + SECTOR)) return true
-  return false
 }
 
 /** The offset of the next intact record at or after `from`, or -1. */

@@ -5,7 +5,7 @@
 import fs from 'node:fs'
 import path from 'node:path'
 import t, { type Test } from 'tap'
-import { open } from '../../engine/index.js'
+import { open, repair } from '../../engine/index.js'
 import { clearFaults, injectFault } from '../../engine/io.js'
 import { errorCode, sleep, tempDir } from './helpers.js'
 
@@ -87,8 +87,11 @@ t.test('a sealed segment a crash kept from being cut back, not in the manifest',
 })
 
 t.test(
-  'a power failure: a sector of the unsynced tail still zeros, records after it',
+  'a power failure that left a sector of the unsynced tail as zeros: CORRUPT, and repair keeps the rest',
   async (t) => {
+    // After a power failure the pages of an unsynced write over zeros reach the disk in any
+    // order. A zeroed sector with intact records after it cannot be told from damage to a
+    // record that held zeros, so open does not guess: it names the damage.
     for (const damage of ['zeros', 'garbage'] as const) {
       const { dir, db, active } = await filled(t, 200)
       const copy = tempDir(t, damage)
@@ -101,18 +104,12 @@ t.test(
       const b = fs.readFileSync(file)
       b.fill(damage === 'zeros' ? 0 : 0xab, at, at + 512)
       fs.writeFileSync(file, b)
-      if (damage === 'garbage') {
-        t.equal(await errorCode(open(copy)), 'CORRUPT', 'damage that is not zeros is CORRUPT')
-        continue
-      }
+      t.equal(await errorCode(open(copy)), 'CORRUPT', `${damage}: open names the damage`)
+      const report = await repair(copy)
+      t.ok(report.dropped.length > 0, `${damage}: repair reports what it left out`)
       const back = await open(copy)
       const keys = (await back.list('n', { limit: 1000 })).keys
-      t.ok(keys.length >= 190 && keys.length < 200, `cut at the hole: ${keys.length} of 200 kept`)
-      t.same(
-        keys,
-        Array.from({ length: keys.length }, (_, i) => `k${String(i).padStart(5, '0')}`),
-        'what is kept is everything before the hole, nothing after it',
-      )
+      t.ok(keys.length >= 197 && keys.length < 200, `${damage}: repair kept ${keys.length} of 200`)
       for (const k of keys)
         if ((await back.get('n', k))?.value !== bigValue(Number(k.slice(1)))) t.fail(k)
       await back.close()

@@ -1,0 +1,142 @@
+// Telling a torn write from damage at open and in repair: a torn write (a crash or power
+// failure during a write nobody was told had succeeded) is cut off silently, damage to
+// acknowledged data is named (CORRUPT) and repair keeps every intact record around it.
+import fs from 'node:fs'
+import path from 'node:path'
+import { crc32 } from 'node:zlib'
+import t from 'tap'
+import { open, repair } from '../../engine/index.js'
+import { errorCode, sleep, tempDir } from './helpers.js'
+
+const segments = (dir: string) =>
+  fs
+    .readdirSync(dir)
+    .filter((f) => f.endsWith('.seg'))
+    .sort()
+    .map((f) => path.join(dir, f))
+
+function snapshot(from: string, to: string): void {
+  for (const f of fs.readdirSync(from))
+    if (f !== 'LOCK') fs.copyFileSync(path.join(from, f), path.join(to, f))
+}
+
+/** [start, end) of each record of a segment, up to the first that cannot be one. */
+function records(file: string): [number, number][] {
+  const b = fs.readFileSync(file)
+  const out: [number, number][] = []
+  let p = 32
+  while (p + 12 <= b.length) {
+    const len = b.readUInt32LE(p + 4)
+    if (len === 0 || b.readUInt32LE(p + 8) === 0 || p + 12 + len > b.length) break
+    out.push([p, p + 12 + len])
+    p += 12 + len
+  }
+  return out
+}
+
+function manifestOf(dir: string): { active: number; sealed: { id: number }[] } {
+  const text = fs.readFileSync(path.join(dir, 'MANIFEST'), 'utf8')
+  return JSON.parse(text.slice(text.indexOf('\n') + 1))
+}
+
+function writeManifestFile(dir: string, m: unknown): void {
+  const body = JSON.stringify(m)
+  fs.writeFileSync(path.join(dir, 'MANIFEST'), `${crc32(body)}\n${body}`)
+}
+
+/** A value of raw bytes that is mostly zeros (sparse binary data). */
+function sparse(i: number): Buffer {
+  const b = Buffer.alloc(3000)
+  b[0] = 1
+  b.writeUInt32LE(i, 1)
+  b[2999] = 7
+  return b
+}
+const key = (i: number) => `k${String(i).padStart(3, '0')}`
+
+/** Flips one bit of the key of record `n` of `file`. */
+function flipKeyOf(file: string, n: number): void {
+  const b = fs.readFileSync(file)
+  const [at] = records(file)[n]!
+  b[at + 12 + 32]! ^= 0x01
+  fs.writeFileSync(file, b)
+}
+
+async function keysAfterRepair(dir: string) {
+  const report = await repair(dir)
+  const db = await open(dir)
+  const keys = (await db.list('n', { limit: 1000 })).keys
+  const values = await Promise.all(keys.map((k) => db.get('n', k)))
+  await db.close()
+  return { report, keys, values }
+}
+
+t.test('damage to a record of zeros, in the segment being written: named, not cut', async (t) => {
+  const dir = tempDir(t, 'torn')
+  const db = await open(dir)
+  await db.createNamespace('n')
+  for (let i = 0; i < 40; i++) await db.put('n', key(i), sparse(i))
+  const active = segments(dir).at(-1)!
+  const copy = tempDir(t, 'torn-crash')
+  snapshot(dir, copy)
+  await db.close()
+  flipKeyOf(path.join(copy, path.basename(active)), 10)
+  t.equal(await errorCode(open(copy)), 'CORRUPT', 'acknowledged records follow it: damage')
+  const { report, keys, values } = await keysAfterRepair(copy)
+  t.equal(keys.length, 39, 'repair keeps every intact record')
+  t.notOk(keys.includes(key(10)), 'and leaves out the damaged one')
+  t.ok(report.dropped.length > 0, 'which it reports')
+  keys.forEach((k, i) => t.same(values[i]?.value, sparse(Number(k.slice(1))), `${k} intact`))
+})
+
+t.test(
+  'repair reports damage at the end of a sealed segment, never takes it for torn',
+  async (t) => {
+    const dir = tempDir(t, 'torn')
+    const db = await open(dir)
+    await db.createNamespace('n')
+    for (let i = 0; i < 40; i++) await db.put('n', key(i), sparse(i))
+    await db.close() // the segment is sealed and the manifest names it
+    const last = segments(dir).at(-1)!
+    const id = Number(path.basename(last).slice(4, 12))
+    t.ok(
+      manifestOf(dir).sealed.some((s) => s.id === id),
+      'the manifest names the segment',
+    )
+    flipKeyOf(last, 10)
+    const { report, keys } = await keysAfterRepair(dir)
+    t.equal(keys.length, 39, 'repair keeps every intact record of a sealed segment')
+    t.ok(report.dropped.length > 0, 'and reports the damage')
+  },
+)
+
+t.test('a crash while the write path had moved on: the segment before may be torn', async (t) => {
+  const dir = tempDir(t, 'torn')
+  const db = await open(dir, { segmentBytes: 64 * 1024 })
+  await db.createNamespace('n')
+  let i = 0
+  while (segments(dir).length < 3) await db.put('n', key(i++), 'v'.repeat(5000))
+  await sleep(50)
+  const copy = tempDir(t, 'torn-crash')
+  snapshot(dir, copy)
+  await db.close()
+  const a = segments(copy).at(-2)!
+  const aId = Number(path.basename(a).slice(4, 12))
+  // As the directory is while a's last group is still being synced and the next segment has
+  // just been started: a is not sealed, and is the segment the manifest names as active.
+  const m = manifestOf(copy)
+  writeManifestFile(copy, { ...m, active: aId, sealed: m.sealed.filter((s) => s.id !== aId) })
+  fs.rmSync(a.replace(/\.seg$/, '.hint'), { force: true })
+  fs.rmSync(path.join(copy, 'CHECKPOINT'), { force: true })
+  // Its last record reached the disk only up to a page boundary.
+  const [start, end] = records(a).at(-1)!
+  const page = Math.floor((end - 1) / 4096) * 4096
+  t.ok(page > start, 'the last record crosses a page boundary')
+  const b = fs.readFileSync(a)
+  b.fill(0, page, end)
+  fs.writeFileSync(a, b)
+  const back = await open(copy)
+  t.teardown(() => back.close())
+  const keys = (await back.list('n', { limit: 1000 })).keys
+  t.ok(keys.length >= i - 2 && keys.length < i, `the torn write is cut off: ${keys.length} of ${i}`)
+})
