@@ -86,7 +86,9 @@ t.test('damage to a record of zeros, in the segment being written: named, not cu
   t.equal(keys.length, 39, 'repair keeps every intact record')
   t.notOk(keys.includes(key(10)), 'and leaves out the damaged one')
   t.ok(report.dropped.length > 0, 'which it reports')
-  keys.forEach((k, i) => t.same(values[i]?.value, sparse(Number(k.slice(1))), `${k} intact`))
+  keys.forEach((k, i) => {
+    t.same(values[i]?.value, sparse(Number(k.slice(1))), `${k} intact`)
+  })
 })
 
 t.test(
