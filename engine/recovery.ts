@@ -538,12 +538,23 @@ function lostSegments(dir: string, m: Manifest, ids: Set<number>): Dropped[] {
     const name = segmentFile(s.id)
     if (!ids.has(s.id)) out.push({ file: name, from: 0, to: s.size, reason: 'segment missing' })
     else {
-      const size = io.sizeOf(path.join(dir, name))
+      const file = path.join(dir, name)
+      const size = io.sizeOf(file)
       if (size < s.size)
         out.push({ file: name, from: size, to: s.size, reason: 'segment cut short' })
+      // Zeros past its sealed end are what a crash kept its seal from cutting off
+      // ("Preallocation"), not damage to report.
+      else if (size > s.size && zerosFrom(file, s.size)) io.truncateFileSync(file, s.size)
     }
   }
   return out
+}
+
+/** Whether everything in `file` from `at` on is zero bytes. */
+function zerosFrom(file: string, at: number): boolean {
+  const b = io.readFileSync(file)
+  for (let i = at; i < b.length; i++) if (b[i] !== 0) return false
+  return true
 }
 
 function isCompactionOutput(dir: string, id: number): boolean {

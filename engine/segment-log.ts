@@ -191,6 +191,9 @@ export class SegmentLog {
     }
     const file = path.join(this.dir, hintFile(seg.id))
     const done = (this.pre?.trim(seg) ?? Promise.resolve())
+      // A hint must never name records the disk may not have: without durability 'always'
+      // they may not be synced yet.
+      .then(() => (this.durability === 'always' ? undefined : io.fdatasync(seg.fd)))
       .then(() => writeHintAsync(file, bytes))
       .then(() => {
         // Compaction waits for seals before it picks segments, so this one is still here;

@@ -133,3 +133,21 @@ t.test('a fill that fails fails no write', async (t) => {
   t.teardown(() => db.close())
   t.equal((await db.list('n', { limit: 1000 })).keys.length, 300)
 })
+
+t.test('repair cuts zeros past a sealed end without calling them damage', async (t) => {
+  const dir = tempDir(t, 'prealloc')
+  const db = await open(dir, { segmentBytes: 64 * 1024 })
+  await db.createNamespace('n')
+  for (let i = 0; i < 300; i++) await db.put('n', `k${i}`, bigValue(i))
+  await db.close()
+  const [first] = segments(dir)
+  const size = fs.statSync(first!).size
+  // As if the crash came after the manifest named it, before the zeros were cut off.
+  fs.appendFileSync(first!, Buffer.alloc(100 * 1024))
+  const report = await repair(dir)
+  t.same(report.dropped, [], 'nothing reported')
+  t.equal(fs.statSync(first!).size, size, 'cut back to its sealed size')
+  const again = await open(dir)
+  t.teardown(() => again.close())
+  t.equal((await again.list('n', { limit: 1000 })).keys.length, 300)
+})
