@@ -30,6 +30,21 @@ export function dirBytes(dir: string): number {
   return total
 }
 
+/** A database directory's segment files, oldest first. */
+export function segmentFiles(dir: string): string[] {
+  return fs
+    .readdirSync(dir)
+    .filter((f) => f.endsWith('.seg'))
+    .sort()
+    .map((f) => path.join(dir, f))
+}
+
+/** A copy of a database's files as a crash of the process holding it leaves them. */
+export function crashCopy(from: string, to: string): void {
+  for (const f of fs.readdirSync(from))
+    if (f !== 'LOCK') fs.copyFileSync(path.join(from, f), path.join(to, f))
+}
+
 /** mulberry32: small, fast and reproducible from a 32-bit seed. */
 export function rng(seed: number): () => number {
   let a = seed >>> 0

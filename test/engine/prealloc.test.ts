@@ -7,14 +7,7 @@ import path from 'node:path'
 import t, { type Test } from 'tap'
 import { open, repair } from '../../engine/index.js'
 import { clearFaults, injectFault } from '../../engine/io.js'
-import { errorCode, sleep, tempDir } from './helpers.js'
-
-const segments = (dir: string) =>
-  fs
-    .readdirSync(dir)
-    .filter((f) => f.endsWith('.seg'))
-    .sort()
-    .map((f) => path.join(dir, f))
+import { crashCopy, errorCode, segmentFiles, sleep, tempDir } from './helpers.js'
 
 /** Where a file's trailing zeros begin. */
 function dataEnd(file: string): number {
@@ -24,13 +17,6 @@ function dataEnd(file: string): number {
   return e
 }
 
-/** A copy of an open database's files, as a crash would leave them (LOCK aside). */
-function snapshot(from: string, to: string): void {
-  fs.mkdirSync(to, { recursive: true })
-  for (const f of fs.readdirSync(from))
-    if (f !== 'LOCK') fs.copyFileSync(path.join(from, f), path.join(to, f))
-}
-
 const bigValue = (i: number) => `${i}:${'v'.repeat(600)}`
 
 async function filled(t: Test, keys: number, options = {}) {
@@ -38,7 +24,7 @@ async function filled(t: Test, keys: number, options = {}) {
   const db = await open(dir, options)
   await db.createNamespace('n')
   for (let i = 0; i < keys; i++) await db.put('n', `k${String(i).padStart(5, '0')}`, bigValue(i))
-  const active = segments(dir).at(-1)!
+  const active = segmentFiles(dir).at(-1)!
   for (let i = 0; i < 200 && fs.statSync(active).size <= dataEnd(active); i++) await sleep(10)
   return { dir, db, active }
 }
@@ -58,7 +44,7 @@ t.test('the active segment is zero-filled ahead while open and cut back at close
 t.test('a crash leaves zeros past the data: open ends the log where they begin', async (t) => {
   const { dir, db } = await filled(t, 300)
   const copy = tempDir(t, 'crashed')
-  snapshot(dir, copy)
+  crashCopy(dir, copy)
   await db.close()
   const back = await open(copy)
   t.teardown(() => back.close())
@@ -74,8 +60,8 @@ t.test('a sealed segment a crash kept from being cut back, not in the manifest',
   await db.createNamespace('n')
   for (let i = 0; i < 300; i++) await db.put('n', `k${i}`, bigValue(i))
   await db.close()
-  const [first] = segments(dir)
-  t.ok(segments(dir).length >= 2, 'several segments')
+  const [first] = segmentFiles(dir)
+  t.ok(segmentFiles(dir).length >= 2, 'several segments')
   // As if sealed just before the crash: zeros still past its end, no manifest entry yet.
   fs.appendFileSync(first!, Buffer.alloc(100 * 1024))
   fs.rmSync(path.join(dir, 'MANIFEST'))
@@ -95,7 +81,7 @@ t.test(
     for (const damage of ['zeros', 'garbage'] as const) {
       const { dir, db, active } = await filled(t, 200)
       const copy = tempDir(t, damage)
-      snapshot(dir, copy)
+      crashCopy(dir, copy)
       await db.close()
       const file = path.join(copy, path.basename(active))
       const end = dataEnd(file)
@@ -125,7 +111,7 @@ t.test('a fill that fails fails no write', async (t) => {
   await db.createNamespace('n')
   for (let i = 0; i < 300; i++) await db.put('n', `k${i}`, bigValue(i))
   t.equal(db.health().state, 'ok', 'health stays ok')
-  const active = segments(dir).at(-1)!
+  const active = segmentFiles(dir).at(-1)!
   t.equal(fs.statSync(active).size, dataEnd(active), 'nothing was filled')
   await db.close()
   clearFaults()
@@ -140,7 +126,7 @@ t.test('repair cuts zeros past a sealed end without calling them damage', async 
   await db.createNamespace('n')
   for (let i = 0; i < 300; i++) await db.put('n', `k${i}`, bigValue(i))
   await db.close()
-  const [first] = segments(dir)
+  const [first] = segmentFiles(dir)
   const size = fs.statSync(first!).size
   // As if the crash came after the manifest named it, before the zeros were cut off.
   fs.appendFileSync(first!, Buffer.alloc(100 * 1024))

@@ -6,19 +6,7 @@ import path from 'node:path'
 import { crc32 } from 'node:zlib'
 import t from 'tap'
 import { open, repair } from '../../engine/index.js'
-import { errorCode, sleep, tempDir } from './helpers.js'
-
-const segments = (dir: string) =>
-  fs
-    .readdirSync(dir)
-    .filter((f) => f.endsWith('.seg'))
-    .sort()
-    .map((f) => path.join(dir, f))
-
-function snapshot(from: string, to: string): void {
-  for (const f of fs.readdirSync(from))
-    if (f !== 'LOCK') fs.copyFileSync(path.join(from, f), path.join(to, f))
-}
+import { crashCopy, errorCode, segmentFiles, sleep, tempDir } from './helpers.js'
 
 /** [start, end) of each record of a segment, up to the first that cannot be one. */
 function records(file: string): [number, number][] {
@@ -76,9 +64,9 @@ t.test('damage to a record of zeros, in the segment being written: named, not cu
   const db = await open(dir)
   await db.createNamespace('n')
   for (let i = 0; i < 40; i++) await db.put('n', key(i), sparse(i))
-  const active = segments(dir).at(-1)!
+  const active = segmentFiles(dir).at(-1)!
   const copy = tempDir(t, 'torn-crash')
-  snapshot(dir, copy)
+  crashCopy(dir, copy)
   await db.close()
   flipKeyOf(path.join(copy, path.basename(active)), 10)
   t.equal(await errorCode(open(copy)), 'CORRUPT', 'acknowledged records follow it: damage')
@@ -99,7 +87,7 @@ t.test(
     await db.createNamespace('n')
     for (let i = 0; i < 40; i++) await db.put('n', key(i), sparse(i))
     await db.close() // the segment is sealed and the manifest names it
-    const last = segments(dir).at(-1)!
+    const last = segmentFiles(dir).at(-1)!
     const id = Number(path.basename(last).slice(4, 12))
     t.ok(
       manifestOf(dir).sealed.some((s) => s.id === id),
@@ -117,12 +105,12 @@ t.test('a crash while the write path had moved on: the segment before may be tor
   const db = await open(dir, { segmentBytes: 64 * 1024 })
   await db.createNamespace('n')
   let i = 0
-  while (segments(dir).length < 3) await db.put('n', key(i++), 'v'.repeat(5000))
+  while (segmentFiles(dir).length < 3) await db.put('n', key(i++), 'v'.repeat(5000))
   await sleep(50)
   const copy = tempDir(t, 'torn-crash')
-  snapshot(dir, copy)
+  crashCopy(dir, copy)
   await db.close()
-  const a = segments(copy).at(-2)!
+  const a = segmentFiles(copy).at(-2)!
   const aId = Number(path.basename(a).slice(4, 12))
   // As the directory is while a's last group is still being synced and the next segment has
   // just been started: a is not sealed, and is the segment the manifest names as active.
