@@ -9,18 +9,17 @@
  */
 export const SLICE_MS = 1
 /**
- * The most of a busy event loop background work takes: a 1 ms slice, then 9 ms for others.
- * A tenth is plenty: compaction copies live records at hundreds of MB/s, while the writes
- * that make garbage, on a loop busy with them, arrive at a few MB/s.
+ * The most of a busy event loop background work takes unless it says otherwise: a 1 ms
+ * slice, then 9 ms for others. Compaction asks for more while garbage piles up (compaction.ts).
  */
-const SHARE = 0.1
+export const SHARE = 0.1
 /** Other work in a yield longer than this means the loop is busy. */
 const BUSY_MS = 0.2
 
-/** Yields after a slice of `usedMs` of background work. */
-export async function yieldToRequests(usedMs: number): Promise<void> {
+/** Yields after a slice of `usedMs` of background work, keeping to `share` of a busy loop. */
+export async function yieldToRequests(usedMs: number, share = SHARE): Promise<void> {
   const at = performance.now()
   await new Promise((r) => setImmediate(r))
   if (performance.now() - at > BUSY_MS)
-    await new Promise((r) => setTimeout(r, (usedMs * (1 - SHARE)) / SHARE))
+    await new Promise((r) => setTimeout(r, (usedMs * (1 - share)) / share))
 }
