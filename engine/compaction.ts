@@ -40,6 +40,8 @@ import {
 import { SHARE, SLICE_MS, yieldToRequests } from './yield.js'
 import { grown } from './typed.js'
 
+/** The most of a busy loop a pass takes, however much garbage there is. */
+const MAX_SHARE = 0.25
 const OUT_BUFFER = 1024 * 1024
 const WINDOW = 4 * 1024 * 1024
 
@@ -264,10 +266,12 @@ async function pass(db: Db, sc: Scratch, full: boolean): Promise<boolean> {
   const s = db.keydir.slots
   const moves = sc.moves
   // Requests first, but not at any cost in space: the more of the log is dead, the more of a
-  // busy loop the pass takes (a tenth at the 20% that starts a pass, a third by the time
-  // space nears 1.5x the live bytes, at most a half).
+  // busy loop a pass that started by itself takes (a fifth at the 20% that starts one, at
+  // most a quarter). A full pass is an operator's maintenance and keeps to the base share.
   const { diskBytes, deadBytes } = db.stats()
-  const share = Math.min(0.5, Math.max(SHARE, deadBytes / Math.max(1, diskBytes)))
+  const share = full
+    ? SHARE
+    : Math.min(MAX_SHARE, Math.max(SHARE, deadBytes / Math.max(1, diskBytes)))
   /** Keys found expired in the walk: not copied, dropped from the index after the swap. */
   const expired: [Namespace, string][] = []
   const outputs: Output[] = []
