@@ -67,6 +67,14 @@ function check(op: IoOp, target: string | number): void {
 const ZEROS = 1024 * 1024
 let zeros: Buffer | undefined
 
+/** fs.write and fs.fdatasync as promises, for the calls below that have checked the fault. */
+const pwrite = (fd: number, buf: Uint8Array, off: number, len: number, pos: number) =>
+  new Promise<number>((resolve, reject) =>
+    fs.write(fd, buf, off, len, pos, (e, n) => (e ? reject(e) : resolve(n))),
+  )
+const datasync = (fd: number) =>
+  new Promise<void>((resolve, reject) => fs.fdatasync(fd, (e) => (e ? reject(e) : resolve())))
+
 export const FILE_MODE = 0o600
 export const DIR_MODE = 0o700
 
@@ -112,9 +120,7 @@ export const io = {
     } catch (err) {
       return Promise.reject(err)
     }
-    return new Promise((resolve, reject) =>
-      fs.write(fd, buf, off, len, pos, (err, n) => (err ? reject(err) : resolve(n))),
-    )
+    return pwrite(fd, buf, off, len, pos)
   },
   /** Writes all of buf at pos, off the event loop. */
   async writeAll(
@@ -142,7 +148,7 @@ export const io = {
     } catch (err) {
       return Promise.reject(err)
     }
-    return new Promise((resolve, reject) => fs.fdatasync(fd, (e) => (e ? reject(e) : resolve())))
+    return datasync(fd)
   },
   fsync(fd: number): Promise<void> {
     try {
@@ -156,17 +162,8 @@ export const io = {
   async zeroFill(fd: number, from: number, to: number): Promise<void> {
     check('prealloc', fd)
     zeros ??= Buffer.alloc(ZEROS)
-    for (let at = from; at < to; ) {
-      const n = await new Promise<number>((resolve, reject) =>
-        fs.write(fd, zeros!, 0, Math.min(ZEROS, to - at), at, (e, n) =>
-          e ? reject(e) : resolve(n),
-        ),
-      )
-      at += n
-    }
-    await new Promise<void>((resolve, reject) =>
-      fs.fdatasync(fd, (e) => (e ? reject(e) : resolve())),
-    )
+    for (let at = from; at < to; ) at += await pwrite(fd, zeros, 0, Math.min(ZEROS, to - at), at)
+    await datasync(fd)
   },
   /** Cuts a file back to `len`: the zero-filled space past a sealed segment's end. */
   trimSync(fd: number, len: number): void {

@@ -42,7 +42,7 @@ import {
   SEG_HEADER,
   readSegmentHeader,
 } from './record.js'
-import { type Dropped, scanSegment } from './segment-scan.js'
+import { type Dropped, isZero, scanSegment } from './segment-scan.js'
 import { SORT_NOW, migrateLater, sortLater, sortNow } from './sorted-build.js'
 
 const HINT_NAME = /^seg-(\d{8})\.hint$/
@@ -550,11 +550,15 @@ function lostSegments(dir: string, m: Manifest, ids: Set<number>): Dropped[] {
   return out
 }
 
-/** Whether everything in `file` from `at` on is zero bytes. */
+/** Whether everything in `file` from `at` on is zero bytes (only that part is read). */
 function zerosFrom(file: string, at: number): boolean {
-  const b = io.readFileSync(file)
-  for (let i = at; i < b.length; i++) if (b[i] !== 0) return false
-  return true
+  const fd = io.openSync(file, 'r')
+  try {
+    const b = Buffer.alloc(io.sizeOf(file) - at)
+    return io.readSync(fd, b, 0, b.length, at) === b.length && isZero(b, 0, b.length)
+  } finally {
+    io.closeSync(fd)
+  }
 }
 
 function isCompactionOutput(dir: string, id: number): boolean {

@@ -50,9 +50,9 @@ export interface ScanResult {
 
 /**
  * `mayBeTorn`: the segment may have been the one being appended to when the process died,
- * so damage with nothing intact after it is a torn tail and is cut off silently. `unsealed`: the manifest does not name the segment, so zeros
- * from the last record to the end are zero-filled space the log never wrote (prealloc.ts),
- * not damage. Any other damage throws CORRUPT naming the file and offset, unless `repair` is
+ * so damage with nothing intact after it is a torn tail and is cut off silently. `unsealed`:
+ * the manifest does not name the segment, so zeros from the last record to the end are
+ * zero-filled space the log never wrote (prealloc.ts), not damage. Any other damage throws CORRUPT naming the file and offset, unless `repair` is
  * set, in which case the bad span is skipped and reported. FORMAT.md argues the rules.
  */
 export function scanSegment(
@@ -140,7 +140,7 @@ const SECTOR = 512
 let zeroSector: Buffer | undefined
 
 /** Whether buf[from, to) is all zero bytes. */
-function isZero(buf: Buffer, from: number, to: number): boolean {
+export function isZero(buf: Buffer, from: number, to: number): boolean {
   zeroSector ??= Buffer.alloc(SECTOR)
   for (let p = from; p < to; p += SECTOR) {
     const n = Math.min(SECTOR, to - p)

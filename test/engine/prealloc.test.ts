@@ -29,6 +29,16 @@ async function filled(t: Test, keys: number, options = {}) {
   return { dir, db, active }
 }
 
+/** A closed database of 300 keys in several sealed 64 KiB segments. */
+async function sealedSegments(t: Test): Promise<string> {
+  const dir = tempDir(t, 'prealloc')
+  const db = await open(dir, { segmentBytes: 64 * 1024 })
+  await db.createNamespace('n')
+  for (let i = 0; i < 300; i++) await db.put('n', `k${i}`, bigValue(i))
+  await db.close()
+  return dir
+}
+
 t.test('the active segment is zero-filled ahead while open and cut back at close', async (t) => {
   const { dir, db, active } = await filled(t, 300)
   const end = dataEnd(active)
@@ -55,18 +65,14 @@ t.test('a crash leaves zeros past the data: open ends the log where they begin',
 })
 
 t.test('a sealed segment a crash kept from being cut back, not in the manifest', async (t) => {
-  const dir = tempDir(t, 'prealloc')
-  let db = await open(dir, { segmentBytes: 64 * 1024 })
-  await db.createNamespace('n')
-  for (let i = 0; i < 300; i++) await db.put('n', `k${i}`, bigValue(i))
-  await db.close()
+  const dir = await sealedSegments(t)
   const [first] = segmentFiles(dir)
   t.ok(segmentFiles(dir).length >= 2, 'several segments')
   // As if sealed just before the crash: zeros still past its end, no manifest entry yet.
   fs.appendFileSync(first!, Buffer.alloc(100 * 1024))
   fs.rmSync(path.join(dir, 'MANIFEST'))
   fs.rmSync(path.join(dir, 'CHECKPOINT'), { force: true })
-  db = await open(dir)
+  const db = await open(dir)
   t.teardown(() => db.close())
   t.equal((await db.list('n', { limit: 1000 })).keys.length, 300, 'every write is back')
   t.equal(fs.statSync(first!).size, dataEnd(first!), 'the zeros were cut off')
@@ -121,11 +127,7 @@ t.test('a fill that fails fails no write', async (t) => {
 })
 
 t.test('repair cuts zeros past a sealed end without calling them damage', async (t) => {
-  const dir = tempDir(t, 'prealloc')
-  const db = await open(dir, { segmentBytes: 64 * 1024 })
-  await db.createNamespace('n')
-  for (let i = 0; i < 300; i++) await db.put('n', `k${i}`, bigValue(i))
-  await db.close()
+  const dir = await sealedSegments(t)
   const [first] = segmentFiles(dir)
   const size = fs.statSync(first!).size
   // As if the crash came after the manifest named it, before the zeros were cut off.
