@@ -185,8 +185,11 @@ function scratchFor(db: Db): Scratch {
   return sc
 }
 
-/** One pass over all sealed segments. Resolves true when it replaced them. */
-export async function compactAll(db: Db, full = true): Promise<boolean> {
+/**
+ * One pass over the sealed segments (all of them when `full`). Resolves to the bytes it
+ * freed: 0 when it chose nothing, or was cut short by close.
+ */
+export async function compactAll(db: Db, full = true): Promise<number> {
   const sc = scratchFor(db)
   try {
     return await pass(db, sc, full)
@@ -237,7 +240,7 @@ export function chooseSegments(sealed: Segment[], full: boolean): Segment[] {
   return chosen.sort((a, b) => a.id - b.id)
 }
 
-async function pass(db: Db, sc: Scratch, full: boolean): Promise<boolean> {
+async function pass(db: Db, sc: Scratch, full: boolean): Promise<number> {
   if (db.active.end > SEG_HEADER) db.rotate()
   await db.drain()
   // A segment whose hint is still being written is not taken: its seal would name it in the
@@ -253,7 +256,7 @@ async function pass(db: Db, sc: Scratch, full: boolean): Promise<boolean> {
     .filter((s) => s.durable === s.end && s.hint === null)
     .sort((a, b) => a.id - b.id)
   const old = chooseSegments(sealed, full)
-  if (old.length === 0) return false
+  if (old.length === 0) return 0
   // A tombstone (or an expired put, which acts as one) may be dropped only when no segment
   // left out of this pass can hold an older copy of its key (FORMAT.md, "Compaction").
   // Versions count per namespace, so the question is asked of the tombstone's namespace.
@@ -416,10 +419,10 @@ async function pass(db: Db, sc: Scratch, full: boolean): Promise<boolean> {
         io.closeSync(o.fd)
       } catch {}
     }
-    if (db.isClosed()) return false
+    if (db.isClosed()) return 0
     throw err
   }
-  if (db.isClosed()) return false // the outputs stay: the next open resolves both copies
+  if (db.isClosed()) return 0 // the outputs stay: the next open resolves both copies
 
   // The outputs are durable and named: make them readable, then move the index entries over,
   // a slice at a time. Until the COMPACTED file exists both copies stay on disk.
@@ -455,7 +458,7 @@ async function pass(db: Db, sc: Scratch, full: boolean): Promise<boolean> {
       try {
         await swapTick()
       } catch {
-        return false // closed: the next open resolves old and new copies
+        return 0 // closed: the next open resolves old and new copies
       }
     }
   }
@@ -477,11 +480,10 @@ async function pass(db: Db, sc: Scratch, full: boolean): Promise<boolean> {
       try {
         await check()
       } catch {
-        return false
+        return 0
       }
     }
   }
-  db.noteCompacted(outputs.reduce((n, o) => n + o.size, 0))
   // The manifest names the outputs instead of the old segments before any of those goes.
   const was = old.map((seg) => db.log.sealed.get(seg.id))
   for (const seg of old) db.log.sealed.delete(seg.id)
@@ -496,6 +498,11 @@ async function pass(db: Db, sc: Scratch, full: boolean): Promise<boolean> {
     })
     throw err
   }
+  // Counted here, where the pass takes effect: the old files' deletion below may still be
+  // under way when someone reads the stats and sees the directory already shrunk.
+  const written = outputs.reduce((n, o) => n + o.size, 0)
+  db.noteCompacted(written)
+  const freed = Math.max(0, old.reduce((n, seg) => n + seg.end, 0) - written)
   // Nothing points at the old segments any more: close them now, so a close() meanwhile
   // cannot meet them, and delete their files off the event loop (a large unlink takes a
   // while). Past this point a crash or close leaves only work the next open finishes.
@@ -509,14 +516,14 @@ async function pass(db: Db, sc: Scratch, full: boolean): Promise<boolean> {
   io.writeFileAtomicSync(marker, Buffer.from(JSON.stringify(old.map((o) => o.id))))
   await fsyncDirAsync(db.dir)
   for (const seg of old) {
-    if (db.isClosed()) return true
+    if (db.isClosed()) return freed
     await io.rm(seg.file)
     await io.rm(path.join(db.dir, hintFile(seg.id)))
   }
-  if (db.isClosed()) return true
+  if (db.isClosed()) return freed
   await fsyncDirAsync(db.dir)
   if (!db.isClosed()) await io.rm(marker)
-  return true
+  return freed
 }
 
 /**

@@ -690,8 +690,12 @@ export class Db implements Engine {
   }
 
   /** Counts what a compaction pass wrote. */
+  /** A pass's outputs replaced its inputs in the manifest. */
   noteCompacted(bytes: number): void {
     this.counters.compactedBytes += bytes
+    this.counters.compactions++
+    // The checkpoint names segments the pass replaced.
+    this.checkpointStale = true
   }
 
   /** Counts a read (or compaction) that met a damaged record. */
@@ -770,13 +774,18 @@ export class Db implements Engine {
   // ---- compaction ----
 
   private maybeCompact(): void {
-    if (this.options.autoCompact === false || this.compacting || this.closed) return
+    if (this.compacting || this.closed) return
+    // A pass started here rewrites only the segments with most garbage (chooseSegments).
+    if (this.garbageDue()) void this.compact({ full: false }).catch(() => {})
+  }
+
+  /** Whether enough of the disk is dead for a pass to start by itself. */
+  private garbageDue(): boolean {
+    if (this.options.autoCompact === false) return false
     const { diskBytes, deadBytes } = this.stats()
     const ratio = this.options.compactionDeadRatio ?? 0.2
     const min = this.options.compactionMinDeadBytes ?? 16 * 1024 * 1024
-    // A pass started here rewrites only the segments with most garbage (chooseSegments).
-    if (deadBytes >= min && deadBytes > diskBytes * ratio)
-      void this.compact({ full: false }).catch(() => {})
+    return deadBytes >= min && deadBytes > diskBytes * ratio
   }
 
   /**
@@ -798,6 +807,7 @@ export class Db implements Engine {
       return this.compacting
     }
     this.compacting = (async () => {
+      let freed = 0
       try {
         do {
           this.compactAgain = false
@@ -807,13 +817,15 @@ export class Db implements Engine {
           if (this.closed) return
           if (this.damaged) throw this.damaged
           this.compactionEpoch++
-          if (await compactAll(this, whole)) {
-            this.counters.compactions++
-            this.checkpointStale = true
-          }
+          freed = await compactAll(this, whole)
         } while (this.compactAgain && !this.closed)
       } finally {
         this.compacting = null
+        // Garbage written while the pass ran, or left by its choice, may call for another.
+        // Passes otherwise start only when writes pause, and a database that has just gone
+        // quiet would keep it. One that freed nothing (kept tombstones) does not go round.
+        // Not chained onto this promise: a caller of compact() waits for its own pass only.
+        if (freed > 0) setImmediate(() => this.maybeCompact())
         // The checkpoint names segments the pass replaced: write one that names the new ones.
         this.maybeCheckpoint()
       }

@@ -111,3 +111,32 @@ t.test('automatic compaction keeps the directory bounded under overwrites', asyn
   t.ok(db.stats().compactions > 0, 'compaction ran on its own')
   t.equal((await db.list('a')).keys.length, 100)
 })
+
+t.test('garbage left when writes stop is reclaimed without another write', async (t) => {
+  const dir = tempDir(t, 'compact-quiet')
+  const ratio = 0.2
+  const min = 64 * 1024
+  const db = await open(dir, {
+    segmentBytes: 64 * 1024,
+    durability: 'none',
+    compactionDeadRatio: ratio,
+    compactionMinDeadBytes: min,
+  })
+  t.teardown(() => db.close())
+  await db.createNamespace('a')
+  // Writes one after another, faster than passes catch up with: the last pass ends with
+  // garbage written while it ran, and no write follows to start the next.
+  const value = Buffer.alloc(500, 3)
+  for (let i = 0; i < 20_000; i++) await db.put('a', `k${i % 200}`, value)
+  await db.flush()
+  const due = () => {
+    const s = db.stats()
+    return s.deadBytes >= min && s.deadBytes > s.diskBytes * ratio
+  }
+  for (let i = 0; i < 100 && (due() || db.isCompacting()); i++)
+    await new Promise((r) => setTimeout(r, 50))
+  const s = db.stats()
+  t.notOk(due(), `garbage is under the trigger once quiet (${s.deadBytes} of ${s.diskBytes} B)`)
+  t.ok(s.compactions > 0, 'passes ran')
+  t.equal((await db.list('a')).keys.length, 200)
+})
