@@ -824,8 +824,9 @@ export class Db implements Engine {
         // Garbage written while the pass ran, or left by its choice, may call for another.
         // Passes otherwise start only when writes pause, and a database that has just gone
         // quiet would keep it. One that freed nothing (kept tombstones) does not go round.
-        // Not chained onto this promise: a caller of compact() waits for its own pass only.
-        if (freed > 0) setImmediate(() => this.maybeCompact())
+        // Started before this promise settles, so whoever waits for compaction to settle
+        // waits for it too; a caller of compact() still waits for its own pass only.
+        if (freed > 0) this.maybeCompact()
         // The checkpoint names segments the pass replaced: write one that names the new ones.
         this.maybeCheckpoint()
       }

@@ -84,17 +84,21 @@ t.test('steady overwrites keep space under 1.5x live; 10% garbage costs no rewri
   const value = () => crypto.randomBytes(200)
   for (let i = 0; i < N; i++) await db.put('d', `k${i}`, value())
   let worst = 0
+  let during = 0
   // A steady load: a burst of 50 writes every 2 ms, not a flood compaction can never
   // catch up with (it takes a bounded share of the event loop: requests first).
   for (let i = 0; i < 40_000; i++) {
     await db.put('d', `k${Math.floor(rand() * N)}`, value())
     if (i % 50 === 49) await new Promise((r) => setTimeout(r, 2))
     if (i % 1000 === 999) {
-      // Measured between passes: while one runs, old and new copies both exist for a moment.
+      // Live bytes as stored: keys and values, each with its entry and record header.
+      const ampOf = (s: ReturnType<typeof db.stats>) => s.diskBytes / (s.liveBytes + s.keys * 44)
+      // Reported, not bounded: while a pass runs, old and new copies both exist for a moment.
+      during = Math.max(during, ampOf(db.stats()))
+      // Bounded once the passes due have run (writes pause meanwhile).
       await db.compactionSettled()
       const s = db.stats()
-      // Live bytes as stored: keys and values, each with its entry and record header.
-      const amp = s.diskBytes / (s.liveBytes + s.keys * 44)
+      const amp = ampOf(s)
       if (amp > 1.4)
         t.comment(
           `at ${i + 1}: ${amp.toFixed(2)}x, ${s.segments} segments, disk ${s.diskBytes}, dead ${s.deadBytes}`,
@@ -102,7 +106,9 @@ t.test('steady overwrites keep space under 1.5x live; 10% garbage costs no rewri
       worst = Math.max(worst, amp)
     }
   }
-  t.comment(`worst space amplification over 40,000 overwrites: ${worst.toFixed(2)}x`)
+  t.comment(
+    `worst space amplification over 40,000 overwrites: ${worst.toFixed(2)}x between passes, ${during.toFixed(2)}x at any moment sampled`,
+  )
   t.ok(worst < 1.5, 'space stays under 1.5x the live bytes')
   await db.compact()
   // Now 10% garbage, spread evenly: an automatic-style pass should rewrite (almost) nothing.
