@@ -306,7 +306,8 @@ async function pass(db: Db, sc: Scratch, full: boolean): Promise<number> {
     for (let si = 0; si < old.length; si++) {
       const seg = old[si]!
       const list = lists[si]!
-      if (list.n === 0) continue
+      // A segment with nothing live may still hold tombstones a segment left out needs.
+      if (list.n === 0 && left.length === 0) continue
       r.start(seg)
       at.fill(0, 0, (seg.written >>> 5) + 1)
       for (let i = 0; i < list.n; i++) {
@@ -500,9 +501,18 @@ async function pass(db: Db, sc: Scratch, full: boolean): Promise<number> {
   }
   // Counted here, where the pass takes effect: the old files' deletion below may still be
   // under way when someone reads the stats and sees the directory already shrunk.
-  const written = outputs.reduce((n, o) => n + o.size, 0)
-  db.noteCompacted(written)
-  const freed = Math.max(0, old.reduce((n, seg) => n + seg.end, 0) - written)
+  db.noteCompacted(outputs.reduce((n, o) => n + o.size, 0))
+  // Bodies only: an empty segment (a header and nothing else) frees nothing worth a pass.
+  const body = (size: number) => Math.max(0, size - SEG_HEADER)
+  const freed = Math.max(
+    0,
+    old.reduce((n, seg) => n + body(seg.end), 0) - outputs.reduce((n, o) => n + body(o.size), 0),
+  )
+  // The marker goes first: should anything below fail, the old files are still named for
+  // deletion by the next open, and stay in `segments` until then, where a later pass sees
+  // them before it drops a tombstone an old copy there would need.
+  const marker = path.join(db.dir, COMPACTED_FILE)
+  io.writeFileAtomicSync(marker, Buffer.from(JSON.stringify(old.map((o) => o.id))))
   // Nothing points at the old segments any more: close them now, so a close() meanwhile
   // cannot meet them, and delete their files off the event loop (a large unlink takes a
   // while). Past this point a crash or close leaves only work the next open finishes.
@@ -512,8 +522,6 @@ async function pass(db: Db, sc: Scratch, full: boolean): Promise<number> {
   }
   // Keep the active segment the newest one, so ids keep the order records were written in.
   if (outputs.length > 0) db.rotate()
-  const marker = path.join(db.dir, COMPACTED_FILE)
-  io.writeFileAtomicSync(marker, Buffer.from(JSON.stringify(old.map((o) => o.id))))
   await fsyncDirAsync(db.dir)
   for (const seg of old) {
     if (db.isClosed()) return freed

@@ -784,8 +784,12 @@ export class Db implements Engine {
     if (this.options.autoCompact === false) return false
     const { diskBytes, deadBytes } = this.stats()
     const ratio = this.options.compactionDeadRatio ?? 0.2
-    const min = this.options.compactionMinDeadBytes ?? 16 * 1024 * 1024
-    return deadBytes >= min && deadBytes > diskBytes * ratio
+    return deadBytes >= this.minDeadBytes() && deadBytes > diskBytes * ratio
+  }
+
+  /** The least garbage that starts a pass by itself. */
+  private minDeadBytes(): number {
+    return this.options.compactionMinDeadBytes ?? 16 * 1024 * 1024
   }
 
   /**
@@ -823,10 +827,11 @@ export class Db implements Engine {
         this.compacting = null
         // Garbage written while the pass ran, or left by its choice, may call for another.
         // Passes otherwise start only when writes pause, and a database that has just gone
-        // quiet would keep it. One that freed nothing (kept tombstones) does not go round.
+        // quiet would keep it. Only a pass that freed a good part of what starts one goes
+        // round: one that rewrote tombstones it must keep frees nothing, and would again.
         // Started before this promise settles, so whoever waits for compaction to settle
         // waits for it too; a caller of compact() still waits for its own pass only.
-        if (freed > 0) this.maybeCompact()
+        if (freed > 0 && freed >= this.minDeadBytes() / 4) this.maybeCompact()
         // The checkpoint names segments the pass replaced: write one that names the new ones.
         this.maybeCheckpoint()
       }

@@ -140,3 +140,41 @@ t.test('garbage left when writes stop is reclaimed without another write', async
   t.ok(s.compactions > 0, 'passes ran')
   t.equal((await db.list('a')).keys.length, 200)
 })
+
+t.test('passes that can only rewrite tombstones they must keep do not go round', async (t) => {
+  const dir = tempDir(t, 'compact-tombs')
+  const db = await open(dir, {
+    segmentBytes: 64 * 1024,
+    durability: 'none',
+    compactionMinDeadBytes: 64 * 1024,
+  })
+  t.teardown(() => db.close())
+  await db.createNamespace('a')
+  // Each segment: mostly large live values, and some small entries under long keys that
+  // are then deleted. Their tombstones outweigh the trigger, but every segment still holding
+  // an older copy is too live to be chosen, so a pass can only rewrite them.
+  const long = 'x'.repeat(180)
+  for (let i = 0; i < 1500; i++) {
+    await db.put('a', `live/${i}`, Buffer.alloc(1000, 1))
+    if (i % 3 < 2) await db.put('a', `dead/${long}/${i}`, 1)
+  }
+  await db.flush()
+  db.rotate()
+  for (let i = 0; i < 1500; i++) if (i % 3 < 2) await db.delete('a', `dead/${long}/${i}`)
+  // And some garbage a pass does free, so that the first pass frees space.
+  for (let round = 0; round < 3; round++)
+    for (let i = 0; i < 50; i++) await db.put('a', `churn/${i}`, Buffer.alloc(1000, 2))
+  await db.flush()
+  for (let i = 0; i < 100 && db.isCompacting(); i++) await new Promise((r) => setTimeout(r, 20))
+  // A pass that takes an empty segment (a header and nothing else) along with them.
+  db.rotate()
+  await db.compact({ full: false })
+  // Passes that follow it (bounded: a loop of them never ends).
+  for (let i = 0; i < 100 && db.isCompacting(); i++) await new Promise((r) => setTimeout(r, 20))
+  const quiet = db.stats().compactions
+  await new Promise((r) => setTimeout(r, 1000))
+  const s = db.stats()
+  t.equal(s.compactions, quiet, `no pass in a quiet second (${quiet} before it)`)
+  t.ok(s.deadBytes > s.diskBytes * 0.2, 'the tombstones are still there, over the trigger')
+  t.equal((await db.list('a', { prefix: 'dead/' })).keys.length, 0)
+})

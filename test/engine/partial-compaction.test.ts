@@ -2,6 +2,8 @@
 // with most garbage, keeps a tombstone while a segment it leaves alone may hold an older copy
 // of the key, and keeps space under 1.5x the live bytes under a steady overwrite load.
 import crypto from 'node:crypto'
+import fs from 'node:fs'
+import path from 'node:path'
 import t from 'tap'
 import { open } from '../../engine/index.js'
 import { rng, seedFromEnv, tempDir } from './helpers.js'
@@ -65,6 +67,33 @@ t.test(
     await db.close()
     db = await open(dir, opts)
     t.equal(await db.get('d', 'session'), undefined, 'the older value does not come back')
+    await db.close()
+  },
+)
+
+t.test(
+  'a tombstone in a segment with nothing live outlives an older copy in a segment left out',
+  async (t) => {
+    const dir = tempDir(t, 'partial-dead-tomb')
+    const opts = { segmentBytes: SEG, durability: 'none' as const, autoCompact: false }
+    let db = await open(dir, opts)
+    await db.createNamespace('d')
+    // Segments that stay live: a pass leaves them out.
+    for (let i = 0; i < 300; i++) await db.put('d', `old/${i}`, crypto.randomBytes(400))
+    // The delete starts a segment of churn, and the churn is then written again: the
+    // delete's segment ends up holding nothing live, only the tombstone.
+    await db.flush()
+    db.rotate()
+    await db.delete('d', 'old/5')
+    for (let round = 0; round < 6; round++)
+      for (let i = 0; i < 100; i++) await db.put('d', `churn/${i}`, crypto.randomBytes(400))
+    await db.compact({ full: false })
+    await db.close()
+    // An open that replays the log, not the checkpoint, meets the old copy.
+    fs.rmSync(path.join(dir, 'CHECKPOINT'), { force: true })
+    db = await open(dir, opts)
+    t.equal(await db.get('d', 'old/5'), undefined, 'old/5 stays deleted')
+    t.ok(await db.get('d', 'old/6'), 'its neighbours are there')
     await db.close()
   },
 )
