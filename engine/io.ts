@@ -159,11 +159,19 @@ export const io = {
     return new Promise((resolve, reject) => fs.fsync(fd, (e) => (e ? reject(e) : resolve())))
   },
   /** Writes zeros over [from, to) of a file and syncs it, off the event loop. */
-  async zeroFill(fd: number, from: number, to: number): Promise<void> {
-    check('prealloc', fd)
+  async zeroFill(file: string, from: number, to: number): Promise<void> {
+    check('prealloc', file)
     zeros ??= Buffer.alloc(ZEROS)
-    for (let at = from; at < to; ) at += await pwrite(fd, zeros, 0, Math.min(ZEROS, to - at), at)
-    await datasync(fd)
+    // Through a descriptor of its own: Linux reports a failed write-back once to each open
+    // file, and this sync also writes back the log's pages. On the log's descriptor it could
+    // take the report of their failure, and the log's own fdatasync would then succeed.
+    const fd = fs.openSync(file, 'r+')
+    try {
+      for (let at = from; at < to; ) at += await pwrite(fd, zeros, 0, Math.min(ZEROS, to - at), at)
+      await datasync(fd)
+    } finally {
+      fs.closeSync(fd)
+    }
   },
   /** Cuts a file back to `len`: the zero-filled space past a sealed segment's end. */
   trimSync(fd: number, len: number): void {

@@ -43,7 +43,7 @@ export class Prealloc {
     if (to <= from) return
     this.from = from
     this.filled.add(seg)
-    this.job = io.zeroFill(seg.fd, from, to).then(
+    this.job = io.zeroFill(seg.file, from, to).then(
       () => {
         if (this.seg === seg) this.zeroed = to
         this.job = null

@@ -139,6 +139,9 @@ export class SegmentLog {
     old.sealed = true
     this.active = seg
     if (old.durable === old.end) this.finishSeal(old)
+    // A seal that failed (its hint could not be written) is tried again with the next one.
+    for (const s of this.segments.values())
+      if (s !== old && s.sealed && s.hint !== null && s.durable === s.end) this.finishSeal(s)
     this.pre?.ahead(seg)
     return seg
   }
@@ -192,8 +195,15 @@ export class SegmentLog {
     const file = path.join(this.dir, hintFile(seg.id))
     const done = (this.pre?.trim(seg) ?? Promise.resolve())
       // A hint must never name records the disk may not have: without durability 'always'
-      // they may not be synced yet.
-      .then(() => (this.durability === 'always' ? undefined : io.fdatasync(seg.fd)))
+      // they may not be synced yet. A failure here is the log's: this sync may be the one
+      // told that the log's pages did not reach the disk, and no later one would be.
+      .then(() =>
+        this.durability === 'always'
+          ? undefined
+          : io.fdatasync(seg.fd).catch((err) => {
+              throw this.refuse(err, 'sync', seg.file)
+            }),
+      )
       .then(() => writeHintAsync(file, bytes))
       .then(() => {
         // Compaction waits for seals before it picks segments, so this one is still here;

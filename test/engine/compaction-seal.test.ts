@@ -13,8 +13,14 @@ t.test('a seal retried during a pass names no segment the pass removes', async (
   t.teardown(clearFaults)
   const db = await open(dir, { segmentBytes: 8 * 1024, autoCompact: false })
   await db.createNamespace('n')
-  // seg-1's hint cannot be written once: it stays sealed with its hint still to write.
-  injectFault({ op: 'open', code: 'EIO', path: /seg-00000001\.hint\.tmp$/, times: 1 })
+  // seg-1's hint cannot be written (later seals try again, and fail too): it stays sealed
+  // with its hint still to write.
+  injectFault({
+    op: 'open',
+    code: 'EIO',
+    path: /seg-00000001\.hint\.tmp$/,
+    times: Number.POSITIVE_INFINITY,
+  })
   for (let i = 0; i < 40; i++) await db.put('n', `k${i}`, 'v'.repeat(500))
   await db.log.sealsSettled()
   const manifest = () => fs.readFileSync(path.join(dir, 'MANIFEST'), 'utf8')
@@ -31,6 +37,7 @@ t.test('a seal retried during a pass names no segment the pass removes', async (
   const pass = db.compact()
   // While the pass waits, a write fails; the retry 200 ms later seals what is unsealed.
   await sleep(700)
+  clearFaults()
   injectFault({ op: 'write', code: 'EIO', path: /\.seg$/, times: 1 })
   t.equal(await errorCode(db.put('n', 'x', 'y')), 'IO_ERROR')
   await pass
@@ -49,4 +56,23 @@ t.test('a seal retried during a pass names no segment the pass removes', async (
   const again = await open(dir)
   t.equal((await again.list('n', { limit: 100 })).keys.length, 40, 'every acknowledged write')
   await again.close()
+})
+
+t.test('a seal whose hint could not be written is done again by the next seal', async (t) => {
+  const dir = tempDir(t, 'seal-again')
+  t.teardown(clearFaults)
+  const db = await open(dir, { segmentBytes: 8 * 1024, autoCompact: false })
+  await db.createNamespace('n')
+  injectFault({ op: 'open', code: 'EIO', path: /seg-00000001\.hint\.tmp$/, times: 1 })
+  for (let i = 0; i < 40; i++) await db.put('n', `k${i}`, 'v'.repeat(500))
+  await db.log.sealsSettled()
+  const manifest = JSON.parse(
+    fs.readFileSync(path.join(dir, 'MANIFEST'), 'utf8').split('\n').slice(1).join('\n'),
+  ) as { sealed: { id: number }[] }
+  t.ok(
+    manifest.sealed.some((s) => s.id === 1),
+    'seg-1 is in the manifest, sealed by a later seal',
+  )
+  t.ok(fs.existsSync(path.join(dir, 'seg-00000001.hint')), 'with its hint')
+  await db.close()
 })
