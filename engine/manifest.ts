@@ -20,6 +20,11 @@ export interface SealedSegment {
 export interface Manifest {
   /** The segment the write path was appending to when this was written (0: none). */
   active: number
+  /**
+   * Older segments whose last groups were still in flight when this was written: the write
+   * path had moved on to `active` before they were synced. Absent in older manifests.
+   */
+  writing?: number[]
   sealed: SealedSegment[]
   /**
    * Each namespace's version when this was written, as [id, version] pairs: a floor for the

@@ -110,14 +110,17 @@ export function recover(db: Db, repair: boolean): { dropped: Dropped[]; kept: nu
   for (const id of listed.keys()) sealedIds.add(id)
   // A torn write can end only a segment the write path was still appending to: one no
   // manifest names as sealed, not a compaction output (those are fsynced before they are
-  // named), and not older than the one the manifest last named as active (every segment
-  // before that was sealed since). Its last groups may still have been in flight after
-  // the write path moved on, so that is not only the newest. Repair, and a directory from
-  // before manifests, trust only the newest.
+  // named), and either not older than the one the manifest last named as active or one it
+  // names as still being written (the write path had moved on while its last groups were
+  // in flight). Every other segment was complete. Repair, and a directory from before
+  // manifests, trust only the newest.
   const writable = ids.filter((id) => !sealedIds.has(id) && !isCompactionOutput(dir, id))
   const newest = writable.at(-1) ?? -1
+  const inFlight = new Set(manifest?.writing ?? [])
   const torn = new Set(
-    manifest === undefined ? [newest] : writable.filter((id) => id >= manifest!.active),
+    manifest === undefined
+      ? [newest]
+      : writable.filter((id) => id >= manifest!.active || inFlight.has(id)),
   )
 
   // A checkpoint of the index, when nothing doubts it, saves reading the log it covers.

@@ -8,7 +8,13 @@ import path from 'node:path'
 import { EngineError } from './errors.js'
 import { HintBuilder, writeHintAsync } from './hint.js'
 import { errnoOf, fsyncDir, fsyncDirAsync, io } from './io.js'
-import { type SealedSegment, hintCrcOf, writeManifest, writeManifestAsync } from './manifest.js'
+import {
+  type Manifest,
+  type SealedSegment,
+  hintCrcOf,
+  writeManifest,
+  writeManifestAsync,
+} from './manifest.js'
 import { type Segment, type Staged, hintFile, segmentFile } from './parts.js'
 import { Prealloc } from './prealloc.js'
 import { SEG_HEADER, segmentHeader } from './record.js'
@@ -230,9 +236,18 @@ export class SegmentLog {
   versions: () => [number, number][] = () => []
 
   /** The manifest as the log stands now. */
-  private manifest() {
+  private manifest(): Manifest {
     const sealed = [...this.sealed.values()].sort((a, b) => a.id - b.id)
-    return { active: this.active?.id ?? 0, sealed, versions: this.versions() }
+    const active = this.active?.id ?? 0
+    // A segment the write path left with groups still unsynced (or a failed write still to
+    // cut) may end in a torn write after a crash: open must know it was being written.
+    const writing: number[] = []
+    for (const s of this.segments.values())
+      if (s.id < active && !this.sealed.has(s.id) && (s.durable < s.end || this.cuts.has(s)))
+        writing.push(s.id)
+    const m: Manifest = { active, sealed, versions: this.versions() }
+    if (writing.length > 0) m.writing = writing.sort((a, b) => a - b)
+    return m
   }
 
   /** Writes the manifest now, on the event loop: at open, before any request. */

@@ -130,3 +130,46 @@ t.test('a crash while the write path had moved on: the segment before may be tor
   const keys = (await back.list('n', { limit: 1000 })).keys
   t.ok(keys.length >= i - 2 && keys.length < i, `the torn write is cut off: ${keys.length} of ${i}`)
 })
+
+t.test(
+  'a segment the manifest names as still being written, before the active one, may be torn',
+  async (t) => {
+    const dir = tempDir(t, 'torn')
+    const db = await open(dir, { segmentBytes: 64 * 1024 })
+    await db.createNamespace('n')
+    let i = 0
+    while (segmentFiles(dir).length < 3) await db.put('n', key(i++), 'v'.repeat(5000))
+    await sleep(50)
+    const copy = tempDir(t, 'torn-crash')
+    crashCopy(dir, copy)
+    await db.close()
+    const files = segmentFiles(copy)
+    const a = files.at(-2)!
+    const aId = Number(path.basename(a).slice(4, 12))
+    const bId = Number(path.basename(files.at(-1)!).slice(4, 12))
+    // As the directory is when another segment's seal wrote the manifest after the write path
+    // had moved on to b, while a's last group was still being synced: b is active, a is
+    // named as still being written.
+    const m = manifestOf(copy)
+    const sealed = m.sealed.filter((s) => s.id !== aId)
+    fs.rmSync(a.replace(/\.seg$/, '.hint'), { force: true })
+    fs.rmSync(path.join(copy, 'CHECKPOINT'), { force: true })
+    const [start, end] = records(a).at(-1)!
+    const page = Math.floor((end - 1) / 4096) * 4096
+    t.ok(page > start, 'the last record crosses a page boundary')
+    const b = fs.readFileSync(a)
+    b.fill(0, page, end)
+    fs.writeFileSync(a, b)
+    // Named as complete, the torn record is damage.
+    writeManifestFile(copy, { ...m, active: bId, sealed })
+    t.equal(await errorCode(open(copy)), 'CORRUPT', 'without the name: damage')
+    writeManifestFile(copy, { ...m, active: bId, writing: [aId], sealed })
+    const back = await open(copy)
+    t.teardown(() => back.close())
+    const keys = (await back.list('n', { limit: 1000 })).keys
+    t.ok(
+      keys.length >= i - 2 && keys.length < i,
+      `the torn write is cut off: ${keys.length} of ${i}`,
+    )
+  },
+)
