@@ -7,6 +7,7 @@
 import type { Db } from '../../engine/index.js'
 import { type CommittedChange, recentChanges } from '../../engine/index.js'
 import { metadataText, valueText } from './envelope.js'
+import { FeedRing, type RingInput } from './feed-ring.js'
 import type { Change, Feed } from './types.js'
 
 /** The contract's history: the last 10,000 changes of a namespace, or its last 64 MiB. */
@@ -20,24 +21,16 @@ const RECOVER_BYTES = 128 * 1024 * 1024
 const RECOVER_EVERY_MS = 10_000
 /** How long live changes are gathered before they go to watchers (see deliver). */
 const FANOUT_MS = 5
-/** A change's bytes beyond its value and key: the objects around them. */
-const OVERHEAD = 96
-
-interface Ring {
-  changes: Change[]
-  /** The first change still kept (changes[head..] are live; the rest wait to be cut off). */
-  head: number
-  bytes: number
-  /** The ring holds every change after this version. */
-  floor: number
-}
-
 type Listener = (changes: Change[]) => void
 
-const sizeOf = (c: Change) =>
-  OVERHEAD + c.key.length + (c.value?.length ?? 0) + (c.metadata?.length ?? 0)
+/**
+ * Whether the feed carries the change: the service's own records (accounts, usage) are
+ * stored as msgpack values, not as bytes, and no watch reads them.
+ */
+const carried = (c: CommittedChange) => c.type === 'delete' || Buffer.isBuffer(c.value)
 
-function toChange(c: CommittedChange): Change {
+/** A committed change as the feed hands it out (and keeps it): value and metadata apart. */
+function toChange(c: CommittedChange): Change & RingInput {
   if (c.type === 'delete') return { type: 'delete', key: c.key, version: c.version }
   const stored = c.value as Buffer
   const out: Change = { type: 'put', key: c.key, version: c.version, value: valueText(stored) }
@@ -48,7 +41,7 @@ function toChange(c: CommittedChange): Change {
 }
 
 export class EmbeddedFeed implements Feed {
-  private rings = new Map<string, Ring>()
+  private rings = new Map<string, FeedRing>()
   private listeners = new Map<string, Set<Listener>>()
   private total = 0
   private recovering: Promise<void> | null = null
@@ -90,18 +83,7 @@ export class EmbeddedFeed implements Feed {
       if (this.recovering) await this.recovering
       if (since < (this.rings.get(ns)?.floor ?? this.db.namespaceVersion(ns))) return 'expired'
     }
-    const ring = this.rings.get(ns)!
-    const out: Change[] = []
-    // Versions in a ring are consecutive but for failed writes' gaps: search, then walk.
-    let lo = ring.head
-    let hi = ring.changes.length
-    while (lo < hi) {
-      const mid = (lo + hi) >>> 1
-      if (ring.changes[mid]!.version <= since) lo = mid + 1
-      else hi = mid
-    }
-    for (let i = lo; i < ring.changes.length && out.length < limit; i++) out.push(ring.changes[i]!)
-    return out
+    return this.rings.get(ns)!.read(since, limit)
   }
 
   subscribe(ns: string, listener: Listener): () => void {
@@ -120,15 +102,19 @@ export class EmbeddedFeed implements Feed {
   private committed(changes: CommittedChange[]): void {
     let ns = ''
     let batch: Change[] = []
+    let watched = false
     for (const c of changes) {
+      if (!carried(c)) continue
       if (c.ns !== ns) {
         this.deliver(ns, batch)
         ns = c.ns
         batch = []
+        watched = this.listeners.has(ns)
       }
       const ch = toChange(c)
       this.keep(ns, ch)
-      batch.push(ch)
+      // Unwatched, the change object dies young: the ring keeps a copy of its bytes.
+      if (watched) batch.push(ch)
     }
     this.deliver(ns, batch)
   }
@@ -161,47 +147,30 @@ export class EmbeddedFeed implements Feed {
     }
   }
 
-  private keep(ns: string, c: Change): void {
+  private keep(ns: string, c: RingInput): void {
     let ring = this.rings.get(ns)
     if (!ring) {
       // Every durable change since open passed through here, so this one follows the last
       // version open found (a gap is a write that failed, not a change).
-      ring = { changes: [], head: 0, bytes: 0, floor: c.version - 1 }
+      ring = new FeedRing(c.version - 1)
       this.rings.set(ns, ring)
     }
-    ring.changes.push(c)
-    const size = sizeOf(c)
-    ring.bytes += size
-    this.total += size
-    while (
-      ring.changes.length - ring.head > HISTORY_CHANGES ||
-      (ring.bytes > HISTORY_BYTES && ring.changes.length - ring.head > 1)
-    )
-      this.dropOldest(ring)
+    this.total += ring.push(c)
+    this.bound(ring)
     if (this.total > TOTAL_BYTES) this.shed()
   }
 
-  private dropOldest(ring: Ring): void {
-    const c = ring.changes[ring.head]!
-    ring.changes[ring.head] = undefined as unknown as Change
-    ring.head++
-    const size = sizeOf(c)
-    ring.bytes -= size
-    this.total -= size
-    ring.floor = c.version
-    // Cut the dead front off now and then, not on every change.
-    if (ring.head > 1024 && ring.head * 2 > ring.changes.length) {
-      ring.changes = ring.changes.slice(ring.head)
-      ring.head = 0
-    }
+  /** The contract's history and no more: the oldest changes go past either bound. */
+  private bound(ring: FeedRing): void {
+    while (ring.length > HISTORY_CHANGES || (ring.bytes > HISTORY_BYTES && ring.length > 1))
+      this.total -= ring.dropOldest()
   }
 
   /** Past the total, the largest rings give up their oldest changes first. */
   private shed(): void {
     const rings = [...this.rings.values()].sort((a, b) => b.bytes - a.bytes)
     for (const ring of rings) {
-      while (this.total > TOTAL_BYTES * 0.9 && ring.changes.length - ring.head > 1)
-        this.dropOldest(ring)
+      while (this.total > TOTAL_BYTES * 0.9 && ring.length > 1) this.total -= ring.dropOldest()
       if (this.total <= TOTAL_BYTES * 0.9) return
     }
   }
@@ -219,6 +188,7 @@ export class EmbeddedFeed implements Feed {
     }
     const byNs = new Map<string, Map<number, CommittedChange>>()
     for (const c of found) {
+      if (!carried(c)) continue
       let m = byNs.get(c.ns)
       if (!m) {
         m = new Map()
@@ -229,7 +199,7 @@ export class EmbeddedFeed implements Feed {
     for (const [ns, versions] of byNs) {
       let ring = this.rings.get(ns)
       const top = ring ? ring.floor : this.db.namespaceVersion(ns)
-      const before: Change[] = []
+      const before: RingInput[] = []
       let v = top
       while (v > 0 && versions.has(v) && before.length < HISTORY_CHANGES) {
         before.push(toChange(versions.get(v)!))
@@ -238,20 +208,12 @@ export class EmbeddedFeed implements Feed {
       if (before.length === 0) continue
       before.reverse()
       if (!ring) {
-        ring = { changes: [], head: 0, bytes: 0, floor: top }
+        ring = new FeedRing(top)
         this.rings.set(ns, ring)
       }
-      let bytes = 0
-      for (const c of before) bytes += sizeOf(c)
-      ring.changes = [...before, ...ring.changes.slice(ring.head)]
-      ring.head = 0
-      ring.bytes += bytes
-      this.total += bytes
+      this.total += ring.prepend(before)
       ring.floor = v
-      while (ring.changes.length > HISTORY_CHANGES || ring.bytes > HISTORY_BYTES) {
-        if (ring.changes.length - ring.head <= 1) break
-        this.dropOldest(ring)
-      }
+      this.bound(ring)
     }
     if (this.total > TOTAL_BYTES) this.shed()
   }
