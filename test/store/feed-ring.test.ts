@@ -65,7 +65,7 @@ t.test('pushes, drops and reads across wrap-around and growth', async (t) => {
   t.equal(ring.floor, kept[0]! - 1, 'the floor is the last version dropped')
   same(t, ring.read(ring.floor, 5000), kept, 'everything kept, in order')
   same(t, ring.read(2500, 10), range(2501, 2510), 'a page after a version')
-  same(t, ring.read(2599, 3), range(2601, 2603), "after a gap")
+  same(t, ring.read(2599, 3), range(2601, 2603), 'after a gap')
   t.same(ring.read(3000, 10), [], 'nothing after the newest')
 })
 
