@@ -487,12 +487,16 @@ async function pass(db: Db, sc: Scratch, full: boolean): Promise<number> {
   }
   // The manifest names the outputs instead of the old segments before any of those goes.
   const was = old.map((seg) => db.log.sealed.get(seg.id))
-  for (const seg of old) db.log.sealed.delete(seg.id)
+  for (const seg of old) {
+    db.log.sealed.delete(seg.id)
+    db.log.removed.add(seg.id)
+  }
   for (const o of outputs) db.log.sealed.set(o.id, { id: o.id, size: o.size, hintCrc: o.hintCrc })
   try {
     await db.log.writeManifest()
   } catch (err) {
     // Undone one by one: segments sealed during the write stay listed.
+    for (const seg of old) db.log.removed.delete(seg.id)
     for (const o of outputs) db.log.sealed.delete(o.id)
     old.forEach((seg, i) => {
       if (was[i]) db.log.sealed.set(seg.id, was[i]!)
@@ -530,6 +534,8 @@ async function pass(db: Db, sc: Scratch, full: boolean): Promise<number> {
   }
   if (db.isClosed()) return freed
   await fsyncDirAsync(db.dir)
+  // Gone for good: the next manifest need not name them.
+  for (const seg of old) db.log.removed.delete(seg.id)
   if (!db.isClosed()) await io.rm(marker)
   return freed
 }

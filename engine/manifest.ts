@@ -25,6 +25,11 @@ export interface Manifest {
    * path had moved on to `active` before they were synced. Absent in older manifests.
    */
   writing?: number[]
+  /**
+   * Segments a compaction replaced whose files may not be deleted yet: open deletes them.
+   * Absent when there are none, and in older manifests.
+   */
+  removed?: number[]
   sealed: SealedSegment[]
   /**
    * Each namespace's version when this was written, as [id, version] pairs: a floor for the

@@ -58,22 +58,29 @@ export function recover(db: Db, repair: boolean): { dropped: Dropped[]; kept: nu
   // A compaction that wrote its COMPACTED list had already made its outputs durable and
   // named (and the manifest names them): the segments it lists are superseded and only
   // their deletion was cut short.
+  // The manifest names them too (`removed`), in the write that replaced them, which holds
+  // even when writing the COMPACTED list failed.
   const marker = path.join(dir, COMPACTED_FILE)
-  if (io.existsSync(marker)) {
-    let old: number[] = []
+  const old = new Set<number>()
+  try {
+    for (const id of readManifest(dir)?.removed ?? []) old.add(id)
+  } catch {
+    // A damaged manifest is reported (or set aside by repair) below.
+  }
+  const hasMarker = io.existsSync(marker)
+  if (hasMarker) {
     try {
-      old = JSON.parse(io.readFileSync(marker).toString('utf8'))
+      for (const id of JSON.parse(io.readFileSync(marker).toString('utf8'))) old.add(id)
     } catch {
       // Written and synced before any deletion, so damage means the crash came first.
-      old = []
     }
-    for (const id of old) {
-      io.rmSync(path.join(dir, segmentFile(id)))
-      io.rmSync(path.join(dir, hintFile(id)))
-    }
-    fsyncDir(dir)
-    io.rmSync(marker)
   }
+  for (const id of old) {
+    io.rmSync(path.join(dir, segmentFile(id)))
+    io.rmSync(path.join(dir, hintFile(id)))
+  }
+  if (old.size > 0 || hasMarker) fsyncDir(dir)
+  if (hasMarker) io.rmSync(marker)
 
   db.table = readNamespaces(dir)
   for (const [id, name] of db.table.list) db.keydir.addNamespace(id, name)

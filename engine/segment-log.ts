@@ -53,6 +53,12 @@ export class SegmentLog {
   /** Sealed segments as the manifest records them, by id. */
   sealed = new Map<number, SealedSegment>()
   health: EngineHealth = { state: 'ok' }
+  /**
+   * Segments a compaction replaced, named in every manifest until their files are gone: the
+   * manifest that stops listing them as sealed is the one that says to delete them, in the
+   * same atomic write, so no failure in between can leave them looking alive.
+   */
+  removed = new Set<number>()
   counters = { writes: 0, fsyncs: 0, fsyncTotalMs: 0, fsyncLastMs: 0, writeFailures: 0 }
 
   private pending: Group[] = []
@@ -247,6 +253,7 @@ export class SegmentLog {
         writing.push(s.id)
     const m: Manifest = { active, sealed, versions: this.versions() }
     if (writing.length > 0) m.writing = writing.sort((a, b) => a - b)
+    if (this.removed.size > 0) m.removed = [...this.removed].sort((a, b) => a - b)
     return m
   }
 

@@ -2,7 +2,8 @@
 import crypto from 'node:crypto'
 import t from 'tap'
 import { open } from '../../engine/index.js'
-import { dirBytes, rng, seedFromEnv, tempDir } from './helpers.js'
+import { clearFaults, injectFault } from '../../engine/io.js'
+import { crashCopy, dirBytes, errorCode, rng, seedFromEnv, tempDir } from './helpers.js'
 
 t.test('after overwrites, deletes and drops, compact() shrinks the directory', async (t) => {
   const seed = seedFromEnv('CAIRN_SEED')
@@ -177,4 +178,30 @@ t.test('passes that can only rewrite tombstones they must keep do not go round',
   t.equal(s.compactions, quiet, `no pass in a quiet second (${quiet} before it)`)
   t.ok(s.deadBytes > s.diskBytes * 0.2, 'the tombstones are still there, over the trigger')
   t.equal((await db.list('a', { prefix: 'dead/' })).keys.length, 0)
+})
+
+t.test('a pass that fails after its manifest write leaves no replaced segment alive', async (t) => {
+  const dir = tempDir(t, 'compact-marker')
+  t.teardown(clearFaults)
+  const opts = { segmentBytes: 16 * 1024, durability: 'none' as const, autoCompact: false }
+  const db = await open(dir, opts)
+  t.teardown(() => db.close())
+  await db.createNamespace('a')
+  for (let i = 0; i < 60; i++) await db.put('a', `keep/${i}`, 'v'.repeat(500))
+  // The manifest naming the outputs is written; the list of files to delete is not, and
+  // the replaced segments, which hold keep/7's value, stay on disk.
+  injectFault({ op: 'open', code: 'ENOSPC', path: /COMPACTED/, times: 1 })
+  t.equal(await errorCode(db.compact()), 'ENOSPC', 'the pass fails')
+  clearFaults()
+  // keep/7 is deleted, and the next pass drops its tombstone: no segment it knows of holds
+  // an older copy.
+  await db.delete('a', 'keep/7')
+  for (let i = 0; i < 60; i++) await db.put('a', `churn/${i % 10}`, 'w'.repeat(500))
+  await db.compact()
+  const copy = tempDir(t, 'compact-marker-crash')
+  crashCopy(dir, copy)
+  const again = await open(copy, opts)
+  t.teardown(() => again.close())
+  t.equal(await again.get('a', 'keep/7'), undefined, 'the deleted key stays deleted')
+  t.equal((await again.list('a', { prefix: 'keep/' })).keys.length, 59, 'the others are there')
 })
