@@ -2,6 +2,7 @@
 // is the one put in, in version order, across wrap-arounds, growth, drops and prepends.
 import t, { type Test } from 'tap'
 import { FeedRing, type RingInput } from '../../server/store/feed-ring.js'
+import type { Change } from '../../server/store/types.js'
 
 function change(version: number): RingInput {
   const key = `k/${version}/${'é'.repeat(version % 5)}`
@@ -17,27 +18,22 @@ function change(version: number): RingInput {
   return c
 }
 
-function same(t: Test, got: ReturnType<FeedRing['read']>, versions: number[], what: string) {
+/** A change as plain fields, to compare what was read with what was put in. */
+function fields(c: RingInput | Change) {
+  return {
+    type: c.type,
+    key: c.key,
+    version: c.version,
+    value: c.value?.toString(),
+    expiresAt: c.expiresAt,
+    metadata: c.metadata?.toString(),
+  }
+}
+
+function same(t: Test, got: Change[], versions: number[], what: string) {
   t.same(
-    got.map((c) => ({
-      type: c.type,
-      key: c.key,
-      version: c.version,
-      value: c.value?.toString(),
-      expiresAt: c.expiresAt,
-      metadata: c.metadata?.toString(),
-    })),
-    versions.map((v) => {
-      const c = change(v)
-      return {
-        type: c.type,
-        key: c.key,
-        version: c.version,
-        value: c.value?.toString(),
-        expiresAt: c.expiresAt,
-        metadata: c.metadata?.toString(),
-      }
-    }),
+    got.map(fields),
+    versions.map((v) => fields(change(v))),
     what,
   )
 }
