@@ -784,8 +784,18 @@ export class Db implements Engine {
     if (this.options.autoCompact === false) return false
     const { diskBytes, deadBytes } = this.stats()
     const ratio = this.options.compactionDeadRatio ?? 0.2
-    return deadBytes >= this.minDeadBytes() && deadBytes > diskBytes * ratio
+    const min = this.minDeadBytes()
+    return (
+      deadBytes >= min && deadBytes > diskBytes * ratio && deadBytes >= this.futile + min / 4
+    )
   }
+
+  /**
+   * The dead bytes a pass that freed little left behind (0 after one that freed enough): what
+   * it could not free is mostly tombstones it must keep, which the next pass would only
+   * rewrite again, so one starts by itself only once garbage has grown past them.
+   */
+  private futile = 0
 
   /** The least garbage that starts a pass by itself. */
   private minDeadBytes(): number {
@@ -828,10 +838,14 @@ export class Db implements Engine {
         // Garbage written while the pass ran, or left by its choice, may call for another.
         // Passes otherwise start only when writes pause, and a database that has just gone
         // quiet would keep it. Only a pass that freed a good part of what starts one goes
-        // round: one that rewrote tombstones it must keep frees nothing, and would again.
+        // round: one that rewrote tombstones it must keep frees nothing, and would again
+        // (nor does the next write start one until garbage grows: `futile`).
         // Started before this promise settles, so whoever waits for compaction to settle
         // waits for it too; a caller of compact() still waits for its own pass only.
-        if (freed > 0 && freed >= this.minDeadBytes() / 4) this.maybeCompact()
+        if (freed > 0 && freed >= this.minDeadBytes() / 4) {
+          this.futile = 0
+          this.maybeCompact()
+        } else if (!this.closed) this.futile = this.stats().deadBytes
         // The checkpoint names segments the pass replaced: write one that names the new ones.
         this.maybeCheckpoint()
       }

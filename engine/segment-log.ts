@@ -59,6 +59,14 @@ export class SegmentLog {
    * same atomic write, so no failure in between can leave them looking alive.
    */
   removed = new Set<number>()
+  /**
+   * Segments a sync failed on with acknowledged writes in them (durability `interval` and
+   * `none`, where no cut takes the untrusted part away). Their pages may never have reached
+   * the disk, and a later sync of the same file would not say so (Linux reports a failed
+   * write-back once): they are never sealed, so no hint or manifest entry vouches for them,
+   * and the next open reads and checks every record.
+   */
+  private unsure = new WeakSet<Segment>()
   counters = { writes: 0, fsyncs: 0, fsyncTotalMs: 0, fsyncLastMs: 0, writeFailures: 0 }
 
   private pending: Group[] = []
@@ -197,7 +205,7 @@ export class SegmentLog {
    * (the next open scans it meanwhile).
    */
   finishSeal(seg: Segment): void {
-    if (!seg.hint || this.cuts.has(seg) || this.seals.has(seg)) return
+    if (!seg.hint || this.cuts.has(seg) || this.seals.has(seg) || this.unsure.has(seg)) return
     let bytes: Buffer
     try {
       bytes = seg.hint.finish(seg.id, seg.end, seg.baseVersion)
@@ -213,6 +221,7 @@ export class SegmentLog {
         this.durability === 'always'
           ? undefined
           : io.fdatasync(seg.fd).catch((err) => {
+              this.unsure.add(seg)
               throw this.refuse(err, 'sync', seg.file)
             }),
       )
@@ -245,11 +254,16 @@ export class SegmentLog {
   private manifest(): Manifest {
     const sealed = [...this.sealed.values()].sort((a, b) => a.id - b.id)
     const active = this.active?.id ?? 0
-    // A segment the write path left with groups still unsynced (or a failed write still to
-    // cut) may end in a torn write after a crash: open must know it was being written.
+    // A segment the write path left with groups not yet durable, or written but not synced
+    // (durability `interval`, `none`), or a failed write still to cut, may end in a torn
+    // write after a crash: open must know it was being written.
     const writing: number[] = []
     for (const s of this.segments.values())
-      if (s.id < active && !this.sealed.has(s.id) && (s.durable < s.end || this.cuts.has(s)))
+      if (
+        s.id < active &&
+        !this.sealed.has(s.id) &&
+        (s.durable < s.end || s.unsynced || this.cuts.has(s))
+      )
         writing.push(s.id)
     const m: Manifest = { active, sealed, versions: this.versions() }
     if (writing.length > 0) m.writing = writing.sort((a, b) => a - b)
@@ -467,7 +481,15 @@ export class SegmentLog {
         fsyncDir(this.dir)
         this.dirDirty = false
       }
-      for (const seg of this.segments.values()) if (seg.unsynced) await this.sync(seg)
+      for (const seg of this.segments.values()) {
+        if (!seg.unsynced) continue
+        try {
+          await this.sync(seg)
+        } catch (err) {
+          this.unsure.add(seg)
+          throw err
+        }
+      }
     } catch (err) {
       throw this.refuse(err, 'sync', this.active.file)
     }

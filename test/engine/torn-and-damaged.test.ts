@@ -6,6 +6,7 @@ import path from 'node:path'
 import { crc32 } from 'node:zlib'
 import t, { type Test } from 'tap'
 import { open, repair } from '../../engine/index.js'
+import { io } from '../../engine/io.js'
 import { crashCopy, errorCode, segmentFiles, sleep, tempDir } from './helpers.js'
 
 /** [start, end) of each record of a segment, up to the first that cannot be one. */
@@ -167,5 +168,36 @@ t.test(
     writeManifestFile(copy, { ...manifest, active: bId, writing: [aId], sealed })
     const n = await keysAfterOpen(t, copy)
     t.ok(n >= written - 2 && n < written, `the torn write is cut off: ${n} of ${written}`)
+  },
+)
+
+t.test(
+  'without durability always, a segment written but not synced is named as being written',
+  async (t) => {
+    const dir = tempDir(t, 'torn-interval')
+    const db = await open(dir, { durability: 'interval', syncIntervalMs: 60_000 })
+    await db.createNamespace('n')
+    await db.put('n', 'a', 'x')
+    // The seal's sync of the segment left behind is slow: until it ends, that segment holds
+    // acknowledged writes that may not be on disk.
+    const sync = io.fdatasync
+    let release = () => {}
+    const held = new Promise<void>((r) => {
+      release = r
+    })
+    io.fdatasync = async (fd: number) => {
+      await held
+      return sync(fd)
+    }
+    t.teardown(() => {
+      io.fdatasync = sync
+    })
+    const left = db.active.id
+    db.rotate()
+    await db.log.writeManifest()
+    const m = manifestOf(dir) as { writing?: number[] }
+    t.same(m.writing, [left], 'the manifest names it')
+    release()
+    await db.close()
   },
 )
