@@ -785,9 +785,7 @@ export class Db implements Engine {
     const { diskBytes, deadBytes } = this.stats()
     const ratio = this.options.compactionDeadRatio ?? 0.2
     const min = this.minDeadBytes()
-    return (
-      deadBytes >= min && deadBytes > diskBytes * ratio && deadBytes >= this.futile + min / 4
-    )
+    return deadBytes >= min && deadBytes > diskBytes * ratio && deadBytes >= this.futile + min / 4
   }
 
   /**
