@@ -13,7 +13,7 @@ import type { Change, Feed } from './types.js'
 /** The contract's history: the last 10,000 changes of a namespace, or its last 64 MiB. */
 export const HISTORY_CHANGES = 10_000
 export const HISTORY_BYTES = 64 * 1024 * 1024
-/** All namespaces' rings together; past it the largest ring gives up its oldest changes. */
+/** All namespaces' rings together, in memory held; past it the largest give up changes. */
 const TOTAL_BYTES = 128 * 1024 * 1024
 /** How much of the log history is read back from, when a watch reaches back past a ring. */
 const RECOVER_BYTES = 128 * 1024 * 1024
@@ -60,7 +60,7 @@ export class EmbeddedFeed implements Feed {
   /** A dropped namespace's history goes with it (a new one of that name starts over). */
   dropped(ns: string): void {
     const ring = this.rings.get(ns)
-    if (ring) this.total -= ring.bytes
+    if (ring) this.total -= ring.memory
     this.rings.delete(ns)
   }
 
@@ -154,24 +154,38 @@ export class EmbeddedFeed implements Feed {
       // version open found (a gap is a write that failed, not a change).
       ring = new FeedRing(c.version - 1)
       this.rings.set(ns, ring)
+      this.total += ring.memory
     }
-    this.total += ring.push(c)
+    const before = ring.memory
+    ring.push(c)
     this.bound(ring)
+    this.total += ring.memory - before
     if (this.total > TOTAL_BYTES) this.shed()
   }
 
   /** The contract's history and no more: the oldest changes go past either bound. */
   private bound(ring: FeedRing): void {
     while (ring.length > HISTORY_CHANGES || (ring.bytes > HISTORY_BYTES && ring.length > 1))
-      this.total -= ring.dropOldest()
+      ring.dropOldest()
   }
 
-  /** Past the total, the largest rings give up their oldest changes first. */
+  /**
+   * Past the total, the largest rings give up their oldest changes first, and a ring down to
+   * its last change goes whole (many namespaces each holding a little add up too): a resume
+   * from before what is left reads the log, or is told the history expired.
+   */
   private shed(): void {
-    const rings = [...this.rings.values()].sort((a, b) => b.bytes - a.bytes)
-    for (const ring of rings) {
-      while (this.total > TOTAL_BYTES * 0.9 && ring.length > 1) this.total -= ring.dropOldest()
-      if (this.total <= TOTAL_BYTES * 0.9) return
+    const goal = TOTAL_BYTES * 0.9
+    const rings = [...this.rings].sort((a, b) => b[1].memory - a[1].memory)
+    for (const [ns, ring] of rings) {
+      const before = ring.memory
+      while (this.total - before + ring.memory > goal && ring.length > 1) ring.dropOldest()
+      this.total += ring.memory - before
+      if (this.total > goal) {
+        this.rings.delete(ns)
+        this.total -= ring.memory
+      }
+      if (this.total <= goal) return
     }
   }
 
@@ -210,10 +224,13 @@ export class EmbeddedFeed implements Feed {
       if (!ring) {
         ring = new FeedRing(top)
         this.rings.set(ns, ring)
+        this.total += ring.memory
       }
-      this.total += ring.prepend(before)
+      const held = ring.memory
+      ring.prepend(before)
       ring.floor = v
       this.bound(ring)
+      this.total += ring.memory - held
     }
     if (this.total > TOTAL_BYTES) this.shed()
   }

@@ -2,8 +2,10 @@
 // namespace holds 10,000 changes; as objects (a change, its key, a Buffer per value) each
 // write's change outlived the young generation and was copied on every scavenge until it
 // was promoted, a large part of what a durable PUT cost in garbage collection. Here a change
-// is a row of typed arrays (version, expiry, kind, where its bytes are) and its key, value and
-// metadata are copied into chunks of bytes; objects are made only when history is read.
+// is a fixed-size row in one buffer (version, expiry, kind, where its bytes are) and its key,
+// value and metadata are copied into chunks of bytes; objects are made only when history is
+// read. A ring starts small (one change in a few hundred bytes), since most namespaces of a
+// hosted service change rarely, and every ring a process has seen keeps at least one.
 import type { Change } from './types.js'
 
 /** What a change is made of, as it is kept. */
@@ -16,11 +18,22 @@ export interface RingInput {
   expiresAt?: number
 }
 
-const FIRST_ROWS = 16
-const MIN_CHUNK = 4 * 1024
+/**
+ * A row: version f64 @0, expiry f64 @8 (0 for none), chunk u32 @16, offset u32 @20, key
+ * length u32 @24, value length u32 @28, metadata length i32 @32 (-1 for none), kind u8 @36
+ * (0 put, 1 delete), 3 bytes unused.
+ */
+const ROW = 40
+const FIRST_ROWS = 4
+const MIN_CHUNK = 256
 const MAX_CHUNK = 1024 * 1024
-/** A change's bytes beyond its key, value and metadata: its row, and a share of a chunk. */
-export const ROW_OVERHEAD = 48
+/** What a change is charged beyond its key, value and metadata, towards the history's bound. */
+export const ROW_OVERHEAD = ROW
+/**
+ * The ring's own objects (the ring, its buffers' headers, its chunk map), roughly: 50,000
+ * rings of one small change each measured about 780 B of heap and 420 B of buffers apiece.
+ */
+const RING_OBJECTS = 1024
 
 interface Chunk {
   buf: Buffer
@@ -32,20 +45,13 @@ interface Chunk {
 export class FeedRing {
   /** The ring holds every change after this version. */
   floor: number
-  /** What the ring is charged for its changes (bytes plus ROW_OVERHEAD each). */
+  /** What its changes are charged: their bytes plus ROW_OVERHEAD each (the history's bound). */
   bytes = 0
+  /** Memory the ring holds: rows and chunks at their capacity, and its objects. */
+  memory = RING_OBJECTS + FIRST_ROWS * ROW
   private head = 0
   private count = 0
-  private version = new Float64Array(FIRST_ROWS)
-  private expires = new Float64Array(FIRST_ROWS)
-  /** 0 for a put, 1 for a delete. */
-  private kind = new Uint8Array(FIRST_ROWS)
-  private chunk = new Uint32Array(FIRST_ROWS)
-  private off = new Uint32Array(FIRST_ROWS)
-  private keyLen = new Uint32Array(FIRST_ROWS)
-  private valueLen = new Uint32Array(FIRST_ROWS)
-  /** -1 when the change has no metadata. */
-  private metaLen = new Int32Array(FIRST_ROWS)
+  private rows = Buffer.alloc(FIRST_ROWS * ROW)
   private chunks = new Map<number, Chunk>()
   private current = -1
 
@@ -57,134 +63,139 @@ export class FeedRing {
     return this.count
   }
 
-  /** Adds the newest change; returns what it is charged. */
-  push(c: RingInput): number {
-    this.room()
-    return this.fill((this.head + this.count++) & (this.version.length - 1), c)
+  private get capacity(): number {
+    return this.rows.length / ROW
   }
 
-  /** Puts older changes, oldest first, in front of the ring; returns what they are charged. */
-  prepend(older: RingInput[]): number {
-    let charged = 0
+  /** Adds the newest change. */
+  push(c: RingInput): void {
+    this.room()
+    this.fill((this.head + this.count++) % this.capacity, c)
+  }
+
+  /** Puts older changes, oldest first, in front of the ring. */
+  prepend(older: RingInput[]): void {
     for (let i = older.length - 1; i >= 0; i--) {
       this.room()
-      this.head = (this.head - 1) & (this.version.length - 1)
+      this.head = (this.head - 1 + this.capacity) % this.capacity
       this.count++
-      charged += this.fill(this.head, older[i]!)
+      this.fill(this.head, older[i]!)
     }
-    return charged
   }
 
-  /** Drops the oldest change, which becomes the floor; returns what it was charged. */
-  dropOldest(): number {
-    const r = this.head
-    const size = ROW_OVERHEAD + this.keyLen[r]! + this.valueLen[r]! + Math.max(0, this.metaLen[r]!)
-    this.floor = this.version[r]!
-    const id = this.chunk[r]!
+  /** Drops the oldest change, which becomes the floor. */
+  dropOldest(): void {
+    const at = this.head * ROW
+    const r = this.rows
+    this.bytes -= ROW_OVERHEAD + this.contentOf(at)
+    this.floor = r.readDoubleLE(at)
+    const id = r.readUInt32LE(at + 16)
     const ch = this.chunks.get(id)!
-    if (--ch.rows === 0 && id !== this.current) this.chunks.delete(id)
-    this.head = (this.head + 1) & (this.version.length - 1)
+    // The current chunk too: once nothing points into it, the next change starts a new one
+    // sized to what the ring holds then.
+    if (--ch.rows === 0) this.free(id, ch)
+    this.head = (this.head + 1) % this.capacity
     this.count--
-    this.bytes -= size
-    return size
+    if (this.count * 4 <= this.capacity && this.capacity > FIRST_ROWS * 4)
+      this.resize(this.capacity / 2)
   }
 
   /** Up to `limit` changes after version `since`, oldest first. */
   read(since: number, limit: number): Change[] {
-    const mask = this.version.length - 1
+    const cap = this.capacity
     // Versions rise along the ring, with gaps where writes failed: search, then walk.
     let lo = 0
     let hi = this.count
     while (lo < hi) {
       const mid = (lo + hi) >>> 1
-      if (this.version[(this.head + mid) & mask]! <= since) lo = mid + 1
+      if (this.rows.readDoubleLE(((this.head + mid) % cap) * ROW) <= since) lo = mid + 1
       else hi = mid
     }
     const out: Change[] = []
     for (let i = lo; i < this.count && out.length < limit; i++)
-      out.push(this.row((this.head + i) & mask))
+      out.push(this.change(((this.head + i) % cap) * ROW))
     return out
   }
 
-  private row(r: number): Change {
-    const buf = this.chunks.get(this.chunk[r]!)!.buf
-    const at = this.off[r]!
-    const keyEnd = at + this.keyLen[r]!
-    const key = buf.toString('utf8', at, keyEnd)
-    if (this.kind[r] === 1) return { type: 'delete', key, version: this.version[r]! }
-    const valueEnd = keyEnd + this.valueLen[r]!
-    const c: Change = {
-      type: 'put',
-      key,
-      version: this.version[r]!,
-      value: buf.subarray(keyEnd, valueEnd),
-    }
-    if (this.expires[r] !== 0) c.expiresAt = this.expires[r]!
-    if (this.metaLen[r]! >= 0) c.metadata = buf.subarray(valueEnd, valueEnd + this.metaLen[r]!)
+  private contentOf(at: number): number {
+    const r = this.rows
+    return r.readUInt32LE(at + 24) + r.readUInt32LE(at + 28) + Math.max(0, r.readInt32LE(at + 32))
+  }
+
+  private change(at: number): Change {
+    const r = this.rows
+    const buf = this.chunks.get(r.readUInt32LE(at + 16))!.buf
+    const from = r.readUInt32LE(at + 20)
+    const keyEnd = from + r.readUInt32LE(at + 24)
+    const key = buf.toString('utf8', from, keyEnd)
+    const version = r.readDoubleLE(at)
+    if (r[at + 36] === 1) return { type: 'delete', key, version }
+    const valueEnd = keyEnd + r.readUInt32LE(at + 28)
+    const c: Change = { type: 'put', key, version, value: buf.subarray(keyEnd, valueEnd) }
+    const expires = r.readDoubleLE(at + 8)
+    if (expires !== 0) c.expiresAt = expires
+    const metaLen = r.readInt32LE(at + 32)
+    if (metaLen >= 0) c.metadata = buf.subarray(valueEnd, valueEnd + metaLen)
     return c
   }
 
-  private fill(r: number, c: RingInput): number {
+  private fill(row: number, c: RingInput): void {
     const keyLen = Buffer.byteLength(c.key)
     const valueLen = c.value?.length ?? 0
     const metaLen = c.metadata === undefined ? -1 : c.metadata.length
     const len = keyLen + valueLen + Math.max(0, metaLen)
     const id = this.space(len)
     const ch = this.chunks.get(id)!
-    const at = ch.used
-    ch.buf.write(c.key, at, keyLen, 'utf8')
-    c.value?.copy(ch.buf, at + keyLen)
-    c.metadata?.copy(ch.buf, at + keyLen + valueLen)
+    const from = ch.used
+    ch.buf.write(c.key, from, keyLen, 'utf8')
+    c.value?.copy(ch.buf, from + keyLen)
+    c.metadata?.copy(ch.buf, from + keyLen + valueLen)
     ch.used += len
     ch.rows++
-    this.version[r] = c.version
-    this.expires[r] = c.expiresAt ?? 0
-    this.kind[r] = c.type === 'delete' ? 1 : 0
-    this.chunk[r] = id
-    this.off[r] = at
-    this.keyLen[r] = keyLen
-    this.valueLen[r] = valueLen
-    this.metaLen[r] = metaLen
-    const size = ROW_OVERHEAD + len
-    this.bytes += size
-    return size
+    const at = row * ROW
+    const r = this.rows
+    r.writeDoubleLE(c.version, at)
+    r.writeDoubleLE(c.expiresAt ?? 0, at + 8)
+    r.writeUInt32LE(id, at + 16)
+    r.writeUInt32LE(from, at + 20)
+    r.writeUInt32LE(keyLen, at + 24)
+    r.writeUInt32LE(valueLen, at + 28)
+    r.writeInt32LE(metaLen, at + 32)
+    r[at + 36] = c.type === 'delete' ? 1 : 0
+    this.bytes += ROW_OVERHEAD + len
   }
 
   /** The chunk `len` more bytes go into: the current one, or a new one sized to the ring. */
   private space(len: number): number {
     const cur = this.chunks.get(this.current)
     if (cur !== undefined && cur.buf.length - cur.used >= len) return this.current
-    // A full chunk nothing points at any more goes now; the others when their last row does.
-    if (cur !== undefined && cur.rows === 0) this.chunks.delete(this.current)
     const size = Math.max(len, Math.min(MAX_CHUNK, Math.max(MIN_CHUNK, this.bytes >>> 3)))
     this.current++
     this.chunks.set(this.current, { buf: Buffer.allocUnsafeSlow(size), used: 0, rows: 0 })
+    this.memory += size
     return this.current
   }
 
-  /** Makes room for one more row, doubling the rows kept in order from the oldest. */
+  private free(id: number, ch: Chunk): void {
+    this.chunks.delete(id)
+    this.memory -= ch.buf.length
+  }
+
+  /** Makes room for one more row, doubling the rows. */
   private room(): void {
-    if (this.count < this.version.length) return
-    const h = this.head
-    this.version = unrolled(this.version, h)
-    this.expires = unrolled(this.expires, h)
-    this.kind = unrolled(this.kind, h)
-    this.chunk = unrolled(this.chunk, h)
-    this.off = unrolled(this.off, h)
-    this.keyLen = unrolled(this.keyLen, h)
-    this.valueLen = unrolled(this.valueLen, h)
-    this.metaLen = unrolled(this.metaLen, h)
+    if (this.count === this.capacity) this.resize(this.capacity * 2)
+  }
+
+  /** Moves the rows, oldest first, into a buffer of `cap` rows. */
+  private resize(cap: number): void {
+    const rows = Buffer.alloc(cap * ROW)
+    const old = this.capacity
+    for (let i = 0; i < this.count; i++) {
+      const from = ((this.head + i) % old) * ROW
+      this.rows.copy(rows, i * ROW, from, from + ROW)
+    }
+    this.memory += (cap - old) * ROW
+    this.rows = rows
     this.head = 0
   }
-}
-
-/** A full ring's column twice as long, its rows from `head` on moved to the front. */
-function unrolled<T extends Float64Array | Uint32Array | Int32Array | Uint8Array>(
-  a: T,
-  head: number,
-): T {
-  const b = new (a.constructor as new (n: number) => T)(a.length * 2)
-  b.set(a.subarray(head))
-  b.set(a.subarray(0, head), a.length - head)
-  return b
 }

@@ -1,7 +1,7 @@
 // The change feed's ring keeps a namespace's recent changes as bytes: every change read back
 // is the one put in, in version order, across wrap-arounds, growth, drops and prepends.
 import t, { type Test } from 'tap'
-import { FeedRing, type RingInput } from '../../server/store/feed-ring.js'
+import { FeedRing, ROW_OVERHEAD, type RingInput } from '../../server/store/feed-ring.js'
 import type { Change } from '../../server/store/types.js'
 
 function change(version: number): RingInput {
@@ -48,16 +48,25 @@ t.test('pushes, drops and reads across wrap-around and growth', async (t) => {
   const ring = new FeedRing(0)
   // Versions 500 and 2600 never committed (failed writes leave gaps).
   const gaps = new Set([500, 2600])
-  let charged = 0
   for (let v = 1; v <= 3000; v++) {
     if (gaps.has(v)) continue
-    charged += ring.push(change(v))
+    ring.push(change(v))
     // Keep the newest 1000, so the rows wrap around many times.
-    while (ring.length > 1000) charged -= ring.dropOldest()
+    while (ring.length > 1000) ring.dropOldest()
   }
   t.equal(ring.length, 1000)
-  t.equal(ring.bytes, charged, 'the charge follows what is kept')
+  const charge = (v: number) => {
+    const c = change(v)
+    return (
+      ROW_OVERHEAD + Buffer.byteLength(c.key) + (c.value?.length ?? 0) + (c.metadata?.length ?? 0)
+    )
+  }
   const kept = range(1, 3000, gaps).slice(-1000)
+  t.equal(
+    ring.bytes,
+    kept.reduce((n, v) => n + charge(v), 0),
+    'the charge follows what is kept',
+  )
   t.equal(ring.floor, kept[0]! - 1, 'the floor is the last version dropped')
   same(t, ring.read(ring.floor, 5000), kept, 'everything kept, in order')
   same(t, ring.read(2500, 10), range(2501, 2510), 'a page after a version')
@@ -88,6 +97,21 @@ t.test('older changes go in front; values larger than a chunk are kept whole', a
   ring.dropOldest()
   t.equal(ring.length, 0)
   t.equal(ring.bytes, 0)
+  t.ok(ring.memory < 4096, `an empty ring holds little memory (${ring.memory} B)`)
   ring.push(change(202))
   same(t, ring.read(201, 5), [202], 'usable again once empty')
 })
+
+t.test(
+  'a ring of one small change holds a few hundred bytes, and memory follows content',
+  async (t) => {
+    const ring = new FeedRing(0)
+    ring.push(change(1))
+    t.ok(ring.memory <= 2048, `one change: ${ring.memory} B`)
+    for (let v = 2; v <= 5000; v++) ring.push(change(v))
+    const full = ring.memory
+    t.ok(full >= ring.bytes, `memory (${full} B) covers the charge (${ring.bytes} B)`)
+    while (ring.length > 10) ring.dropOldest()
+    t.ok(ring.memory < full / 2, `most of it goes with the changes (${ring.memory} B left)`)
+  },
+)
