@@ -48,7 +48,11 @@ export class EmbeddedFeed implements Feed {
   private recoveredAt = Number.NEGATIVE_INFINITY
   private stop: () => void
 
-  constructor(private db: Db) {
+  constructor(
+    private db: Db,
+    /** The bound on all rings' memory (a test sets a small one). */
+    private maxBytes = TOTAL_BYTES,
+  ) {
     this.stop = db.onCommit((changes) => this.committed(changes))
   }
 
@@ -64,6 +68,11 @@ export class EmbeddedFeed implements Feed {
     this.rings.delete(ns)
   }
 
+  /** The memory all rings hold together (at most the bound, give or take a change). */
+  get held(): number {
+    return this.total
+  }
+
   async version(ns: string): Promise<number> {
     return this.db.namespaceVersion(ns)
   }
@@ -76,7 +85,7 @@ export class EmbeddedFeed implements Feed {
       // the log may, and is read again now and then, never by many watches at once.
       if (this.recovering === null && Date.now() - this.recoveredAt >= RECOVER_EVERY_MS) {
         this.recoveredAt = Date.now()
-        this.recovering = this.recover().finally(() => {
+        this.recovering = this.recover(ns).finally(() => {
           this.recovering = null
         })
       }
@@ -153,14 +162,15 @@ export class EmbeddedFeed implements Feed {
       // Every durable change since open passed through here, so this one follows the last
       // version open found (a gap is a write that failed, not a change).
       ring = new FeedRing(c.version - 1)
-      this.rings.set(ns, ring)
       this.total += ring.memory
-    }
+    } else this.rings.delete(ns)
+    // Last in the map: the order rings last changed in, which shed() uses.
+    this.rings.set(ns, ring)
     const before = ring.memory
     ring.push(c)
     this.bound(ring)
     this.total += ring.memory - before
-    if (this.total > TOTAL_BYTES) this.shed()
+    if (this.total > this.maxBytes) this.shed()
   }
 
   /** The contract's history and no more: the oldest changes go past either bound. */
@@ -170,21 +180,23 @@ export class EmbeddedFeed implements Feed {
   }
 
   /**
-   * Past the total, the largest rings give up their oldest changes first, and a ring down to
-   * its last change goes whole (many namespaces each holding a little add up too): a resume
-   * from before what is left reads the log, or is told the history expired.
+   * Past the total, the largest rings give up their oldest changes first. If rings of one
+   * change each still hold too much (many namespaces, each holding a little), those changed
+   * least recently go whole: a resume from before what is left reads the log, or is told
+   * the history expired.
    */
   private shed(): void {
-    const goal = TOTAL_BYTES * 0.9
-    const rings = [...this.rings].sort((a, b) => b[1].memory - a[1].memory)
-    for (const [ns, ring] of rings) {
+    const goal = this.maxBytes * 0.9
+    for (const ring of [...this.rings.values()].sort((a, b) => b.memory - a.memory)) {
       const before = ring.memory
       while (this.total - before + ring.memory > goal && ring.length > 1) ring.dropOldest()
       this.total += ring.memory - before
-      if (this.total > goal) {
-        this.rings.delete(ns)
-        this.total -= ring.memory
-      }
+      if (this.total <= goal) return
+    }
+    // The map's order is the order rings last changed in (keep moves a ring to its end).
+    for (const [ns, ring] of this.rings) {
+      this.rings.delete(ns)
+      this.total -= ring.memory
       if (this.total <= goal) return
     }
   }
@@ -193,7 +205,7 @@ export class EmbeddedFeed implements Feed {
    * Reads recent history back from the log (once per process) and puts in front of each ring
    * the run of versions that leads up to it without a gap.
    */
-  private async recover(): Promise<void> {
+  private async recover(wanted: string): Promise<void> {
     let found: CommittedChange[]
     try {
       found = await recentChanges(this.db, RECOVER_BYTES)
@@ -209,6 +221,12 @@ export class EmbeddedFeed implements Feed {
         byNs.set(c.ns, m)
       }
       m.set(c.version, c)
+    }
+    // The namespace asked about goes last, so a shed that follows takes the others first.
+    const wantedVersions = byNs.get(wanted)
+    if (wantedVersions) {
+      byNs.delete(wanted)
+      byNs.set(wanted, wantedVersions)
     }
     for (const [ns, versions] of byNs) {
       let ring = this.rings.get(ns)
@@ -232,6 +250,11 @@ export class EmbeddedFeed implements Feed {
       this.bound(ring)
       this.total += ring.memory - held
     }
-    if (this.total > TOTAL_BYTES) this.shed()
+    const ring = this.rings.get(wanted)
+    if (ring) {
+      this.rings.delete(wanted)
+      this.rings.set(wanted, ring)
+    }
+    if (this.total > this.maxBytes) this.shed()
   }
 }
