@@ -67,6 +67,9 @@ t.test('acknowledged writes survive SIGKILL, round after round', async (t) => {
 })
 
 t.test('usage counters survive SIGKILL up to the last few seconds', async (t) => {
+  // Usage is counted per UTC day: a run across midnight would compare two days' counters.
+  const toMidnight = 86_400_000 - (Date.now() % 86_400_000)
+  if (toMidnight < 60_000) await sleep(toMidnight + 1000)
   const srv = await startServer({ plans: plansFile() })
   t.teardown(() => srv.stop())
   const acct = await srv.createAccount()

@@ -67,55 +67,82 @@ if (!has('redis-server') || !has('redis-cli') || !has('openssl')) {
     'ext.cnf',
   ])
 
-  const port = await new Promise<number>((resolve) => {
-    const s = net.createServer().listen(0, '127.0.0.1', () => {
-      const p = (s.address() as net.AddressInfo).port
-      s.close(() => resolve(p))
+  // A free port whose cluster bus port (10000 above it) is free too; a server that does not
+  // answer within 15 s (a loaded machine, a port taken meanwhile) is replaced on another.
+  const bindable = (p: number) =>
+    new Promise<boolean>((resolve) => {
+      const s = net.createServer()
+      s.once('error', () => resolve(false))
+      s.listen(p, '127.0.0.1', () => s.close(() => resolve(true)))
     })
-  })
-  const redis = spawn(
-    'redis-server',
-    [
-      '--port',
-      '0',
-      '--tls-port',
-      String(port),
-      '--tls-cert-file',
-      'redis.crt',
-      '--tls-key-file',
-      'redis.key',
-      '--tls-ca-cert-file',
-      'ca.crt',
-      '--tls-auth-clients',
-      'no',
-      '--tls-cluster',
-      'yes',
-      '--cluster-enabled',
-      'yes',
-      '--cluster-announce-ip',
-      '127.0.0.1',
-      '--appendonly',
-      'yes',
-      '--appendfsync',
-      'always',
-      '--dir',
-      dir,
-      '--save',
-      '',
-    ],
-    { cwd: dir, stdio: 'ignore' },
-  )
-  t.teardown(() => redis.kill('SIGKILL'))
+  const freePort = async (): Promise<number> => {
+    for (;;) {
+      const p = await new Promise<number>((resolve) => {
+        const s = net.createServer().listen(0, '127.0.0.1', () => {
+          const q = (s.address() as net.AddressInfo).port
+          s.close(() => resolve(q))
+        })
+      })
+      if (p + 10000 <= 65535 && (await bindable(p + 10000))) return p
+    }
+  }
+  const start = (port: number) =>
+    spawn(
+      'redis-server',
+      [
+        '--port',
+        '0',
+        '--tls-port',
+        String(port),
+        '--tls-cert-file',
+        'redis.crt',
+        '--tls-key-file',
+        'redis.key',
+        '--tls-ca-cert-file',
+        'ca.crt',
+        '--tls-auth-clients',
+        'no',
+        '--tls-cluster',
+        'yes',
+        '--cluster-enabled',
+        'yes',
+        '--cluster-announce-ip',
+        '127.0.0.1',
+        '--appendonly',
+        'yes',
+        '--appendfsync',
+        'always',
+        '--dir',
+        dir,
+        '--save',
+        '',
+      ],
+      { cwd: dir, stdio: 'ignore' },
+    )
+  let port = 0
+  let redis: ReturnType<typeof spawn> | undefined
+  t.teardown(() => redis?.kill('SIGKILL'))
   const cli = (...args: string[]) =>
     execFileSync('redis-cli', ['--tls', '--cacert', 'ca.crt', '-p', String(port), ...args], {
       cwd: dir,
       encoding: 'utf8',
     })
-  for (let i = 0; i < 100; i++) {
-    try {
-      if (cli('ping').trim() === 'PONG') break
-    } catch {}
-    await new Promise((r) => setTimeout(r, 50))
+  for (let attempt = 0; attempt < 3; attempt++) {
+    port = await freePort()
+    redis = start(port)
+    let up = false
+    for (let i = 0; i < 150 && !up; i++) {
+      try {
+        up = cli('ping').trim() === 'PONG'
+      } catch {}
+      if (!up) await new Promise((r) => setTimeout(r, 100))
+    }
+    if (up) break
+    redis.kill('SIGKILL')
+    // Its files, so the next one starts a cluster of its own.
+    for (const f of fs.readdirSync(dir))
+      if (f.startsWith('nodes') || f.startsWith('appendonly'))
+        fs.rmSync(path.join(dir, f), { recursive: true, force: true })
   }
   cli('cluster', 'addslotsrange', '0', '16383')
   for (let i = 0; i < 100 && !cli('cluster', 'info').includes('cluster_state:ok'); i++)
