@@ -689,8 +689,7 @@ export class Db implements Engine {
     return decodeValue(b[5]!, b, ENTRY_HEADER + keyLen, b.length)
   }
 
-  /** Counts what a compaction pass wrote. */
-  /** A pass's outputs replaced its inputs in the manifest. */
+  /** A pass's outputs, `bytes` of them, replaced its inputs in the manifest. */
   noteCompacted(bytes: number): void {
     this.counters.compactedBytes += bytes
     this.counters.compactions++

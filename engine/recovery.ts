@@ -60,13 +60,16 @@ export function recover(db: Db, repair: boolean): { dropped: Dropped[]; kept: nu
   // their deletion was cut short.
   // The manifest names them too (`removed`), in the write that replaced them, which holds
   // even when writing the COMPACTED list failed.
-  const marker = path.join(dir, COMPACTED_FILE)
-  const old = new Set<number>()
+  // Read once here; a damaged one is reported (or set aside by repair) below.
+  let onDisk: Manifest | undefined
+  let damage: unknown
   try {
-    for (const id of readManifest(dir)?.removed ?? []) old.add(id)
-  } catch {
-    // A damaged manifest is reported (or set aside by repair) below.
+    onDisk = readManifest(dir)
+  } catch (err) {
+    damage = err
   }
+  const marker = path.join(dir, COMPACTED_FILE)
+  const old = new Set<number>(onDisk?.removed ?? [])
   const hasMarker = io.existsSync(marker)
   if (hasMarker) {
     try {
@@ -103,14 +106,11 @@ export function recover(db: Db, repair: boolean): { dropped: Dropped[]; kept: nu
   /** Segments a manifest names: only their zeros can be damage (segment-scan.ts). */
   let sealedIds = new Set<number>()
   if (repair) {
-    try {
-      manifest = readManifest(dir)
-    } catch {}
-    if (manifest) dropped.push(...lostSegments(dir, manifest, idSet))
-    sealedIds = new Set(manifest?.sealed.map((s) => s.id))
-    manifest = undefined
+    if (onDisk) dropped.push(...lostSegments(dir, onDisk, idSet))
+    sealedIds = new Set(onDisk?.sealed.map((s) => s.id))
   } else {
-    manifest = readManifest(dir)
+    if (damage) throw damage
+    manifest = onDisk
     if (manifest) checkAgainstManifest(dir, manifest, idSet)
   }
   const listed = new Map((manifest?.sealed ?? []).map((m) => [m.id, m]))

@@ -158,10 +158,9 @@ export class SegmentLog {
     const seg = this.createSegment(this.nextSegId++)
     old.sealed = true
     this.active = seg
-    if (old.durable === old.end) this.finishSeal(old)
-    // A seal that failed (its hint could not be written) is tried again with the next one.
-    for (const s of this.segments.values())
-      if (s !== old && s.sealed && s.hint !== null && s.durable === s.end) this.finishSeal(s)
+    // The one just left, and any whose seal failed before (its hint could not be written):
+    // a retry after a failure rotates too. Those already sealed have no hint to write.
+    for (const s of this.segments.values()) if (s.sealed && s.durable === s.end) this.finishSeal(s)
     this.pre?.ahead(seg)
     return seg
   }
@@ -236,7 +235,7 @@ export class SegmentLog {
         return this.writeManifest()
       })
       .catch(() => {
-        // Retried by the next seal or by close.
+        // Retried by the next seal (rotate), which a retry after a failure makes too.
       })
       .finally(() => this.seals.delete(seg))
     this.seals.set(seg, done)
@@ -449,8 +448,6 @@ export class SegmentLog {
       io.fsyncSync(this.active.fd)
       fsyncDir(this.dir)
       this.dirDirty = false
-      for (const seg of this.segments.values())
-        if (seg.sealed && seg.hint && seg.durable === seg.end) this.finishSeal(seg)
       this.health = { state: 'ok' }
       this.retryMs = RETRY_FIRST_MS
     } catch (err) {

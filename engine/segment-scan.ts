@@ -52,8 +52,9 @@ export interface ScanResult {
  * `mayBeTorn`: the segment may have been the one being appended to when the process died,
  * so damage with nothing intact after it is a torn tail and is cut off silently. `unsealed`:
  * the manifest does not name the segment, so zeros from the last record to the end are
- * zero-filled space the log never wrote (prealloc.ts), not damage. Any other damage throws CORRUPT naming the file and offset, unless `repair` is
- * set, in which case the bad span is skipped and reported. FORMAT.md argues the rules.
+ * zero-filled space the log never wrote (prealloc.ts), not damage. Any other damage throws
+ * CORRUPT naming the file and offset, unless `repair` is set, in which case the bad span is
+ * skipped and reported. FORMAT.md argues the rules.
  */
 export function scanSegment(
   file: string,
