@@ -163,14 +163,19 @@ export class EmbeddedFeed implements Feed {
       // version open found (a gap is a write that failed, not a change).
       ring = new FeedRing(c.version - 1)
       this.total += ring.memory
-    } else this.rings.delete(ns)
-    // Last in the map: the order rings last changed in, which shed() uses.
-    this.rings.set(ns, ring)
+    }
+    this.touch(ns, ring)
     const before = ring.memory
     ring.push(c)
     this.bound(ring)
     this.total += ring.memory - before
     if (this.total > this.maxBytes) this.shed()
+  }
+
+  /** Puts the ring last in the map, whose order shed() takes as the order rings were used. */
+  private touch(ns: string, ring: FeedRing): void {
+    this.rings.delete(ns)
+    this.rings.set(ns, ring)
   }
 
   /** The contract's history and no more: the oldest changes go past either bound. */
@@ -193,7 +198,7 @@ export class EmbeddedFeed implements Feed {
       this.total += ring.memory - before
       if (this.total <= goal) return
     }
-    // The map's order is the order rings last changed in (keep moves a ring to its end).
+    // The map's order is the order rings were last used in (touch).
     for (const [ns, ring] of this.rings) {
       this.rings.delete(ns)
       this.total -= ring.memory
@@ -222,12 +227,6 @@ export class EmbeddedFeed implements Feed {
       }
       m.set(c.version, c)
     }
-    // The namespace asked about goes last, so a shed that follows takes the others first.
-    const wantedVersions = byNs.get(wanted)
-    if (wantedVersions) {
-      byNs.delete(wanted)
-      byNs.set(wanted, wantedVersions)
-    }
     for (const [ns, versions] of byNs) {
       let ring = this.rings.get(ns)
       const top = ring ? ring.floor : this.db.namespaceVersion(ns)
@@ -250,11 +249,9 @@ export class EmbeddedFeed implements Feed {
       this.bound(ring)
       this.total += ring.memory - held
     }
+    // The namespace asked about goes last, so a shed that follows takes the others first.
     const ring = this.rings.get(wanted)
-    if (ring) {
-      this.rings.delete(wanted)
-      this.rings.set(wanted, ring)
-    }
+    if (ring) this.touch(wanted, ring)
     if (this.total > this.maxBytes) this.shed()
   }
 }
