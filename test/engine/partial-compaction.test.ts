@@ -4,21 +4,27 @@
 import crypto from 'node:crypto'
 import fs from 'node:fs'
 import path from 'node:path'
-import t from 'tap'
+import t, { type Test } from 'tap'
 import { open } from '../../engine/index.js'
 import { rng, seedFromEnv, tempDir } from './helpers.js'
 
 const SEG = 64 * 1024
+const OPTS = { segmentBytes: SEG, durability: 'none' as const, autoCompact: false }
+
+/** A database whose first segments hold keys old/0..299, which stay live. */
+async function withOldKeys(t: Test, label: string) {
+  const dir = tempDir(t, label)
+  const db = await open(dir, OPTS)
+  await db.createNamespace('d')
+  for (let i = 0; i < 300; i++) await db.put('d', `old/${i}`, crypto.randomBytes(400))
+  return { dir, db }
+}
 
 t.test(
   'a partial pass leaves clean segments alone and never resurrects a deleted key',
   async (t) => {
-    const dir = tempDir(t, 'partial')
-    const opts = { segmentBytes: SEG, durability: 'none' as const, autoCompact: false }
-    let db = await open(dir, opts)
-    await db.createNamespace('d')
     // Segments 1..: "old/*" keys that stay; then churn that makes later segments all garbage.
-    for (let i = 0; i < 300; i++) await db.put('d', `old/${i}`, crypto.randomBytes(400))
+    let { dir, db } = await withOldKeys(t, 'partial')
     const cleanIds = [...db.segments.keys()].filter((id) => id !== db.active.id)
     // Delete some old keys: their tombstones land in the churn segments, which will be
     // compacted while the segments holding the old values are not.
@@ -37,14 +43,14 @@ t.test(
       `it copied less than the live data (${after.compactedBytes - before.compactedBytes} of ${before.liveBytes} B)`,
     )
     await db.close()
-    db = await open(dir, opts)
+    db = await open(dir, OPTS)
     for (let i = 0; i < 300; i += 10)
       t.equal(await db.get('d', `old/${i}`), undefined, `old/${i} stays deleted after reopen`)
     t.ok(await db.get('d', 'old/1'), 'the others are there')
     // A full pass may then drop the tombstones: nothing older is left anywhere.
     await db.compact()
     await db.close()
-    db = await open(dir, opts)
+    db = await open(dir, OPTS)
     for (let i = 0; i < 300; i += 10) t.equal(await db.get('d', `old/${i}`), undefined)
     await db.close()
   },
@@ -54,8 +60,7 @@ t.test(
   'an expired key stays gone when only the segment holding its expiry is compacted',
   async (t) => {
     const dir = tempDir(t, 'partial-ttl')
-    const opts = { segmentBytes: SEG, durability: 'none' as const, autoCompact: false }
-    let db = await open(dir, opts)
+    let db = await open(dir, OPTS)
     await db.createNamespace('d')
     await db.put('d', 'session', 'first value, no expiry')
     for (let i = 0; i < 200; i++) await db.put('d', `keep/${i}`, crypto.randomBytes(400))
@@ -65,7 +70,7 @@ t.test(
     await new Promise((r) => setTimeout(r, 60))
     await db.compact({ full: false })
     await db.close()
-    db = await open(dir, opts)
+    db = await open(dir, OPTS)
     t.equal(await db.get('d', 'session'), undefined, 'the older value does not come back')
     await db.close()
   },
@@ -74,12 +79,8 @@ t.test(
 t.test(
   'a tombstone in a segment with nothing live outlives an older copy in a segment left out',
   async (t) => {
-    const dir = tempDir(t, 'partial-dead-tomb')
-    const opts = { segmentBytes: SEG, durability: 'none' as const, autoCompact: false }
-    let db = await open(dir, opts)
-    await db.createNamespace('d')
     // Segments that stay live: a pass leaves them out.
-    for (let i = 0; i < 300; i++) await db.put('d', `old/${i}`, crypto.randomBytes(400))
+    let { dir, db } = await withOldKeys(t, 'partial-dead-tomb')
     // The delete starts a segment of churn, and the churn is then written again: the
     // delete's segment ends up holding nothing live, only the tombstone.
     await db.flush()
@@ -91,7 +92,7 @@ t.test(
     await db.close()
     // An open that replays the log, not the checkpoint, meets the old copy.
     fs.rmSync(path.join(dir, 'CHECKPOINT'), { force: true })
-    db = await open(dir, opts)
+    db = await open(dir, OPTS)
     t.equal(await db.get('d', 'old/5'), undefined, 'old/5 stays deleted')
     t.ok(await db.get('d', 'old/6'), 'its neighbours are there')
     await db.close()
