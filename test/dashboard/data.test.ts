@@ -134,6 +134,8 @@ t.test('namespaces and the data browser', { skip }, async (t) => {
     await page.getByRole('button', { name: 'Save' }).click()
     t.equal((await saved).status(), 200, 'one click sent the save')
     t.equal((await v1(base, key, 'GET', '/profiles/user/1')).text, '{"value":{"fixed":true}}')
+    // Save ends by opening the key again; the next case's change must come after that.
+    await page.locator('#save-value:enabled').waitFor()
   })
 
   await t.test('an edit does not overwrite a change made meanwhile', async (t) => {
@@ -147,8 +149,14 @@ t.test('namespaces and the data browser', { skip }, async (t) => {
   })
 
   await t.test('delete it', async (t) => {
+    // The editor already shows user/1, at the version the last case made stale: wait for
+    // the click to open it again, or the delete is refused as a lost update.
+    const opened = page.waitForResponse(
+      (r) => r.url().includes('/value?') && r.request().method() === 'GET',
+    )
     await page.locator('.key-item[data-key="user/1"]').click()
-    await page.locator('#editor-title', { hasText: 'user/1' }).waitFor()
+    await opened
+    await page.locator('#editor-title:focus').waitFor() // the last thing opening does
     await page.getByRole('button', { name: 'Delete key' }).click()
     await page.getByRole('dialog').getByRole('button', { name: 'Delete key' }).click()
     await page.locator('.key-item[data-key="user/1"]').waitFor({ state: 'detached' })
