@@ -63,4 +63,18 @@ t.test('npm start honours CAIRN_PORT and CAIRN_DATA', async (t) => {
   t.ok(fs.existsSync(path.join(data, 'server.json')), 'server.json is in CAIRN_DATA')
   stop()
   await exited
+  // npm exits before the server it started has closed its store, which still writes in
+  // CAIRN_DATA as it closes: removing the folder waits for the whole process group.
+  const until = Date.now() + 15_000
+  while (Date.now() < until && groupAlive(child.pid!)) await new Promise((r) => setTimeout(r, 50))
+  t.notOk(groupAlive(child.pid!), 'the server exits on SIGTERM')
 })
+
+function groupAlive(pgid: number): boolean {
+  try {
+    process.kill(-pgid, 0)
+    return true
+  } catch {
+    return false
+  }
+}
