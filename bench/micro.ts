@@ -58,7 +58,32 @@ for (let i = 0; i < 100_000; i++) {
   map.set(k, { seg: 1, off: i * 100, len: 100, version: i })
 }
 const sortedKeys = [...map.keys()]
+// The same keys in a database opened from its checkpoint: there they are read from its base
+// (engine/base-keys.ts), bytes and a hash table, not strings in a Map.
+const baseDir = fs.mkdtempSync(path.join(os.tmpdir(), 'cairn-micro-base-'))
+let reopened = await open(baseDir, { durability: 'none' })
+await reopened.createNamespace('n')
+for (let i = 0; i < sortedKeys.length; i += 1000)
+  await reopened.batch(
+    sortedKeys.slice(i, i + 1000).map((k) => ({ type: 'put' as const, ns: 'n', key: k, value })),
+  )
+await reopened.close()
+reopened = await open(baseDir, { durability: 'none' })
+await reopened.indexReady()
 let i = 0
+const sliceOfSorted: [string, () => unknown] = [
+  'binary search + slice of a sorted array',
+  () => {
+    let lo = 0
+    let hi = sortedKeys.length
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1
+      if (sortedKeys[mid]! < 'user/0123') lo = mid + 1
+      else hi = mid
+    }
+    return sortedKeys.slice(lo, lo + 100).filter((k) => k.startsWith('user/0123'))
+  },
+]
 const nextKey = () => {
   i = (i + 7919) % sortedKeys.length
   return sortedKeys[i]!
@@ -98,19 +123,17 @@ const cases: Case[] = [
   {
     name: 'prefix scan step (list 100 keys)',
     ours: () => db.list('n', { prefix: 'user/0123', limit: 100 }),
-    peer: [
-      'binary search + slice of a sorted array',
-      () => {
-        let lo = 0
-        let hi = sortedKeys.length
-        while (lo < hi) {
-          const mid = (lo + hi) >>> 1
-          if (sortedKeys[mid]! < 'user/0123') lo = mid + 1
-          else hi = mid
-        }
-        return sortedKeys.slice(lo, lo + 100).filter((k) => k.startsWith('user/0123'))
-      },
-    ],
+    peer: sliceOfSorted,
+  },
+  {
+    name: 'get from a checkpoint base (getNow, 100k keys)',
+    ours: () => reopened.getNow('n', nextKey()),
+    peer: ['Map.get, then a copy of the value', () => map.get(nextKey()) && Buffer.from(value)],
+  },
+  {
+    name: 'prefix scan step from a checkpoint base (list 100)',
+    ours: () => reopened.list('n', { prefix: 'user/0123', limit: 100 }),
+    peer: sliceOfSorted,
   },
   {
     name: 'list cursor encode + decode',
@@ -157,7 +180,9 @@ for (const c of cases) {
   )
 }
 await db.close()
+await reopened.close()
 fs.rmSync(dir, { recursive: true, force: true })
+fs.rmSync(baseDir, { recursive: true, force: true })
 
 if (!quick) {
   const date = new Date().toISOString()

@@ -10,6 +10,7 @@ import type { Db } from './db.js'
 import { fsyncDirAsync, io } from './io.js'
 import type { Namespace } from './parts.js'
 import { SEG_HEADER } from './record.js'
+import { Slots } from './slots.js'
 import { sortKeys } from './utf8.js'
 import { SLICE_MS, yieldToRequests } from './yield.js'
 import { grown } from './typed.js'
@@ -26,6 +27,8 @@ export const CKPT_SEGMENT = 40
 const NS_ROW = 24
 /** Bytes of columns per entry: version, expiresAt (f64); segment, offset, length, key end (u32). */
 const COLUMN_BYTES = 32
+/** Keys the walk takes between looks at the clock. */
+const PAGE = 1024
 /** The columns are read as typed arrays in place, which is the machine's byte order. */
 export const CHECKPOINTS_WORK = os.endianness() === 'LE'
 
@@ -54,6 +57,7 @@ export interface Checkpoint {
   segments: CkptSegment[]
   namespaces: CkptNamespace[]
   count: number
+  /** The index's own columns: entries 0 .. count - 1, with room after them to grow. */
   version: Float64Array
   expires: Float64Array
   seg: Uint32Array
@@ -66,43 +70,66 @@ export interface Checkpoint {
   bytes: number
 }
 
-/** The checkpoint, or undefined when there is none or anything about it is wrong. */
+/**
+ * The checkpoint, or undefined when there is none or anything about it is wrong. It is read
+ * piece by piece, each column straight into the typed array the index keeps (with room for
+ * the index to grow, Slots.capacityFor), and the keys into a buffer of their own: no buffer
+ * of the whole file is made, copied out of, and left for the collector.
+ */
 export function readCheckpoint(dir: string): Checkpoint | undefined {
   if (!CHECKPOINTS_WORK) return undefined
   const file = path.join(dir, CHECKPOINT_FILE)
   if (!io.existsSync(file)) return undefined
-  let b: Buffer
+  let fd = -1
   try {
-    b = io.readFileSync(file)
+    fd = io.openSync(file, 'r')
+    return readFrom(fd, io.sizeOf(file))
   } catch {
     return undefined
-  }
-  try {
-    return parse(b)
-  } catch {
-    return undefined
+  } finally {
+    if (fd >= 0) {
+      try {
+        io.closeSync(fd)
+      } catch {}
+    }
   }
 }
 
-function parse(raw: Buffer): Checkpoint | undefined {
-  if (raw.length < CKPT_HEADER + 4) return undefined
-  if (!raw.subarray(0, 8).equals(CKPT_MAGIC)) return undefined
-  if (raw.readUInt32LE(8) !== CKPT_VERSION) return undefined
-  const end = raw.length - 4
-  if (raw.readUInt32LE(end) !== crc32(raw.subarray(0, end))) return undefined
-  // Typed-array views need their columns aligned in memory as they are in the file.
-  const b = raw.byteOffset % 8 === 0 ? raw : Buffer.from(raw)
-  const segCount = b.readUInt32LE(12)
-  const nsCount = b.readUInt32LE(16)
-  const count = b.readUInt32LE(20)
-  const maxVersion = b.readDoubleLE(24)
-  const keyBytes = b.readUInt32LE(32)
-  const nsTable = b.readUInt32LE(36)
+function readFrom(fd: number, size: number): Checkpoint | undefined {
+  let at = 0
+  let crc = 0
+  /** Fills `into` from the file's next bytes, and folds them into the checksum. */
+  const next = (into: Buffer): Buffer => {
+    let got = 0
+    while (got < into.length) {
+      const n = io.readSync(fd, into, got, into.length - got, at + got)
+      if (n <= 0) throw new Error('short checkpoint')
+      got += n
+    }
+    at += into.length
+    crc = crc32(into, crc)
+    return into
+  }
+  const bytesOf = (a: Float64Array | Uint32Array, n: number) =>
+    Buffer.from(a.buffer, a.byteOffset, n * a.BYTES_PER_ELEMENT)
+
+  if (size < CKPT_HEADER + 4) return undefined
+  const h = next(Buffer.alloc(CKPT_HEADER))
+  if (!h.subarray(0, 8).equals(CKPT_MAGIC)) return undefined
+  if (h.readUInt32LE(8) !== CKPT_VERSION) return undefined
+  const segCount = h.readUInt32LE(12)
+  const nsCount = h.readUInt32LE(16)
+  const count = h.readUInt32LE(20)
+  const maxVersion = h.readDoubleLE(24)
+  const keyBytes = h.readUInt32LE(32)
+  const nsTable = h.readUInt32LE(36)
   const nsAt = CKPT_HEADER + segCount * CKPT_SEGMENT
   const colAt = nsAt + nsTable
-  if (nsTable % 8 !== 0 || colAt + count * COLUMN_BYTES + keyBytes !== end) return undefined
+  // The sizes must add up to the file's before anything is allocated by them.
+  if (nsTable % 8 !== 0 || colAt + count * COLUMN_BYTES + keyBytes + 4 !== size) return undefined
+  const b = next(Buffer.alloc(colAt - CKPT_HEADER))
   const segments: CkptSegment[] = []
-  for (let i = 0, p = CKPT_HEADER; i < segCount; i++, p += CKPT_SEGMENT) {
+  for (let i = 0, p = 0; i < segCount; i++, p += CKPT_SEGMENT) {
     segments.push({
       id: b.readUInt32LE(p),
       from: b.readUInt32LE(p + 4),
@@ -113,27 +140,31 @@ function parse(raw: Buffer): Checkpoint | undefined {
   }
   const namespaces: CkptNamespace[] = []
   let first = 0
-  for (let i = 0, p = nsAt; i < nsCount; i++) {
-    if (p + NS_ROW > colAt) return undefined
+  const tableEnd = colAt - CKPT_HEADER
+  for (let i = 0, p = nsAt - CKPT_HEADER; i < nsCount; i++) {
+    if (p + NS_ROW > tableEnd) return undefined
     const id = b.readUInt32LE(p)
     const n = b.readUInt32LE(p + 4)
     const nameLen = b.readUInt32LE(p + 8)
     const version = b.readDoubleLE(p + 16)
-    if (p + NS_ROW + nameLen > colAt) return undefined
+    if (p + NS_ROW + nameLen > tableEnd) return undefined
     const name = b.toString('utf8', p + NS_ROW, p + NS_ROW + nameLen)
     namespaces.push({ id, name, first, count: n, version })
     first += n
     p += NS_ROW + nameLen
   }
   if (first !== count) return undefined
-  const at = b.byteOffset + colAt
-  const ab = b.buffer
-  const version = new Float64Array(ab, at, count)
-  const expires = new Float64Array(ab, at + 8 * count, count)
-  const seg = new Uint32Array(ab, at + 16 * count, count)
-  const off = new Uint32Array(ab, at + 20 * count, count)
-  const len = new Uint32Array(ab, at + 24 * count, count)
-  const ends = new Uint32Array(ab, at + 28 * count, count)
+  const cap = Slots.capacityFor(count)
+  const version = new Float64Array(cap)
+  const expires = new Float64Array(cap)
+  const seg = new Uint32Array(cap)
+  const off = new Uint32Array(cap)
+  const len = new Uint32Array(cap)
+  const ends = new Uint32Array(count)
+  for (const col of [version, expires, seg, off, len, ends]) next(bytesOf(col, count))
+  const blob = next(Buffer.allocUnsafe(keyBytes))
+  const tail = Buffer.alloc(4)
+  if (io.readSync(fd, tail, 0, 4, at) !== 4 || tail.readUInt32LE(0) !== crc >>> 0) return undefined
   // Every key lies inside the blob, so no later slice can run off it.
   let prev = 0
   for (let i = 0; i < count; i++) {
@@ -141,7 +172,6 @@ function parse(raw: Buffer): Checkpoint | undefined {
     if (e < prev || e > keyBytes) return undefined
     prev = e
   }
-  const blob = b.subarray(colAt + count * COLUMN_BYTES, end)
   return {
     maxVersion,
     segments,
@@ -154,7 +184,7 @@ function parse(raw: Buffer): Checkpoint | undefined {
     len,
     ends,
     blob,
-    bytes: raw.length,
+    bytes: size,
   }
 }
 
@@ -262,41 +292,35 @@ export async function writeCheckpoint(db: Db, atClose: boolean): Promise<boolean
     const counts: number[] = []
     const s = db.keydir.slots
     let start = performance.now()
-    let walked = 0
     for (const { n, sorted } of lists) {
       const before = cols.n
-      // A sorted copy is one chunk of its own; the list's chunks are read as they are now.
-      const own = sorted === undefined ? undefined : [sorted]
-      let ci = 0
-      let i = 0
-      for (;;) {
-        const chunks = own ?? n.keys.chunks
-        if (ci >= chunks.length) break
-        const chunk = chunks[ci]!
-        if (i >= chunk.length) {
-          ci++
-          i = 0
-          continue
+      // A page at a time, each found again after the last key taken: keys that came and went
+      // while the walk yielded are no matter, since keys added behind it are written after
+      // `from` and come back by replay, and none that was there all along is passed over or
+      // met twice.
+      let after: string | undefined
+      for (let at = 0; ; at += PAGE) {
+        const keys = sorted
+          ? sorted.slice(at, at + PAGE)
+          : db.keydir.collect(n, '', after, PAGE, 1, 0)
+        for (const key of keys) {
+          const slot = n.map.get(key)
+          if (slot !== undefined)
+            cols.push(
+              key,
+              s.seg[slot]!,
+              s.off[slot]!,
+              s.len[slot]!,
+              s.version[slot]!,
+              s.expires[slot]!,
+            )
         }
-        const key = chunk[i++]!
-        const slot = n.map.get(key)
-        if (slot !== undefined)
-          cols.push(
-            key,
-            s.seg[slot]!,
-            s.off[slot]!,
-            s.len[slot]!,
-            s.version[slot]!,
-            s.expires[slot]!,
-          )
-        if ((++walked & 1023) === 0 && !atClose && performance.now() - start >= SLICE_MS) {
+        if (keys.length < PAGE) break
+        after = keys[keys.length - 1]
+        if (!atClose && performance.now() - start >= SLICE_MS) {
           await yieldToRequests(performance.now() - start)
           if (gaveUp()) return false
           start = performance.now()
-          // Keys came and went meanwhile, and chunks may have split: go on from the first key
-          // after this one. Keys added behind the walk are written after `from` and come
-          // back by replay; none that was there all along is passed over or met twice.
-          if (own === undefined) [ci, i] = n.keys.seek(key, true)
         }
       }
       counts.push(cols.n - before)

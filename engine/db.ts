@@ -539,23 +539,17 @@ export class Db implements Engine {
     const s = this.keydir.slots
     for (let k = 0; k < all.length && budget > 0; k++) {
       const n = all[this.sweepAt % all.length]!
-      const from = this.sweepFrom.get(n)
-      let [ci, i] = from === undefined ? [0, 0] : n.keys.seek(from, true)
-      const chunks = n.keys.chunks
-      const gone: string[] = []
-      for (; ci < chunks.length && budget > 0; ci++, i = 0) {
-        const chunk = chunks[ci]!
-        for (; i < chunk.length && budget > 0; i++, budget--) {
-          const slot = n.map.get(chunk[i]!)
-          if (slot !== undefined && s.expires[slot] !== 0 && s.expires[slot]! <= now)
-            gone.push(chunk[i]!)
-        }
-        if (i < chunk.length) break
-      }
-      if (ci >= chunks.length) {
+      const keys = this.keydir.collect(n, '', this.sweepFrom.get(n), budget, 1, 0)
+      budget -= keys.length
+      const gone = keys.filter((key) => {
+        const slot = n.map.get(key)
+        return slot !== undefined && s.expires[slot] !== 0 && s.expires[slot]! <= now
+      })
+      // Fewer keys than asked for: the namespace's walk is done, and the next one's begins.
+      if (budget > 0) {
         this.sweepFrom.delete(n)
         this.sweepAt++
-      } else this.sweepFrom.set(n, i > 0 ? chunks[ci]![i - 1]! : chunks[ci - 1]!.at(-1)!)
+      } else this.sweepFrom.set(n, keys[keys.length - 1]!)
       for (const key of gone) this.keydir.liveSlot(n, key)
     }
   }
@@ -910,6 +904,18 @@ export class Db implements Engine {
   /** Resolves once no compaction pass is running (a pass may start again at any write). */
   async compactionSettled(): Promise<void> {
     while (this.compacting) await this.compacting.catch(() => {})
+  }
+
+  /**
+   * Resolves once the index is complete after open: every namespace's sorted list built and
+   * every checkpoint base hashed. Reads and writes never wait for this; it is for warming up
+   * and for measuring the index.
+   */
+  async indexReady(): Promise<void> {
+    for (const n of this.keydir.byName.values()) {
+      await n.building
+      await n.map.base?.hashed
+    }
   }
 
   isClosed(): boolean {

@@ -3,6 +3,7 @@
 // version and expiry, so a million keys cost a Map entry and a few numbers each, not an
 // object. The sorted key lists (sorted-keys.ts) give ordered listing. Writes, recovery and
 // compaction all change it through here; reads look things up here.
+import { mergeKeys } from './base-keys.js'
 import { KeyMap } from './keymap.js'
 import { ENTRY_HEADER } from './record.js'
 import type { Namespace, Segment } from './parts.js'
@@ -163,29 +164,69 @@ export class KeyDir {
 
   /** Keys with `prefix` in UTF-8 byte order, after `after`, at most `limit` of them. */
   scan(n: Namespace, prefix: string, after: string | undefined, limit: number): ListResult {
-    const [ci, i] =
-      after !== undefined && compareKeys(after, prefix) >= 0
-        ? n.keys.seek(after, true)
-        : n.keys.seek(prefix, false)
-    return this.walk(n, prefix, ci, i, 1, limit)
+    const now = n.ttl > 0 ? Date.now() : 0
+    return page(this.collect(n, prefix, after, limit + 1, 1, now), limit)
   }
 
   /** The same in descending order: keys before `after`. */
   scanBack(n: Namespace, prefix: string, after: string | undefined, limit: number): ListResult {
-    const chunks = n.keys.chunks
-    let [ci, i] = prefix
-      ? n.keys.seekPastPrefix(prefix)
-      : [chunks.length - 1, chunks[chunks.length - 1].length]
-    if (after !== undefined) {
-      const [ai, aj] = n.keys.seek(after, false)
-      if (ai < ci || (ai === ci && aj < i)) [ci, i] = [ai, aj]
-    }
-    return this.walk(n, prefix, ci, i - 1, -1, limit)
+    const now = n.ttl > 0 ? Date.now() : 0
+    return page(this.collect(n, prefix, after, limit + 1, -1, now), limit)
   }
 
   /**
-   * Collects keys from chunk `ci`, position `i`, stepping `step` (1 or -1) through the sorted
-   * chunks, until one lacks the prefix or the page is full; expired keys are passed over.
+   * Up to `want` keys with `prefix`, in order (step 1) or in reverse (-1), past `after`, from
+   * both the keys written since the open and the base: the first `want` of each side, merged,
+   * hold the first `want` of all. A key whose expiry is at or before `now` is passed over
+   * (`now` 0: none is).
+   */
+  collect(
+    n: Namespace,
+    prefix: string,
+    after: string | undefined,
+    want: number,
+    step: 1 | -1,
+    now: number,
+  ): string[] {
+    const sorted = n.keys
+    const base = n.map.base
+    const fromBase: string[] = []
+    let ci: number
+    let i: number
+    if (step > 0) {
+      const past = after !== undefined && compareKeys(after, prefix) >= 0
+      ;[ci, i] = past ? sorted.seek(after, true) : sorted.seek(prefix, false)
+      if (base !== null) {
+        const p = past ? base.seek(after, true) : base.seek(prefix, false)
+        base.collect(p, 1, prefix, want, fromBase, this.slots.expires, now)
+      }
+    } else {
+      const chunks = sorted.chunks
+      ;[ci, i] = prefix
+        ? sorted.seekPastPrefix(prefix)
+        : [chunks.length - 1, chunks[chunks.length - 1]!.length]
+      if (after !== undefined) {
+        const [ai, aj] = sorted.seek(after, false)
+        if (ai < ci || (ai === ci && aj < i)) [ci, i] = [ai, aj]
+      }
+      i--
+      if (base !== null) {
+        let p = prefix ? base.seekPastPrefix(prefix) : base.count
+        if (after !== undefined) p = Math.min(p, base.seek(after, false))
+        base.collect(p - 1, -1, prefix, want, fromBase, this.slots.expires, now)
+      }
+    }
+    const keys: string[] = []
+    this.walk(n, prefix, ci, i, step, want, now, keys)
+    const all = mergeKeys(keys, fromBase, step)
+    if (all.length > want) all.length = want
+    return all
+  }
+
+  /**
+   * Appends to `keys` the keys of the sorted list from chunk `ci`, position `i`, stepping
+   * `step` (1 or -1), until one lacks the prefix or `want` are taken; keys expired at `now`
+   * are passed over.
    */
   private walk(
     n: Namespace,
@@ -193,40 +234,40 @@ export class KeyDir {
     ci: number,
     i: number,
     step: 1 | -1,
-    limit: number,
-  ): ListResult {
+    want: number,
+    now: number,
+    keys: string[],
+  ): void {
     const chunks = n.keys.chunks
-    const keys: string[] = []
-    const now = n.ttl > 0 ? Date.now() : 0
     const s = this.slots
     for (
       ;
       ci >= 0 && ci < chunks.length;
       ci += step, i = step > 0 ? 0 : (chunks[ci]?.length ?? 0) - 1
     ) {
-      const chunk = chunks[ci]
+      const chunk = chunks[ci]!
       if (now === 0) {
-        const taken = takeSpan(chunk, prefix, i, step, limit + 1 - keys.length, keys)
-        if (keys.length > limit) {
-          keys.length = limit
-          return { keys, next: keys[limit - 1] }
-        }
-        if (taken < 0) return { keys }
+        const taken = takeSpan(chunk, prefix, i, step, want - keys.length, keys)
+        if (keys.length >= want || taken < 0) return
         continue
       }
       for (; i >= 0 && i < chunk.length; i += step) {
-        const k = chunk[i]
-        if (prefix && !k.startsWith(prefix)) return { keys }
-        if (now) {
-          const e = s.expires[n.map.get(k)!]
-          if (e !== 0 && e <= now) continue
-        }
-        if (keys.length === limit) return { keys, next: keys[limit - 1] }
+        const k = chunk[i]!
+        if (prefix && !k.startsWith(prefix)) return
+        const e = s.expires[n.map.get(k)!]
+        if (e !== 0 && e <= now) continue
+        if (keys.length === want) return
         keys.push(k)
       }
     }
-    return { keys }
   }
+}
+
+/** A page of `limit` keys, with where the next begins when there were more. */
+function page(keys: string[], limit: number): ListResult {
+  if (keys.length <= limit) return { keys }
+  keys.length = limit
+  return { keys, next: keys[limit - 1] }
 }
 
 /**

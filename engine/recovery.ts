@@ -21,7 +21,7 @@ import {
   readHint,
   writeHint,
 } from './hint.js'
-import { BaseKeys, GONE, finishSorted } from './keymap.js'
+import { BaseKeys, GONE } from './base-keys.js'
 import { readNamespaces } from './namespaces-file.js'
 import {
   COMPACTED_FILE,
@@ -43,7 +43,7 @@ import {
   readSegmentHeader,
 } from './record.js'
 import { type Dropped, isZero, scanSegment } from './segment-scan.js'
-import { SORT_NOW, migrateLater, sortLater, sortNow } from './sorted-build.js'
+import { SORT_NOW, sortLater, sortNow } from './sorted-build.js'
 
 const HINT_NAME = /^seg-(\d{8})\.hint$/
 const LEFTOVER = /^(compact-\d{8}\.tmp|.*\.tmp)$/
@@ -383,7 +383,7 @@ function fromCheckpoint(db: Db, ck: Checkpoint, x: Found): number {
 
   // 3. Nothing doubts it: the index is its columns, a copy of typed arrays.
   const s = db.keydir.slots
-  s.load(ck.count, ck.seg, ck.off, ck.len, ck.version, ck.expires)
+  s.adopt(ck.count, ck.seg, ck.off, ck.len, ck.version, ck.expires)
   const live = new Float64Array(maxCovered + 1)
   const now = Date.now()
   const fromCkpt = new Set<Namespace>()
@@ -408,16 +408,14 @@ function fromCheckpoint(db: Db, ck: Checkpoint, x: Found): number {
     if (!n) continue
     if (c.version > n.version) n.version = c.version
     const start = c.first === 0 ? 0 : ck.ends[c.first - 1]!
-    n.map.base = new BaseKeys(ck.blob, start, ck.ends.subarray(c.first, c.first + c.count), slots)
+    // Its keys stay as the checkpoint holds them, in order: listings merge them with the
+    // sorted list of keys written from here on (keydir.ts), which starts empty.
+    if (c.count > 0) {
+      const base = new BaseKeys(ck.blob, start, ck.ends.subarray(c.first, c.first + c.count), slots)
+      base.hashed = base.hash(() => db.isClosed())
+      n.map.base = base
+    }
     fromCkpt.add(n)
-    // Its keys are in order already: a small namespace's list is made now, a large one's
-    // as the keys move into the Map after open.
-    if (n.map.size <= SORT_NOW) {
-      const sorted: string[] = []
-      const wide = { on: false }
-      n.map.migrate(Number.POSITIVE_INFINITY, sorted, wide)
-      n.keys = finishSorted(sorted, wide.on, null, n.map)
-    } else migrateLater(n, () => db.isClosed())
   }
 
   // 4. Every segment, then the log after the checkpoint, in the order it was written.

@@ -5,12 +5,12 @@ import { grown } from './typed.js'
  * per key: a slot number indexes them all. Freed slots are reused.
  */
 export class Slots {
-  seg = new Uint32Array(1024)
-  off = new Uint32Array(1024)
-  len = new Uint32Array(1024)
-  version = new Float64Array(1024)
+  seg: Uint32Array = new Uint32Array(1024)
+  off: Uint32Array = new Uint32Array(1024)
+  len: Uint32Array = new Uint32Array(1024)
+  version: Float64Array = new Float64Array(1024)
   /** 0 when the key never expires. */
-  expires = new Float64Array(1024)
+  expires: Float64Array = new Float64Array(1024)
   private free: number[] = []
   private used = 0
 
@@ -21,11 +21,18 @@ export class Slots {
     return this.used++
   }
 
+  /** The room Slots keeps for n slots: arrays are sized in powers of two. */
+  static capacityFor(n: number): number {
+    let cap = 1024
+    while (cap < n) cap *= 2
+    return cap
+  }
+
   /**
-   * Fills slots 0..n-1 from columns (an open from a checkpoint); only into empty Slots. Each
-   * column is copied whole, which costs a memcpy, not a loop.
+   * Takes columns holding slots 0..n-1 as its own (an open from a checkpoint, which reads
+   * them at capacityFor(n)); only into empty Slots.
    */
-  load(
+  adopt(
     n: number,
     seg: Uint32Array,
     off: Uint32Array,
@@ -33,19 +40,15 @@ export class Slots {
     version: Float64Array,
     expires: Float64Array,
   ): void {
-    if (this.used !== 0) throw new Error('Slots.load into a used Slots')
-    let cap = 1024
-    while (cap < n) cap *= 2
-    this.seg = new Uint32Array(cap)
-    this.off = new Uint32Array(cap)
-    this.len = new Uint32Array(cap)
-    this.version = new Float64Array(cap)
-    this.expires = new Float64Array(cap)
-    this.seg.set(seg.subarray(0, n))
-    this.off.set(off.subarray(0, n))
-    this.len.set(len.subarray(0, n))
-    this.version.set(version.subarray(0, n))
-    this.expires.set(expires.subarray(0, n))
+    if (this.used !== 0) throw new Error('Slots.adopt into a used Slots')
+    const cap = seg.length
+    for (const col of [seg, off, len, version, expires])
+      if (col.length !== cap || cap < n || cap === 0) throw new Error('Slots.adopt: bad columns')
+    this.seg = seg
+    this.off = off
+    this.len = len
+    this.version = version
+    this.expires = expires
     this.used = n
   }
 

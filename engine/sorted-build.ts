@@ -3,7 +3,6 @@
 // background, a slice at a time, so `open` returns as soon as the key-to-position map is
 // ready: gets and writes work at once, and listings of that namespace wait for the build.
 // Writes made meanwhile are noted and applied to the finished list.
-import { finishSorted } from './keymap.js'
 import type { Namespace } from './parts.js'
 import { SortedKeys } from './sorted-keys.js'
 import { compareKeys, hasHighUnits, sortKeys } from './utf8.js'
@@ -26,33 +25,6 @@ export function sortLater(n: Namespace, closed: () => boolean): void {
   n.building = build(n, closed).finally(() => {
     n.building = null
   })
-}
-
-/**
- * After an open from a checkpoint: moves the namespace's checkpoint keys (keymap.ts) into its
- * Map a slice at a time. They come in order, so the sorted list needs no sort; listings wait
- * for it as they wait for a build, and gets and writes work all along.
- */
-export function migrateLater(n: Namespace, closed: () => boolean): void {
-  n.changes = new Map()
-  n.building = migrate(n, closed).finally(() => {
-    n.building = null
-  })
-}
-
-async function migrate(n: Namespace, closed: () => boolean): Promise<void> {
-  const sorted: string[] = []
-  const wide = { on: false }
-  for (;;) {
-    await tick()
-    if (closed()) return
-    const start = performance.now()
-    let done = false
-    while (!done && performance.now() - start < SLICE_MS) done = n.map.migrate(4096, sorted, wide)
-    if (done) break
-  }
-  n.keys = finishSorted(sorted, wide.on, n.changes, n.map)
-  n.changes = null
 }
 
 async function build(n: Namespace, closed: () => boolean): Promise<void> {

@@ -1,0 +1,240 @@
+// The keys a namespace had when it was opened from a checkpoint (checkpoint.ts), kept as the
+// checkpoint holds them: UTF-8 bytes in sorted order in one buffer, an end offset and a slot
+// each, and a hash table of their positions. A key costs its bytes and 16 more, against the
+// 70 or so of a JavaScript string and a Map entry (keymap.ts holds the keys written since).
+// Nothing is ever inserted: a key removed is marked GONE, and a key written again keeps its
+// slot here, so positions never move and a walk can hold on to one.
+import { compareKeys } from './utf8.js'
+import { SLICE_MS, yieldToRequests } from './yield.js'
+
+/** Bases up to this many keys are hashed while opening. */
+const HASH_NOW = 65_536
+
+/** A key that was removed since the open. */
+export const GONE = 0xffffffff
+
+type Utf8Buffer = Buffer & { utf8Slice(start: number, end: number): string }
+
+/** FNV-1a over bytes: cheap, and spreads short keys that differ in their last bytes. */
+function hashBytes(b: Buffer, s: number, e: number): number {
+  let h = 0x811c9dc5
+  for (let i = s; i < e; i++) h = Math.imul(h ^ b[i]!, 0x01000193)
+  return h >>> 0
+}
+
+export class BaseKeys {
+  /** Entries not removed. */
+  live: number
+  /**
+   * Positions + 1 by hash, 0 for none; linear probing, at most half full. Null until made:
+   * lookups bisect the sorted keys meanwhile.
+   */
+  private table: Int32Array | null = null
+  private mask = 0
+  /** The key being looked for, as UTF-8. */
+  private scratch = Buffer.allocUnsafe(1024)
+  private scratchLen = 0
+  /** Settles when the hash table is made (or its making stopped at close). */
+  hashed: Promise<void> = Promise.resolve()
+
+  constructor(
+    readonly blob: Buffer,
+    /** Where the first key starts in blob. */
+    readonly start: number,
+    /** End offset in blob of each key. */
+    readonly ends: Uint32Array,
+    /** Each key's slot, GONE once removed. */
+    readonly slots: Uint32Array,
+  ) {
+    let live = 0
+    for (let i = 0; i < slots.length; i++) if (slots[i] !== GONE) live++
+    this.live = live
+  }
+
+  /**
+   * Makes the hash table: at once for a small base, else in slices between requests, since
+   * a million keys take a tenth of a second (each insert a cache miss) that an open need not
+   * wait for. Resolves when lookups use it.
+   */
+  async hash(closed: () => boolean): Promise<void> {
+    let cap = 16
+    while (cap < this.count * 2) cap *= 2
+    const t = new Int32Array(cap)
+    const mask = cap - 1
+    const { blob, ends } = this
+    const now = this.count <= HASH_NOW
+    let s = this.start
+    for (let i = 0; i < ends.length; ) {
+      const began = performance.now()
+      do {
+        const stop = Math.min(ends.length, i + 1024)
+        for (; i < stop; i++) {
+          const e = ends[i]!
+          let h = hashBytes(blob, s, e) & mask
+          while (t[h] !== 0) h = (h + 1) & mask
+          t[h] = i + 1
+          s = e
+        }
+      } while (i < ends.length && (now || performance.now() - began < SLICE_MS))
+      if (i < ends.length) {
+        await yieldToRequests(performance.now() - began)
+        if (closed()) return
+      }
+    }
+    this.mask = mask
+    this.table = t
+  }
+
+  get count(): number {
+    return this.slots.length
+  }
+
+  keyStart(i: number): number {
+    return i === 0 ? this.start : this.ends[i - 1]!
+  }
+
+  /** Key i as a string. */
+  keyAt(i: number): string {
+    return (this.blob as Utf8Buffer).utf8Slice(this.keyStart(i), this.ends[i]!)
+  }
+
+  /** Puts `key` in scratch as UTF-8. */
+  private encode(key: string): void {
+    if (key.length * 3 > this.scratch.length) this.scratch = Buffer.allocUnsafe(key.length * 3)
+    this.scratchLen = this.scratch.write(key, 0, 'utf8')
+  }
+
+  /** Position of the key (removed or not), or -1. */
+  find(key: string): number {
+    const t = this.table
+    if (t === null) {
+      const p = this.seek(key, false)
+      return p < this.count && this.cmp(p) === 0 ? p : -1
+    }
+    this.encode(key)
+    const k = this.scratch
+    const n = this.scratchLen
+    const b = this.blob
+    for (let h = hashBytes(k, 0, n) & this.mask; ; h = (h + 1) & this.mask) {
+      const p = t[h]! - 1
+      if (p < 0) return -1
+      const s = this.keyStart(p)
+      if (this.ends[p]! - s !== n) continue
+      let j = 0
+      while (j < n && b[s + j] === k[j]) j++
+      if (j === n) return p
+    }
+  }
+
+  get(key: string): number | undefined {
+    const i = this.find(key)
+    if (i < 0) return undefined
+    const slot = this.slots[i]!
+    return slot === GONE ? undefined : slot
+  }
+
+  /** Forgets the key; true when it was here. */
+  kill(key: string): boolean {
+    const i = this.find(key)
+    if (i < 0 || this.slots[i] === GONE) return false
+    this.slots[i] = GONE
+    this.live--
+    return true
+  }
+
+  /** Compares key i with scratch as bytes: UTF-8 byte order is the order kept. */
+  private cmp(i: number): number {
+    const b = this.blob
+    const k = this.scratch
+    const n = this.scratchLen
+    const s = this.keyStart(i)
+    const e = this.ends[i]!
+    const m = Math.min(e - s, n)
+    for (let j = 0; j < m; j++) {
+      const c = b[s + j]! - k[j]!
+      if (c !== 0) return c
+    }
+    return e - s - n
+  }
+
+  /** Whether key i starts with scratch. */
+  private hasPrefix(i: number): boolean {
+    const n = this.scratchLen
+    const s = this.keyStart(i)
+    if (this.ends[i]! - s < n) return false
+    const b = this.blob
+    const k = this.scratch
+    for (let j = 0; j < n; j++) if (b[s + j] !== k[j]) return false
+    return true
+  }
+
+  /** The first position whose key is >= key (strict: > key). */
+  seek(key: string, strict: boolean): number {
+    this.encode(key)
+    let lo = 0
+    let hi = this.count
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1
+      const c = this.cmp(mid)
+      if (c < 0 || (strict && c === 0)) lo = mid + 1
+      else hi = mid
+    }
+    return lo
+  }
+
+  /** The position just past the last key that sorts before `prefix` or starts with it. */
+  seekPastPrefix(prefix: string): number {
+    this.encode(prefix)
+    let lo = 0
+    let hi = this.count
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1
+      if (this.hasPrefix(mid) || this.cmp(mid) < 0) lo = mid + 1
+      else hi = mid
+    }
+    return lo
+  }
+
+  /**
+   * Appends to `out` the live keys from position `i`, stepping `step`, that start with
+   * `prefix`, until `want` are taken, the keys with the prefix end, or the keys do. A key
+   * whose expiry (by slot, in `expires`) is at or before `now` is passed over; `now` 0
+   * passes over none.
+   */
+  collect(
+    i: number,
+    step: 1 | -1,
+    prefix: string,
+    want: number,
+    out: string[],
+    expires: Float64Array,
+    now: number,
+  ): void {
+    this.encode(prefix)
+    const slots = this.slots
+    for (; i >= 0 && i < slots.length && out.length < want; i += step) {
+      const slot = slots[i]!
+      if (slot === GONE) continue
+      if (!this.hasPrefix(i)) return
+      if (now !== 0) {
+        const e = expires[slot]!
+        if (e !== 0 && e <= now) continue
+      }
+      out.push(this.keyAt(i))
+    }
+  }
+}
+
+/** Merges two key lists sorted in `step`'s direction into one, in that direction. */
+export function mergeKeys(a: string[], b: string[], step: 1 | -1): string[] {
+  if (b.length === 0) return a
+  if (a.length === 0) return b
+  const out: string[] = []
+  let i = 0
+  let j = 0
+  while (i < a.length && j < b.length)
+    out.push(compareKeys(a[i]!, b[j]!) * step < 0 ? a[i++]! : b[j++]!)
+  while (i < a.length) out.push(a[i++]!)
+  while (j < b.length) out.push(b[j++]!)
+  return out
+}

@@ -1,0 +1,180 @@
+// After an open from a checkpoint a namespace's keys stay as the checkpoint held them, and the
+// keys written since live beside them (engine/base-keys.ts). Every read must see the two as
+// one: gets, listings in both directions with prefixes and cursors, counts, expiry, the next
+// checkpoint and the open after it. A model (a Map) is the judge, under random writes.
+import fs from 'node:fs'
+import path from 'node:path'
+import t, { type Test } from 'tap'
+import { type Db, open } from '../../engine/index.js'
+import { compareUtf8, rng, seedFromEnv, sleep, tempDir } from './helpers.js'
+
+const openedFrom = (db: Db) => (db as unknown as { openedFrom: string }).openedFrom
+const seed = seedFromEnv('BASE_KEYS_SEED')
+const random = rng(seed)
+const pick = <T>(xs: T[]) => xs[Math.floor(random() * xs.length)]!
+
+// Keys in groups (so prefixes select runs), with some whose UTF-16 and UTF-8 orders differ.
+const ODD = ['\u{1F600}', '\uE000', '\uFFFD', 'é', '日本', 'z', '']
+const keyOf = (i: number) => `${'abcd'[i % 4]}${String(i % 37).padStart(2, '0')}/${pick(ODD)}${i}`
+const PREFIXES = ['', 'a', 'b0', 'c1', 'd3', 'a0', 'b1', 'z', 'c', 'd']
+
+/** Every listing of the model's keys that the database must give the same way. */
+async function compare(t: Test, db: Db, model: Map<string, unknown>, label: string) {
+  const all = [...model.keys()].sort(compareUtf8)
+  let bad = 0
+  const same = (got: string[], want: string[], what: string) => {
+    if (JSON.stringify(got) === JSON.stringify(want)) return
+    if (bad++ < 3) t.same(got, want, `${label}: ${what}`)
+  }
+  same((await db.list('n', { limit: 100_000 })).keys, all, 'every key in order')
+  same(
+    (await db.list('n', { limit: 100_000, reverse: true })).keys,
+    [...all].reverse(),
+    'every key in reverse',
+  )
+  for (let q = 0; q < 40; q++) {
+    const prefix = pick(PREFIXES)
+    const reverse = random() < 0.4
+    const limit = 1 + Math.floor(random() * 20)
+    const after = random() < 0.5 ? pick(all.length > 0 ? all : ['m']) : undefined
+    let want = all.filter((k) => k.startsWith(prefix))
+    if (reverse) want.reverse()
+    if (after !== undefined)
+      want = want.filter((k) => (reverse ? compareUtf8(k, after) < 0 : compareUtf8(k, after) > 0))
+    const page = await db.list('n', { prefix, limit, after, reverse })
+    same(page.keys, want.slice(0, limit), `prefix ${JSON.stringify(prefix)} after ${after}`)
+    if (want.length > limit) t.equal(page.next, want[limit - 1], `${label}: next`)
+    else if (page.next !== undefined) t.fail(`${label}: a next with nothing after it`)
+  }
+  for (let q = 0; q < 50; q++) {
+    const k = random() < 0.8 && all.length > 0 ? pick(all) : keyOf(Math.floor(random() * 5000))
+    const got = (await db.get('n', k))?.value
+    if (got !== model.get(k) && bad++ < 3) t.equal(got, model.get(k), `${label}: get ${k}`)
+  }
+  const info = db.namespaces().find((x) => x.name === 'n')!
+  t.equal(info.keys, model.size, `${label}: the key count`)
+  t.equal(bad, 0, `${label}: every read agrees with the model`)
+}
+
+t.test(
+  'a namespace opened from a checkpoint reads as one with the keys written since',
+  async (t) => {
+    t.comment(`seed ${seed} (BASE_KEYS_SEED to repeat)`)
+    const dir = tempDir(t, 'base-keys')
+    const options = { durability: 'none' as const, checkpointBytes: 0 }
+    let db = await open(dir, options)
+    t.teardown(() => db.close())
+    await db.createNamespace('n')
+    const model = new Map<string, unknown>()
+    for (let i = 0; i < 3000; i++) {
+      const k = keyOf(i)
+      await db.put('n', k, i)
+      model.set(k, i)
+    }
+    for (let round = 0; round < 3; round++) {
+      await db.close()
+      db = await open(dir, options)
+      t.equal(openedFrom(db), 'checkpoint', `round ${round}: opened from the checkpoint`)
+      t.ok(db.listNow('n', { limit: 1 }), 'listings answer at once, with nothing to build')
+      await compare(t, db, model, `round ${round}, as opened`)
+      // Writes of every kind, over keys of the checkpoint and new ones alike.
+      const known = [...model.keys()]
+      for (let w = 0; w < 1500; w++) {
+        const r = random()
+        const k = r < 0.5 && known.length > 0 ? pick(known) : keyOf(Math.floor(random() * 5000))
+        if (r < 0.2) {
+          await db.delete('n', k)
+          model.delete(k)
+        } else if (r < 0.25) {
+          // Removed, then written anew: it now lives among the new keys.
+          await db.delete('n', k)
+          await db.put('n', k, `anew ${w}`)
+          model.set(k, `anew ${w}`)
+        } else {
+          await db.put('n', k, `w${round}.${w}`)
+          model.set(k, `w${round}.${w}`)
+        }
+      }
+      await compare(t, db, model, `round ${round}, after writes`)
+      if (round === 1) {
+        // A mid-way checkpoint walks both parts too; the next open must come from it.
+        t.ok(await db.checkpoint(), 'a checkpoint of both parts')
+        fs.rmSync(path.join(dir, 'CHECKPOINT.tmp'), { force: true })
+      }
+    }
+  },
+)
+
+t.test('expiry passes over keys of the checkpoint and new ones alike', async (t) => {
+  const dir = tempDir(t, 'base-keys-ttl')
+  const options = { checkpointBytes: 0 }
+  let db = await open(dir, options)
+  t.teardown(() => db.close())
+  await db.createNamespace('n')
+  for (let i = 0; i < 200; i++)
+    await db.put('n', `k${String(i).padStart(3, '0')}`, i, i % 3 === 0 ? { ttlMs: 400 } : {})
+  await db.close()
+  db = await open(dir, options)
+  t.equal(openedFrom(db), 'checkpoint')
+  for (let i = 200; i < 260; i++)
+    await db.put('n', `k${String(i).padStart(3, '0')}`, i, i % 3 === 0 ? { ttlMs: 400 } : {})
+  t.equal((await db.list('n', { limit: 1000 })).keys.length, 260, 'all there before expiry')
+  await sleep(500)
+  const left = (await db.list('n', { limit: 1000 })).keys
+  const want = Array.from({ length: 260 }, (_, i) => i)
+    .filter((i) => i % 3 !== 0)
+    .map((i) => `k${String(i).padStart(3, '0')}`)
+  t.same(left, want, 'a listing passes over expired keys of both parts')
+  t.same(
+    (await db.list('n', { limit: 1000, reverse: true })).keys,
+    [...want].reverse(),
+    'in reverse too',
+  )
+  db.sweepExpired(10_000)
+  t.equal(db.namespaces()[0]!.keys, want.length, 'the sweep removes them from both parts')
+  await db.close()
+  db = await open(dir, options)
+  t.same((await db.list('n', { limit: 1000 })).keys, want, 'and they stay gone after reopen')
+})
+
+t.test('a large base answers lookups while its hash table is made, and after', async (t) => {
+  const dir = tempDir(t, 'base-keys-large')
+  const options = { durability: 'none' as const, checkpointBytes: 0 }
+  let db = await open(dir, options)
+  t.teardown(() => db.close())
+  await db.createNamespace('n')
+  const n = 70_000 // over the size hashed while opening
+  const key = (i: number) => `u${String(i).padStart(6, '0')}`
+  for (let i = 0; i < n; i += 5000)
+    await db.batch(
+      Array.from({ length: 5000 }, (_, j) => ({
+        type: 'put' as const,
+        ns: 'n',
+        key: key(i + j),
+        value: i + j,
+      })),
+    )
+  await db.close()
+  db = await open(dir, options)
+  t.equal(openedFrom(db), 'checkpoint')
+  const check = async (label: string, gone: Set<number>) => {
+    let bad = 0
+    for (let i = 0; i < n; i += 97) {
+      const want = gone.has(i) ? undefined : i === 194 ? 'again' : i
+      if ((await db.get('n', key(i)))?.value !== want) bad++
+    }
+    t.equal(await db.get('n', 'u9'), undefined, `${label}: a key it never held`)
+    t.equal(bad, 0, `${label}: every lookup right`)
+  }
+  // At once: the table is made in slices after open returns.
+  const gone = new Set([0, 97, n - 1 - ((n - 1) % 97)])
+  for (const i of gone) t.equal(await db.delete('n', key(i)), true, `delete ${i}`)
+  await db.put('n', key(194), 'again')
+  await check('before the table', gone)
+  await db.indexReady()
+  await check('with the table', gone)
+  t.equal(await db.delete('n', key(291)), true)
+  gone.add(291)
+  await check('a delete through the table', gone)
+  t.equal(db.namespaces()[0]!.keys, n - gone.size)
+})
