@@ -34,6 +34,8 @@ export class BaseKeys {
   /** The key being looked for, as UTF-8. */
   private scratch = Buffer.allocUnsafe(1024)
   private scratchLen = 0
+  /** Positions a collect takes, reused. */
+  private taken: number[] = []
   /** Settles when the hash table is made (or its making stopped at close). */
   hashed: Promise<void> = Promise.resolve()
 
@@ -195,33 +197,50 @@ export class BaseKeys {
     return lo
   }
 
+  /** The positions [lo, hi) of the keys that start with `prefix`. */
+  prefixRange(prefix: string): [number, number] {
+    if (prefix === '') return [0, this.count]
+    return [this.seek(prefix, false), this.seekPastPrefix(prefix)]
+  }
+
   /**
-   * Appends to `out` the live keys from position `i`, stepping `step`, that start with
-   * `prefix`, until `want` are taken, the keys with the prefix end, or the keys do. A key
-   * whose expiry (by slot, in `expires`) is at or before `now` is passed over; `now` 0
-   * passes over none.
+   * Appends to `out` the live keys from position `i`, stepping `step`, inside [lo, hi), until
+   * `out` holds `want`. A key whose expiry (by slot, in `expires`) is at or before `now` is
+   * passed over; `now` 0 passes over none.
    */
   collect(
     i: number,
     step: 1 | -1,
-    prefix: string,
+    lo: number,
+    hi: number,
     want: number,
     out: string[],
     expires: Float64Array,
     now: number,
   ): void {
-    this.encode(prefix)
     const slots = this.slots
-    for (; i >= 0 && i < slots.length && out.length < want; i += step) {
+    const taken = this.taken
+    taken.length = 0
+    const need = want - out.length
+    for (; i >= lo && i < hi && taken.length < need; i += step) {
       const slot = slots[i]!
       if (slot === GONE) continue
-      if (!this.hasPrefix(i)) return
       if (now !== 0) {
         const e = expires[slot]!
         if (e !== 0 && e <= now) continue
       }
-      out.push(this.keyAt(i))
+      taken.push(i)
     }
+    if (taken.length === 0) return
+    // One decode of the span the keys lie in, cut at their offsets when it is all ASCII (then
+    // bytes and UTF-16 units line up): a call into the runtime per key cost more than the
+    // rest of a listing together.
+    const first = this.keyStart(step > 0 ? taken[0]! : taken[taken.length - 1]!)
+    const last = this.ends[step > 0 ? taken[taken.length - 1]! : taken[0]!]!
+    const span = (this.blob as Utf8Buffer).utf8Slice(first, last)
+    const ascii = span.length === last - first
+    for (const k of taken)
+      out.push(ascii ? span.slice(this.keyStart(k) - first, this.ends[k]! - first) : this.keyAt(k))
   }
 }
 

@@ -197,8 +197,9 @@ export class KeyDir {
       const past = after !== undefined && compareKeys(after, prefix) >= 0
       ;[ci, i] = past ? sorted.seek(after, true) : sorted.seek(prefix, false)
       if (base !== null) {
-        const p = past ? base.seek(after, true) : base.seek(prefix, false)
-        base.collect(p, 1, prefix, want, fromBase, this.slots.expires, now)
+        const [lo, hi] = base.prefixRange(prefix)
+        const p = past ? Math.max(lo, base.seek(after, true)) : lo
+        base.collect(p, 1, lo, hi, want, fromBase, this.slots.expires, now)
       }
     } else {
       const chunks = sorted.chunks
@@ -211,9 +212,9 @@ export class KeyDir {
       }
       i--
       if (base !== null) {
-        let p = prefix ? base.seekPastPrefix(prefix) : base.count
-        if (after !== undefined) p = Math.min(p, base.seek(after, false))
-        base.collect(p - 1, -1, prefix, want, fromBase, this.slots.expires, now)
+        const [lo, hi] = base.prefixRange(prefix)
+        const p = after !== undefined ? Math.min(hi, base.seek(after, false)) : hi
+        base.collect(p - 1, -1, lo, hi, want, fromBase, this.slots.expires, now)
       }
     }
     const keys: string[] = []
