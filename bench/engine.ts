@@ -246,6 +246,33 @@ async function openBig(
   }
 }
 
+/**
+ * Cairn's index when its keys were written in this process, not opened from a checkpoint:
+ * the heap and buffers held per key (the value cache off) after the writes, and again once a
+ * checkpoint has folded the keys into a base (engine/fold.ts).
+ */
+async function foldMemory(dir: string, s: Sizes) {
+  const { open } = await import('../engine/index.js')
+  const db = await open(dir, { durability: 'none', cacheBytes: 0, checkpointBytes: 0 })
+  await db.createNamespace('b')
+  const held = () => {
+    gc()
+    const m = process.memoryUsage()
+    return m.heapUsed + m.arrayBuffers
+  }
+  const before = held()
+  await loadFast({ put: (k, v) => db.put('b', k, v) } as Adapter, s.bigKeys, s.valueBytes)
+  const written = held()
+  await db.checkpoint()
+  await db.indexReady()
+  const folded = held()
+  await db.close()
+  return {
+    writtenPerKey: (written - before) / s.bigKeys,
+    foldedPerKey: (folded - before) / s.bigKeys,
+  }
+}
+
 /** What the same keys cost in a plain Map of small position objects. */
 function mapBaseline(s: Sizes) {
   gc()
@@ -312,6 +339,7 @@ async function main() {
     else if (kind === 'load') out = await load(name as EngineName, dir, s, keys)
     else if (kind === 'open')
       out = await openBig(name as EngineName, dir, s, keys, flag === 'no-checkpoint')
+    else if (kind === 'fold') out = await foldMemory(dir, s)
     else out = mapBaseline(s)
     process.stdout.write(JSON.stringify(out) + '\n')
     return
@@ -339,6 +367,15 @@ async function main() {
         results[name].openFullReplayMs = full.openMs
         results[name].listReadyFullReplayMs = full.listReadyMs
         results[name].rssDeltaFullReplayMiB = full.rssDeltaMiB
+        const d = fs.mkdtempSync(path.join(os.tmpdir(), 'cairn-bench-fold-'))
+        try {
+          process.stderr.write('cairn: memory of keys written in-process, then folded...\n')
+          const f = worker(['fold', name, mode, d])
+          results[name].heldWrittenPerKey = f.writtenPerKey
+          results[name].heldFoldedPerKey = f.foldedPerKey
+        } finally {
+          fs.rmSync(d, { recursive: true, force: true })
+        }
       }
     } finally {
       fs.rmSync(dir, { recursive: true, force: true })
@@ -402,7 +439,9 @@ async function main() {
   const indexLine =
     `Index memory at ${fmt(s.bigKeys)} keys of ${keyBytes} bytes: cairn ${fmt(ours.indexBytesPerKey)} bytes/key (RSS growth from before open to a complete index, opened from its checkpoint) ` +
     `vs ${fmt(map.mapBytesPerKey)} bytes/key for a plain Map of position objects (${ratio(ours.indexBytesPerKey, map.mapBytesPerKey)}); ` +
-    `after an open by log replay, where every key is a string in a Map as keys written since an open are: ${fmt(replayPerKey)} bytes/key.`
+    `after an open by log replay, where every key is a string in a Map as keys written since an open are: ${fmt(replayPerKey)} bytes/key. ` +
+    `Keys written in one process (heap and buffers held, value cache off): ${fmt(ours.heldWrittenPerKey)} bytes/key after the writes, ` +
+    `${fmt(ours.heldFoldedPerKey)} bytes/key once a checkpoint has folded them into a base.`
 
   const perMillion = s.openScale.map((n) => `${fmt((ours[`open${n}Ms`] / n) * 1e6, 0)} ms`)
   const openLine =

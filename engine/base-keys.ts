@@ -135,6 +135,20 @@ export class BaseKeys {
     return slot === GONE ? undefined : slot
   }
 
+  /**
+   * Points a key of this base at `slot`, or marks it gone for undefined; false when the base
+   * does not hold the key (fold.ts).
+   */
+  place(key: string, slot: number | undefined): boolean {
+    const i = this.find(key)
+    if (i < 0) return false
+    const was = this.slots[i] !== GONE
+    const now = slot !== undefined
+    this.slots[i] = now ? slot : GONE
+    this.live += (now ? 1 : 0) - (was ? 1 : 0)
+    return true
+  }
+
   /** Forgets the key; true when it was here. */
   kill(key: string): boolean {
     const i = this.find(key)

@@ -11,6 +11,7 @@ import { fsyncDirAsync, io } from './io.js'
 import type { Namespace } from './parts.js'
 import { SEG_HEADER } from './record.js'
 import { Slots } from './slots.js'
+import { type WalkedKeys, fold, wantsFold } from './fold.js'
 import { sortKeys } from './utf8.js'
 import { SLICE_MS, yieldToRequests } from './yield.js'
 import { grown } from './typed.js'
@@ -194,7 +195,7 @@ export function removeCheckpoint(dir: string): void {
   if (io.existsSync(file)) io.rmSync(file)
 }
 
-/** A growable set of columns. */
+/** A growable set of columns, and each entry's slot (for a fold, not written). */
 class Columns {
   n = 0
   version: Float64Array
@@ -203,6 +204,7 @@ class Columns {
   off: Uint32Array
   len: Uint32Array
   ends: Uint32Array
+  slot: Uint32Array
   blob: Buffer
   blobLen = 0
 
@@ -214,17 +216,19 @@ class Columns {
     this.off = new Uint32Array(cap)
     this.len = new Uint32Array(cap)
     this.ends = new Uint32Array(cap)
+    this.slot = new Uint32Array(cap)
     this.blob = Buffer.allocUnsafe(cap * 16)
   }
 
-  push(key: string, seg: number, off: number, len: number, version: number, expires: number): void {
+  push(key: string, slot: number, s: Slots): void {
     if (this.n === this.seg.length) this.grow()
     const i = this.n++
-    this.seg[i] = seg
-    this.off[i] = off
-    this.len[i] = len
-    this.version[i] = version
-    this.expires[i] = expires
+    this.seg[i] = s.seg[slot]!
+    this.off[i] = s.off[slot]!
+    this.len[i] = s.len[slot]!
+    this.version[i] = s.version[slot]!
+    this.expires[i] = s.expires[slot]!
+    this.slot[i] = slot
     if (this.blobLen + key.length * 3 > this.blob.length) {
       const b = Buffer.allocUnsafe(Math.max(this.blob.length * 2, this.blobLen + key.length * 3))
       this.blob.copy(b, 0, 0, this.blobLen)
@@ -232,6 +236,17 @@ class Columns {
     }
     this.blobLen += this.blob.write(key, this.blobLen, 'utf8')
     this.ends[i] = this.blobLen
+  }
+
+  /** Entries [first, first + count) as a fold takes them: keys, ends from 0, slots. */
+  walked(first: number, count: number): WalkedKeys {
+    const from = first === 0 ? 0 : this.ends[first - 1]!
+    const to = count === 0 ? from : this.ends[first + count - 1]!
+    const blob = Buffer.allocUnsafe(to - from)
+    this.blob.copy(blob, 0, from, to)
+    const ends = this.ends.slice(first, first + count)
+    for (let i = 0; i < count; i++) ends[i]! -= from
+    return { blob, ends, slots: this.slot.slice(first, first + count) }
   }
 
   /** Room for more entries than counted at the start (keys written during the walk). */
@@ -243,6 +258,7 @@ class Columns {
     this.off = grown(this.off, cap)
     this.len = grown(this.len, cap)
     this.ends = grown(this.ends, cap)
+    this.slot = grown(this.slot, cap)
   }
 }
 
@@ -254,6 +270,22 @@ class Columns {
  * Never rejects: a checkpoint is a shortcut, and failing to write one fails nothing else.
  */
 export async function writeCheckpoint(db: Db, atClose: boolean): Promise<boolean> {
+  // Namespaces whose new keys this checkpoint's walk may fold into a new base (fold.ts).
+  const folds = new Map<Namespace, WalkedKeys | null>()
+  try {
+    const ok = await write(db, atClose, folds)
+    if (ok) for (const [n, walked] of folds) if (walked) await fold(db, n, walked)
+    return ok
+  } finally {
+    for (const n of folds.keys()) n.moved = null
+  }
+}
+
+async function write(
+  db: Db,
+  atClose: boolean,
+  folds: Map<Namespace, WalkedKeys | null>,
+): Promise<boolean> {
   if (!CHECKPOINTS_WORK) return false
   const dir = db.dir
   const tmp = path.join(dir, `${CHECKPOINT_FILE}.tmp`)
@@ -284,6 +316,10 @@ export async function writeCheckpoint(db: Db, atClose: boolean): Promise<boolean
       const sorted = n.building || n.changes ? sortKeys([...n.map.keys()]).keys : undefined
       lists.push({ n, sorted })
       total += sorted?.length ?? n.map.size
+      if (!atClose && wantsFold(n)) {
+        n.moved = new Set()
+        folds.set(n, null)
+      }
     }
 
     // Each key's slot as it is when the walk meets it: a write made meanwhile is also in
@@ -305,15 +341,7 @@ export async function writeCheckpoint(db: Db, atClose: boolean): Promise<boolean
           : db.keydir.collect(n, '', after, PAGE, 1, 0)
         for (const key of keys) {
           const slot = n.map.get(key)
-          if (slot !== undefined)
-            cols.push(
-              key,
-              s.seg[slot]!,
-              s.off[slot]!,
-              s.len[slot]!,
-              s.version[slot]!,
-              s.expires[slot]!,
-            )
+          if (slot !== undefined) cols.push(key, slot, s)
         }
         if (keys.length < PAGE) break
         after = keys[keys.length - 1]
@@ -324,6 +352,7 @@ export async function writeCheckpoint(db: Db, atClose: boolean): Promise<boolean
         }
       }
       counts.push(cols.n - before)
+      if (folds.has(n)) folds.set(n, cols.walked(before, cols.n - before))
     }
     if (gaveUp()) return false
 

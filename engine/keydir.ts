@@ -35,6 +35,7 @@ export class KeyDir {
       ttl: 0,
       building: null,
       changes: null,
+      moved: null,
       staged: new Map(),
       version: 0,
       applied: 0,
@@ -111,11 +112,13 @@ export class KeyDir {
 
   /** Keeps the sorted list in step, or notes the key while it is being built after open. */
   private keyAdded(n: Namespace, key: string): void {
+    n.moved?.add(key)
     if (n.changes) n.changes.set(key, true)
     else n.keys.insert(key)
   }
 
   private keyRemoved(n: Namespace, key: string): void {
+    n.moved?.add(key)
     if (n.changes) n.changes.set(key, true)
     else n.keys.remove(key)
   }

@@ -8,6 +8,11 @@ export class KeyMap {
   private m = new Map<string, number>()
   base: BaseKeys | null = null
 
+  /** Keys in the Map: those written since the base was made. */
+  get fresh(): number {
+    return this.m.size
+  }
+
   get size(): number {
     return this.base === null ? this.m.size : this.m.size + this.base.live
   }
@@ -31,6 +36,12 @@ export class KeyMap {
   delete(key: string): boolean {
     if (this.m.delete(key)) return true
     return this.base?.kill(key) === true
+  }
+
+  /** Takes a new base and Map in one step (fold.ts). */
+  replace(base: BaseKeys, m: Map<string, number>): void {
+    this.base = base
+    this.m = m
   }
 
   clear(): void {

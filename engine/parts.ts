@@ -17,6 +17,8 @@ export interface Namespace {
   building: Promise<void> | null
   /** Keys written or removed during that build (see sorted-build.ts). */
   changes: Map<string, true> | null
+  /** Keys that came or went while a checkpoint walk may fold the namespace (fold.ts). */
+  moved: Set<string> | null
   /** Writes staged but not yet durable, newest per key: what conditional checks see. */
   staged: Map<string, Staged>
   /**

@@ -178,3 +178,74 @@ t.test('a large base answers lookups while its hash table is made, and after', a
   await check('a delete through the table', gone)
   t.equal(db.namespaces()[0]!.keys, n - gone.size)
 })
+
+t.test(
+  'a checkpoint folds the keys written since open into a new base, with writes going on',
+  async (t) => {
+    const dir = tempDir(t, 'base-keys-fold')
+    const options = { durability: 'none' as const, checkpointBytes: 0 }
+    let db = await open(dir, options)
+    t.teardown(() => db.close())
+    await db.createNamespace('n')
+    const parts = () => {
+      const map = (
+        db as unknown as { keydir: { byName: Map<string, { map: KeyMapView }> } }
+      ).keydir.byName.get('n')!.map
+      return { fresh: map.fresh, base: map.base?.live ?? 0 }
+    }
+    const model = new Map<string, unknown>()
+    for (let i = 0; i < 20_000; i += 1000)
+      await db.batch(
+        Array.from({ length: 1000 }, (_, j) => {
+          const key = keyOf(i + j)
+          model.set(key, i + j)
+          return { type: 'put' as const, ns: 'n', key, value: i + j }
+        }),
+      )
+    t.equal(parts().base, 0, 'no base before the first checkpoint')
+    for (let round = 0; round < 3; round++) {
+      // Writes of every kind while the walk and the fold run in slices.
+      const done = db.checkpoint()
+      let settled = false
+      void done.then(() => {
+        settled = true
+      })
+      let w = 0
+      const known = [...model.keys()]
+      while (!settled || w < 200) {
+        const r = random()
+        const k = r < 0.5 ? pick(known) : keyOf(20_000 + Math.floor(random() * 20_000))
+        if (r < 0.2) {
+          await db.delete('n', k)
+          model.delete(k)
+        } else if (r < 0.25) {
+          await db.delete('n', k)
+          await db.put('n', k, `anew ${round}.${w}`)
+          model.set(k, `anew ${round}.${w}`)
+        } else {
+          await db.put('n', k, `f${round}.${w}`)
+          model.set(k, `f${round}.${w}`)
+        }
+        w++
+      }
+      t.ok(await done, `round ${round}: the checkpoint was written (${w} writes during it)`)
+      const { fresh, base } = parts()
+      t.ok(base > 0 && fresh < base, `round ${round}: folded (${base} in the base, ${fresh} fresh)`)
+      await compare(t, db, model, `round ${round}, after the fold`)
+      // New keys again, enough for the next checkpoint to fold them too.
+      for (let i = 0; i < 9000; i++) {
+        const k = `new${round}/${pick(ODD)}${i}`
+        await db.put('n', k, i)
+        model.set(k, i)
+      }
+    }
+    await db.close()
+    db = await open(dir, options)
+    await compare(t, db, model, 'reopened')
+  },
+)
+
+interface KeyMapView {
+  fresh: number
+  base: { live: number } | null
+}
