@@ -6,7 +6,7 @@ import fs from 'node:fs'
 import path from 'node:path'
 import t, { type Test } from 'tap'
 import { type Db, open } from '../../engine/index.js'
-import { compareUtf8, rng, seedFromEnv, sleep, tempDir } from './helpers.js'
+import { compareUtf8, putNumbered, rng, seedFromEnv, sleep, tempDir } from './helpers.js'
 
 const openedFrom = (db: Db) => (db as unknown as { openedFrom: string }).openedFrom
 const seed = seedFromEnv('BASE_KEYS_SEED')
@@ -145,15 +145,7 @@ t.test('a large base answers lookups while its hash table is made, and after', a
   await db.createNamespace('n')
   const n = 70_000 // over the size hashed while opening
   const key = (i: number) => `u${String(i).padStart(6, '0')}`
-  for (let i = 0; i < n; i += 5000)
-    await db.batch(
-      Array.from({ length: 5000 }, (_, j) => ({
-        type: 'put' as const,
-        ns: 'n',
-        key: key(i + j),
-        value: i + j,
-      })),
-    )
+  await putNumbered(db, 'n', n, key, 5000)
   await db.close()
   db = await open(dir, options)
   t.equal(openedFrom(db), 'checkpoint')

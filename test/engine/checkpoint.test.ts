@@ -11,7 +11,7 @@ import type { Db } from '../../engine/index.js'
 import { clearFaults, injectFault } from '../../engine/io.js'
 import type { OpenOptions } from '../../engine/types.js'
 import { crashIterations } from './crash-check.js'
-import { tempDir } from './helpers.js'
+import { putNumbered, tempDir } from './helpers.js'
 
 const CKPT = 'CHECKPOINT'
 
@@ -175,15 +175,7 @@ t.test('a checkpoint walked while keys come, go and split the index misses none'
   const db = await open(dir, options)
   await db.createNamespace('n')
   const N = 60_000 // a walk of several slices
-  for (let b = 0; b < N; b += 1000)
-    await db.batch(
-      Array.from({ length: 1000 }, (_, j) => ({
-        type: 'put' as const,
-        ns: 'n',
-        key: key(b + j),
-        value: b + j,
-      })),
-    )
+  await putNumbered(db, 'n', N, key)
   let done = false
   const written = db.checkpoint().finally(() => {
     done = true

@@ -5,6 +5,7 @@ import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
+import type { Db } from '../../engine/index.js'
 
 export const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..')
 
@@ -160,4 +161,23 @@ export function runChild(script: string, args: string[]): Child {
     },
     stderr: () => err,
   }
+}
+
+/** Puts `count` keys, key(i) holding i, in batches of `per`. */
+export async function putNumbered(
+  db: Db,
+  ns: string,
+  count: number,
+  key: (i: number) => string,
+  per = 1000,
+): Promise<void> {
+  for (let b = 0; b < count; b += per)
+    await db.batch(
+      Array.from({ length: Math.min(per, count - b) }, (_, j) => ({
+        type: 'put' as const,
+        ns,
+        key: key(b + j),
+        value: b + j,
+      })),
+    )
 }
