@@ -209,7 +209,8 @@ function cairnCli(dataDir: string, args: string[]): any {
 
 async function cairnCases(dir: string): Promise<CaseResult[]> {
   const dataDir = path.join(dir, 'cairn-data')
-  const server = await startCairn(SERVER_CORE, dataDir, benchPlans(dir), [], NODE_ARGS)
+  const plans = benchPlans(dir)
+  let server = await startCairn(SERVER_CORE, dataDir, plans, [], NODE_ARGS)
   try {
     const apiKey = await cairnAccount(server.url, dataDir)
     process.stdout.write(`  seeding ${GROUPS * 100} keys of ${VALUE.length + 2}-byte values\n`)
@@ -267,6 +268,14 @@ async function cairnCases(dir: string): Promise<CaseResult[]> {
           }
         }),
       )
+    // A restart opens from the checkpoint written at close: the keys are then read from the
+    // namespace's base (engine/base-keys.ts), as bytes, not strings in a Map.
+    if (wants('after restart')) {
+      await server.stop()
+      server = await startCairn(SERVER_CORE, dataDir, plans, [], NODE_ARGS)
+      out.push(await measure(server, 'GET after restart', server.url, s.get))
+      out.push(await measure(server, 'LIST 100 after restart', server.url, s.list))
+    }
     return out
   } finally {
     await server.stop()
@@ -493,6 +502,8 @@ function report(all: CaseResult[]): string {
   const put = find('cairn', 'PUT new')
   const list = find('cairn', 'LIST 100')
   const comp = find('cairn', 'GET during compaction')
+  const getAfter = find('cairn', 'GET after restart')
+  const listAfter = find('cairn', 'LIST 100 after restart')
   const set = find('webdis', 'SET')
   const rget = find('cairn-redis', 'GET')
   const rput = find('cairn-redis', 'PUT existing')
@@ -511,6 +522,7 @@ function report(all: CaseResult[]): string {
     `- a transaction of 10 puts beside 10 single PUTs: ${tx && putExisting ? `${fmt(tx.rps * 10)} keys/s vs ${fmt(putExisting.rps)} PUTs/s: ${fmt((tx.rps * 10) / putExisting.rps, 2)}x` : 'not measured'}`,
     `- ${WATCHERS} watchers slow a writer by at most 10%: ${watched && oneWriter ? `${fmt(watched.rps / oneWriter.rps, 2)}x of one writer's PUTs, ${fmt(watched.extra?.eventsPerSecond ?? 0)} events/s delivered, write to delivery p99 ${fmt(watched.extra?.lagP99 ?? 0)} ms: ${verdict(watched.rps >= 0.9 * oneWriter.rps)}` : 'not measured'}`,
     `- watch fan-out under 50 writers: ${fanOut && putExisting ? `${fmt(fanOut.extra?.eventsPerSecond ?? 0)} events/s delivered to ${WATCHERS} watchers, PUTs at ${fmt(fanOut.rps / putExisting.rps, 2)}x of PUT existing (the server's core spent on delivery), write to delivery p99 ${fmt(fanOut.extra?.lagP99 ?? 0)} ms` : 'not measured'}`,
+    `- after a restart (keys read from the checkpoint's base): ${getAfter && listAfter && get && list ? `GET ${fmt(getAfter.rps / get.rps, 2)}x of GET, LIST 100 ${fmt(listAfter.rps / list.rps, 2)}x of LIST 100, ${fmt(listAfter.rps / getAfter.rps, 2)}x of GET after restart` : 'not measured'}`,
     `- GET during compaction at least 0.8x GET, p99 at most twice GET's: ${comp && get ? `${fmt(comp.rps / get.rps, 2)}x, p99 ${fmt(comp.p99, 3)} vs ${fmt(get.p99, 3)} ms: ${verdict(comp.rps >= 0.8 * get.rps && comp.p99 <= 2 * get.p99)}` : 'not measured'}`,
   ]
   return `${rows.join('\n')}\n\nTargets:\n${targets.join('\n')}\n`
