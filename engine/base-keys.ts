@@ -4,7 +4,7 @@
 // 70 or so of a JavaScript string and a Map entry (keymap.ts holds the keys written since).
 // Nothing is ever inserted: a key removed is marked GONE, and a key written again keeps its
 // slot here, so positions never move and a walk can hold on to one.
-import { compareKeys } from './utf8.js'
+import { compareKeys, isWellFormed } from './utf8.js'
 import { SLICE_MS, yieldToRequests } from './yield.js'
 
 /** Bases up to this many keys are hashed while opening. */
@@ -108,12 +108,15 @@ export class BaseKeys {
 
   /** Position of the key (removed or not), or -1. */
   find(key: string): number {
+    this.encode(key)
+    // A lone surrogate has no UTF-8 form (Buffer.write makes it U+FFFD's bytes): no key
+    // stored holds one (db.ts refuses them), so none matches.
+    if (this.scratchLen !== key.length && !isWellFormed(key)) return -1
     const t = this.table
     if (t === null) {
-      const p = this.seek(key, false)
+      const p = this.lowerBound(false)
       return p < this.count && this.cmp(p) === 0 ? p : -1
     }
-    this.encode(key)
     const k = this.scratch
     const n = this.scratchLen
     const b = this.blob
@@ -187,6 +190,11 @@ export class BaseKeys {
   /** The first position whose key is >= key (strict: > key). */
   seek(key: string, strict: boolean): number {
     this.encode(key)
+    return this.lowerBound(strict)
+  }
+
+  /** seek for the key in scratch. */
+  private lowerBound(strict: boolean): number {
     let lo = 0
     let hi = this.count
     while (lo < hi) {
@@ -236,6 +244,7 @@ export class BaseKeys {
     const taken = this.taken
     taken.length = 0
     const need = want - out.length
+    let bytes = 0
     for (; i >= lo && i < hi && taken.length < need; i += step) {
       const slot = slots[i]!
       if (slot === GONE) continue
@@ -244,14 +253,16 @@ export class BaseKeys {
         if (e !== 0 && e <= now) continue
       }
       taken.push(i)
+      bytes += this.ends[i]! - this.keyStart(i)
     }
     if (taken.length === 0) return
     // One decode of the span the keys lie in, cut at their offsets when it is all ASCII (then
     // bytes and UTF-16 units line up): a call into the runtime per key cost more than the
-    // rest of a listing together.
+    // rest of a listing together. Not when removed or expired keys fill much of the span: a
+    // listing's cost follows what it returns, not the gaps between.
     const first = this.keyStart(step > 0 ? taken[0]! : taken[taken.length - 1]!)
     const last = this.ends[step > 0 ? taken[taken.length - 1]! : taken[0]!]!
-    const span = (this.blob as Utf8Buffer).utf8Slice(first, last)
+    const span = last - first <= 2 * bytes ? (this.blob as Utf8Buffer).utf8Slice(first, last) : ''
     const ascii = span.length === last - first
     for (const k of taken)
       out.push(ascii ? span.slice(this.keyStart(k) - first, this.ends[k]! - first) : this.keyAt(k))

@@ -9,7 +9,7 @@ import { NAMESPACES_FILE, type NamespaceTable, writeNamespaces } from './namespa
 import { type Namespace, type Segment, type Staged, hintFile, noteVersion } from './parts.js'
 import { DEL, ENTRY_HEADER, PUT, REC_HEADER, checkEntry, sealEntry, sealRecord } from './record.js'
 import { type Group, SegmentLog } from './segment-log.js'
-import { KeyDir } from './keydir.js'
+import { KeyDir, type SweepCursor } from './keydir.js'
 import { ValueCache } from './value-cache.js'
 import type {
   BatchOp,
@@ -28,6 +28,7 @@ import type {
   PutResult,
 } from './types.js'
 import { decodeValue, encodeValue } from './values.js'
+import { isWellFormed } from './utf8.js'
 
 const MAX_KEY_BYTES = 512
 const MAX_NAMESPACE_BYTES = 512
@@ -536,27 +537,21 @@ export class Db implements Engine {
     this.checkOpen()
     const all = [...this.keydir.byId.values()].filter((n) => n.ttl > 0 && !n.building)
     const now = Date.now()
-    const s = this.keydir.slots
     for (let k = 0; k < all.length && budget > 0; k++) {
       const n = all[this.sweepAt % all.length]!
-      const keys = this.keydir.collect(n, '', this.sweepFrom.get(n), budget, 1, 0)
-      budget -= keys.length
-      const gone = keys.filter((key) => {
-        const slot = n.map.get(key)
-        return slot !== undefined && s.expires[slot] !== 0 && s.expires[slot]! <= now
-      })
-      // Fewer keys than asked for: the namespace's walk is done, and the next one's begins.
-      if (budget > 0) {
+      const { gone, looked, next } = this.keydir.expired(n, this.sweepFrom.get(n), budget, now)
+      budget -= looked
+      if (next === undefined) {
         this.sweepFrom.delete(n)
         this.sweepAt++
-      } else this.sweepFrom.set(n, keys[keys.length - 1]!)
+      } else this.sweepFrom.set(n, next)
       for (const key of gone) this.keydir.liveSlot(n, key)
     }
   }
 
   /** Which namespace the next sweep starts with, and the last key a namespace's walk saw. */
   private sweepAt = 0
-  private sweepFrom = new WeakMap<Namespace, string>()
+  private sweepFrom = new WeakMap<Namespace, SweepCursor>()
 
   /** The namespace's version: that of its last durable write (0 when it has none). */
   namespaceVersion(ns: string): number {
@@ -738,6 +733,8 @@ export class Db implements Engine {
     if (typeof prefix !== 'string') fail('INVALID_ARGUMENT', 'prefix must be a string')
     if (after !== undefined && typeof after !== 'string')
       fail('INVALID_ARGUMENT', 'after must be a string')
+    if (!isWellFormed(prefix) || (after !== undefined && !isWellFormed(after)))
+      fail('INVALID_ARGUMENT', 'prefix and after are Unicode text: one holds a lone surrogate')
     if (!Number.isInteger(limit) || limit < 1)
       fail('INVALID_ARGUMENT', 'limit must be a positive integer')
     const res = opts?.reverse
@@ -1025,6 +1022,9 @@ function keyBytes(key: string): number {
   const n = key.length * 3 <= MAX_KEY_BYTES ? utf8Length(key) : Buffer.byteLength(key)
   if (n === 0 || n > MAX_KEY_BYTES)
     fail('INVALID_ARGUMENT', `a key is 1 to ${MAX_KEY_BYTES} UTF-8 bytes, got ${n}`)
+  // Keys are kept and ordered as UTF-8: a lone surrogate has no UTF-8 form.
+  if (n !== key.length && !isWellFormed(key))
+    fail('INVALID_ARGUMENT', 'a key is Unicode text: it holds a lone surrogate')
   return n
 }
 

@@ -3,7 +3,7 @@
 // version and expiry, so a million keys cost a Map entry and a few numbers each, not an
 // object. The sorted key lists (sorted-keys.ts) give ordered listing. Writes, recovery and
 // compaction all change it through here; reads look things up here.
-import { mergeKeys } from './base-keys.js'
+import { type BaseKeys, GONE, mergeKeys } from './base-keys.js'
 import { KeyMap } from './keymap.js'
 import { ENTRY_HEADER } from './record.js'
 import type { Namespace, Segment } from './parts.js'
@@ -12,6 +12,15 @@ import { SortedKeys } from './sorted-keys.js'
 import type { ListResult } from './types.js'
 import { compareKeys } from './utf8.js'
 import type { ValueCache } from './value-cache.js'
+
+/** Where a namespace's expiry sweep goes on (KeyDir.expired). */
+export interface SweepCursor {
+  base: BaseKeys | null
+  /** Base positions before this were looked at. */
+  at: number
+  /** The last key of the sorted list looked at. */
+  after: string | undefined
+}
 
 export class KeyDir {
   readonly slots = new Slots()
@@ -175,6 +184,52 @@ export class KeyDir {
   scanBack(n: Namespace, prefix: string, after: string | undefined, limit: number): ListResult {
     const now = n.ttl > 0 ? Date.now() : 0
     return page(this.collect(n, prefix, after, limit + 1, -1, now), limit)
+  }
+
+  /**
+   * Keys of the namespace whose expiry is at or before `now`, looking at no more than
+   * `budget` keys from `from` on: the base by position and by slot (no string is made but
+   * for a key that expired), then the sorted list from the last key looked at. `next` says
+   * where to go on, undefined once the walk is done; a base replaced since (a fold) is walked
+   * again from its start.
+   */
+  expired(
+    n: Namespace,
+    from: SweepCursor | undefined,
+    budget: number,
+    now: number,
+  ): { gone: string[]; looked: number; next?: SweepCursor } {
+    const gone: string[] = []
+    const exp = this.slots.expires
+    const base = n.map.base
+    const same = from !== undefined && from.base === base
+    let at = same ? from.at : 0
+    let looked = 0
+    if (base !== null) {
+      for (; at < base.count && looked < budget; at++, looked++) {
+        const slot = base.slots[at]!
+        if (slot === GONE) continue
+        const e = exp[slot]!
+        if (e !== 0 && e <= now) gone.push(base.keyAt(at))
+      }
+      if (at < base.count) return { gone, looked, next: { base, at, after: undefined } }
+    }
+    const after = same ? from.after : undefined
+    const chunks = n.keys.chunks
+    let [ci, i] = after === undefined ? [0, 0] : n.keys.seek(after, true)
+    let last = after
+    for (; ci < chunks.length && looked < budget; ci++, i = 0) {
+      const chunk = chunks[ci]!
+      for (; i < chunk.length && looked < budget; i++, looked++) {
+        const key = chunk[i]!
+        last = key
+        const e = exp[n.map.get(key)!]!
+        if (e !== 0 && e <= now) gone.push(key)
+      }
+      if (i < chunk.length) break
+    }
+    if (ci >= chunks.length) return { gone, looked }
+    return { gone, looked, next: { base, at, after: last } }
   }
 
   /**

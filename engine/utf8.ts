@@ -30,3 +30,10 @@ export function hasHighUnits(s: string): boolean {
   for (let i = 0; i < s.length; i++) if (s.charCodeAt(i) >= 0xd800) return true
   return false
 }
+
+const LONE_SURROGATE = /[\ud800-\udfff]/u
+
+/** Whether a string has a UTF-8 form: no surrogate without its other half. */
+export function isWellFormed(s: string): boolean {
+  return !LONE_SURROGATE.test(s)
+}
