@@ -4,8 +4,20 @@
 // 70 or so of a JavaScript string and a Map entry (keymap.ts holds the keys written since).
 // Nothing is ever inserted: a key removed is marked GONE, and a key written again keeps its
 // slot here, so positions never move and a walk can hold on to one.
+import { LRUCache } from 'lru-cache'
 import { compareKeys, isWellFormed } from './utf8.js'
 import { SLICE_MS, yieldToRequests } from './yield.js'
+
+/** Keys decoded together and cached as strings for listings: 64 a block. */
+const BLOCK_BITS = 6
+const BLOCK = 1 << BLOCK_BITS
+const BLOCK_MASK = BLOCK - 1
+/**
+ * The decoded blocks of every base in the process, by base id and block: at most 4,096
+ * blocks, some 262,144 keys, about 12 MiB of strings at 13-byte keys.
+ */
+const decoded = new LRUCache<number, string[]>({ max: 4096 })
+let nextId = 1
 
 /** Bases up to this many keys are hashed while opening. */
 const HASH_NOW = 65_536
@@ -23,6 +35,8 @@ function hashBytes(b: Buffer, s: number, e: number): number {
 }
 
 export class BaseKeys {
+  /** Names the base's blocks in the shared cache. */
+  private readonly id = nextId++
   /** Entries not removed. */
   live: number
   /**
@@ -244,7 +258,6 @@ export class BaseKeys {
     const taken = this.taken
     taken.length = 0
     const need = want - out.length
-    let bytes = 0
     for (; i >= lo && i < hi && taken.length < need; i += step) {
       const slot = slots[i]!
       if (slot === GONE) continue
@@ -253,19 +266,44 @@ export class BaseKeys {
         if (e !== 0 && e <= now) continue
       }
       taken.push(i)
-      bytes += this.ends[i]! - this.keyStart(i)
     }
     if (taken.length === 0) return
-    // One decode of the span the keys lie in, cut at their offsets when it is all ASCII (then
-    // bytes and UTF-16 units line up): a call into the runtime per key cost more than the
-    // rest of a listing together. Not when removed or expired keys fill much of the span: a
-    // listing's cost follows what it returns, not the gaps between.
-    const first = this.keyStart(step > 0 ? taken[0]! : taken[taken.length - 1]!)
-    const last = this.ends[step > 0 ? taken[taken.length - 1]! : taken[0]!]!
-    const span = last - first <= 2 * bytes ? (this.blob as Utf8Buffer).utf8Slice(first, last) : ''
+    let block = -1
+    let keys: string[] = []
+    for (const k of taken) {
+      if (k >>> BLOCK_BITS !== block) {
+        block = k >>> BLOCK_BITS
+        keys = this.block(block)
+      }
+      out.push(keys[k & BLOCK_MASK]!)
+    }
+  }
+
+  /**
+   * Block b's keys as strings, from the cache shared by every base or decoded now. A listing
+   * must hand out strings, and making a hundred of them cost a listing four times what the
+   * rest did; a base's bytes never change, so the strings of the blocks listed most stay
+   * made, within the cache's bound.
+   */
+  private block(b: number): string[] {
+    const id = this.id * 2 ** 26 + b
+    let keys = decoded.get(id)
+    if (keys !== undefined) return keys
+    const from = b << BLOCK_BITS
+    const to = Math.min(this.count, from + BLOCK)
+    keys = new Array<string>(to - from)
+    // One decode of the block's bytes, cut at the key offsets when it is ASCII (then bytes and
+    // UTF-16 units line up): a call into the runtime per key costs more than the cut.
+    const first = this.keyStart(from)
+    const last = this.ends[to - 1]!
+    const span = (this.blob as Utf8Buffer).utf8Slice(first, last)
     const ascii = span.length === last - first
-    for (const k of taken)
-      out.push(ascii ? span.slice(this.keyStart(k) - first, this.ends[k]! - first) : this.keyAt(k))
+    for (let i = from; i < to; i++)
+      keys[i - from] = ascii
+        ? span.slice(this.keyStart(i) - first, this.ends[i]! - first)
+        : this.keyAt(i)
+    decoded.set(id, keys)
+    return keys
   }
 }
 

@@ -11,6 +11,7 @@ import { fsyncDirAsync, io } from './io.js'
 import type { Namespace } from './parts.js'
 import { SEG_HEADER } from './record.js'
 import { Slots } from './slots.js'
+import { GONE } from './base-keys.js'
 import { type WalkedKeys, fold, wantsFold } from './fold.js'
 import { sortKeys } from './utf8.js'
 import { SLICE_MS, yieldToRequests } from './yield.js'
@@ -189,6 +190,23 @@ function readFrom(fd: number, size: number): Checkpoint | undefined {
   }
 }
 
+/** The first key of the namespace's sorted list after `after` (from its start: undefined). */
+function nextKey(n: Namespace, after: string | undefined): string | undefined {
+  return sortedPage(n, after, 1)[0]
+}
+
+/** Up to `max` keys of the namespace's sorted list after `after`. */
+function sortedPage(n: Namespace, after: string | undefined, max: number): string[] {
+  let [ci, i] = after === undefined ? [0, 0] : n.keys.seek(after, true)
+  const chunks = n.keys.chunks
+  const out: string[] = []
+  for (; ci < chunks.length && out.length < max; ci++, i = 0) {
+    const chunk = chunks[ci]!
+    for (; i < chunk.length && out.length < max; i++) out.push(chunk[i]!)
+  }
+  return out
+}
+
 /** Removes the checkpoint (it is not to be used), if there is one. */
 export function removeCheckpoint(dir: string): void {
   const file = path.join(dir, CHECKPOINT_FILE)
@@ -235,6 +253,29 @@ class Columns {
       this.blob = b
     }
     this.blobLen += this.blob.write(key, this.blobLen, 'utf8')
+    this.ends[i] = this.blobLen
+  }
+
+  /** The same for a key of a base: its UTF-8 bytes, blob[from, to). */
+  pushBytes(blob: Buffer, from: number, to: number, slot: number, s: Slots): void {
+    if (this.n === this.seg.length) this.grow()
+    const i = this.n++
+    this.seg[i] = s.seg[slot]!
+    this.off[i] = s.off[slot]!
+    this.len[i] = s.len[slot]!
+    this.version[i] = s.version[slot]!
+    this.expires[i] = s.expires[slot]!
+    this.slot[i] = slot
+    const len = to - from
+    if (this.blobLen + len > this.blob.length) {
+      const b = Buffer.allocUnsafe(Math.max(this.blob.length * 2, this.blobLen + len))
+      this.blob.copy(b, 0, 0, this.blobLen)
+      this.blob = b
+    }
+    const out = this.blob
+    // Keys are short: a loop beats a call into the runtime.
+    for (let j = 0; j < len; j++) out[this.blobLen + j] = blob[from + j]!
+    this.blobLen += len
     this.ends[i] = this.blobLen
   }
 
@@ -334,17 +375,39 @@ async function write(
       // while the walk yielded are no matter, since keys added behind it are written after
       // `from` and come back by replay, and none that was there all along is passed over or
       // met twice.
+      const base = sorted === undefined ? n.map.base : null
       let after: string | undefined
+      let bi = 0
       for (let at = 0; ; at += PAGE) {
-        const keys = sorted
-          ? sorted.slice(at, at + PAGE)
-          : db.keydir.collect(n, '', after, PAGE, 1, 0)
-        for (const key of keys) {
-          const slot = n.map.get(key)
-          if (slot !== undefined) cols.push(key, slot, s)
+        if (base !== null && bi < base.count) {
+          // The base's keys are copied as bytes, up to the next key of the sorted list (base
+          // positions never move); then that key; no string is made for a key of the base.
+          const next = nextKey(n, after)
+          const upTo = next === undefined ? base.count : base.seek(next, false)
+          if (bi < upTo) {
+            const stop = Math.min(upTo, bi + PAGE)
+            for (; bi < stop; bi++) {
+              const slot = base.slots[bi]!
+              if (slot !== GONE)
+                cols.pushBytes(base.blob, base.keyStart(bi), base.ends[bi]!, slot, s)
+            }
+          } else {
+            // A key that sorts before base keys already taken came in behind the walk, after
+            // `from`: replay brings it back, as it does any key added behind the walk.
+            const slot = upTo === bi ? n.map.get(next!) : undefined
+            if (slot !== undefined) cols.push(next!, slot, s)
+            after = next
+          }
+        } else {
+          // The sorted list's keys after the last taken (the base's are all taken by now).
+          const keys = sorted ? sorted.slice(at, at + PAGE) : sortedPage(n, after, PAGE)
+          for (const key of keys) {
+            const slot = n.map.get(key)
+            if (slot !== undefined) cols.push(key, slot, s)
+          }
+          if (keys.length < PAGE) break
+          after = keys[keys.length - 1]
         }
-        if (keys.length < PAGE) break
-        after = keys[keys.length - 1]
         if (!atClose && performance.now() - start >= SLICE_MS) {
           await yieldToRequests(performance.now() - start)
           if (gaveUp()) return false

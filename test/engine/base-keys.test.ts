@@ -6,7 +6,16 @@ import fs from 'node:fs'
 import path from 'node:path'
 import t, { type Test } from 'tap'
 import { type Db, open } from '../../engine/index.js'
-import { compareUtf8, errorCode, putNumbered, rng, seedFromEnv, sleep, tempDir } from './helpers.js'
+import {
+  compareUtf8,
+  crashCopy,
+  errorCode,
+  putNumbered,
+  rng,
+  seedFromEnv,
+  sleep,
+  tempDir,
+} from './helpers.js'
 
 const openedFrom = (db: Db) => (db as unknown as { openedFrom: string }).openedFrom
 const seed = seedFromEnv('BASE_KEYS_SEED')
@@ -262,3 +271,43 @@ t.test('a lone surrogate is no key, prefix or cursor', async (t) => {
   t.equal(await errorCode(db.list('n', { after: '\uD83D' })), 'INVALID_ARGUMENT')
   t.same((await db.list('n')).keys, ['\uFFFD', '\u{1F600}'], 'the others list as before')
 })
+
+t.test(
+  'keys added behind a checkpoint walk over a base are left to replay, in order',
+  async (t) => {
+    const dir = tempDir(t, 'base-keys-behind')
+    const options = { durability: 'none' as const, checkpointBytes: 0 }
+    const db = await open(dir, options)
+    t.teardown(() => db.close())
+    await db.createNamespace('n')
+    const model = new Map<string, unknown>()
+    const add = async (count: number, key: (i: number) => string) => {
+      await putNumbered(db, 'n', count, key)
+      for (let i = 0; i < count; i++) model.set(key(i), i)
+    }
+    await add(80_000, (i) => `m/${String(i).padStart(5, '0')}`)
+    t.ok(await db.checkpoint(), 'a first checkpoint folds them into a base')
+    await add(12_000, (i) => `p/${String(i).padStart(5, '0')}`) // enough to fold again
+    // While the next walk runs, keys sorting first and last: most land behind it.
+    const done = db.checkpoint()
+    let settled = false
+    void done.then(() => {
+      settled = true
+    })
+    for (let i = 0; !settled || i < 100; i++) {
+      const k = `${i % 2 ? 'a' : 'z'}/${String(i).padStart(5, '0')}`
+      await db.put('n', k, i)
+      model.set(k, i)
+    }
+    t.ok(await done, 'the checkpoint was written, and folded')
+    await compare(t, db, model, 'after the fold')
+    // As a kill -9 leaves it: the open comes from that checkpoint, and replays the rest.
+    await db.flush()
+    const image = tempDir(t, 'base-keys-behind-image')
+    crashCopy(dir, image)
+    const again = await open(image, options)
+    t.teardown(() => again.close())
+    t.equal(openedFrom(again), 'checkpoint')
+    await compare(t, again, model, 'opened from it')
+  },
+)
