@@ -48,8 +48,6 @@ export class BaseKeys {
   /** The key being looked for, as UTF-8. */
   private scratch = Buffer.allocUnsafe(1024)
   private scratchLen = 0
-  /** Positions a collect takes, reused. */
-  private taken: number[] = []
   /** Settles when the hash table is made (or its making stopped at close). */
   hashed: Promise<void> = Promise.resolve()
 
@@ -190,17 +188,6 @@ export class BaseKeys {
     return e - s - n
   }
 
-  /** Whether key i starts with scratch. */
-  private hasPrefix(i: number): boolean {
-    const n = this.scratchLen
-    const s = this.keyStart(i)
-    if (this.ends[i]! - s < n) return false
-    const b = this.blob
-    const k = this.scratch
-    for (let j = 0; j < n; j++) if (b[s + j] !== k[j]) return false
-    return true
-  }
-
   /** The first position whose key is >= key (strict: > key). */
   seek(key: string, strict: boolean): number {
     this.encode(key)
@@ -220,23 +207,15 @@ export class BaseKeys {
     return lo
   }
 
-  /** The position just past the last key that sorts before `prefix` or starts with it. */
-  seekPastPrefix(prefix: string): number {
-    this.encode(prefix)
-    let lo = 0
-    let hi = this.count
-    while (lo < hi) {
-      const mid = (lo + hi) >>> 1
-      if (this.hasPrefix(mid) || this.cmp(mid) < 0) lo = mid + 1
-      else hi = mid
-    }
-    return lo
-  }
-
   /** The positions [lo, hi) of the keys that start with `prefix`. */
   prefixRange(prefix: string): [number, number] {
     if (prefix === '') return [0, this.count]
-    return [this.seek(prefix, false), this.seekPastPrefix(prefix)]
+    this.encode(prefix)
+    const lo = this.lowerBound(false)
+    // The keys with the prefix end where the next prefix of the same length would begin:
+    // the prefix with its last byte one higher (UTF-8 has no 0xFF byte to carry from).
+    this.scratch[this.scratchLen - 1]!++
+    return [lo, this.lowerBound(false)]
   }
 
   /**
@@ -255,27 +234,20 @@ export class BaseKeys {
     now: number,
   ): void {
     const slots = this.slots
-    const taken = this.taken
-    taken.length = 0
-    const need = want - out.length
-    for (; i >= lo && i < hi && taken.length < need; i += step) {
+    let block = -1
+    let keys: string[] = []
+    for (; i >= lo && i < hi && out.length < want; i += step) {
       const slot = slots[i]!
       if (slot === GONE) continue
       if (now !== 0) {
         const e = expires[slot]!
         if (e !== 0 && e <= now) continue
       }
-      taken.push(i)
-    }
-    if (taken.length === 0) return
-    let block = -1
-    let keys: string[] = []
-    for (const k of taken) {
-      if (k >>> BLOCK_BITS !== block) {
-        block = k >>> BLOCK_BITS
+      if (i >>> BLOCK_BITS !== block) {
+        block = i >>> BLOCK_BITS
         keys = this.block(block)
       }
-      out.push(keys[k & BLOCK_MASK]!)
+      out.push(keys[i & BLOCK_MASK]!)
     }
   }
 
