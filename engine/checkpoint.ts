@@ -239,25 +239,24 @@ class Columns {
   }
 
   push(key: string, slot: number, s: Slots): void {
-    if (this.n === this.seg.length) this.grow()
-    const i = this.n++
-    this.seg[i] = s.seg[slot]!
-    this.off[i] = s.off[slot]!
-    this.len[i] = s.len[slot]!
-    this.version[i] = s.version[slot]!
-    this.expires[i] = s.expires[slot]!
-    this.slot[i] = slot
-    if (this.blobLen + key.length * 3 > this.blob.length) {
-      const b = Buffer.allocUnsafe(Math.max(this.blob.length * 2, this.blobLen + key.length * 3))
-      this.blob.copy(b, 0, 0, this.blobLen)
-      this.blob = b
-    }
+    const i = this.row(slot, s, key.length * 3)
     this.blobLen += this.blob.write(key, this.blobLen, 'utf8')
     this.ends[i] = this.blobLen
   }
 
   /** The same for a key of a base: its UTF-8 bytes, blob[from, to). */
   pushBytes(blob: Buffer, from: number, to: number, slot: number, s: Slots): void {
+    const len = to - from
+    const i = this.row(slot, s, len)
+    const out = this.blob
+    // Keys are short: a loop beats a call into the runtime.
+    for (let j = 0; j < len; j++) out[this.blobLen + j] = blob[from + j]!
+    this.blobLen += len
+    this.ends[i] = this.blobLen
+  }
+
+  /** A new entry with the slot's columns, and room for `keyBytes` more in the blob. */
+  private row(slot: number, s: Slots, keyBytes: number): number {
     if (this.n === this.seg.length) this.grow()
     const i = this.n++
     this.seg[i] = s.seg[slot]!
@@ -266,17 +265,12 @@ class Columns {
     this.version[i] = s.version[slot]!
     this.expires[i] = s.expires[slot]!
     this.slot[i] = slot
-    const len = to - from
-    if (this.blobLen + len > this.blob.length) {
-      const b = Buffer.allocUnsafe(Math.max(this.blob.length * 2, this.blobLen + len))
+    if (this.blobLen + keyBytes > this.blob.length) {
+      const b = Buffer.allocUnsafe(Math.max(this.blob.length * 2, this.blobLen + keyBytes))
       this.blob.copy(b, 0, 0, this.blobLen)
       this.blob = b
     }
-    const out = this.blob
-    // Keys are short: a loop beats a call into the runtime.
-    for (let j = 0; j < len; j++) out[this.blobLen + j] = blob[from + j]!
-    this.blobLen += len
-    this.ends[i] = this.blobLen
+    return i
   }
 
   /** Entries [first, first + count) as a fold takes them: keys, ends from 0, slots. */
