@@ -190,23 +190,6 @@ function readFrom(fd: number, size: number): Checkpoint | undefined {
   }
 }
 
-/** The first key of the namespace's sorted list after `after` (from its start: undefined). */
-function nextKey(n: Namespace, after: string | undefined): string | undefined {
-  return sortedPage(n, after, 1)[0]
-}
-
-/** Up to `max` keys of the namespace's sorted list after `after`. */
-function sortedPage(n: Namespace, after: string | undefined, max: number): string[] {
-  let [ci, i] = after === undefined ? [0, 0] : n.keys.seek(after, true)
-  const chunks = n.keys.chunks
-  const out: string[] = []
-  for (; ci < chunks.length && out.length < max; ci++, i = 0) {
-    const chunk = chunks[ci]!
-    for (; i < chunk.length && out.length < max; i++) out.push(chunk[i]!)
-  }
-  return out
-}
-
 /** Removes the checkpoint (it is not to be used), if there is one. */
 export function removeCheckpoint(dir: string): void {
   const file = path.join(dir, CHECKPOINT_FILE)
@@ -376,7 +359,7 @@ async function write(
         if (base !== null && bi < base.count) {
           // The base's keys are copied as bytes, up to the next key of the sorted list (base
           // positions never move); then that key; no string is made for a key of the base.
-          const next = nextKey(n, after)
+          const next = n.keys.following(after, 1)[0]
           const upTo = next === undefined ? base.count : base.seek(next, false)
           if (bi < upTo) {
             const stop = Math.min(upTo, bi + PAGE)
@@ -394,7 +377,7 @@ async function write(
           }
         } else {
           // The sorted list's keys after the last taken (the base's are all taken by now).
-          const keys = sorted ? sorted.slice(at, at + PAGE) : sortedPage(n, after, PAGE)
+          const keys = sorted ? sorted.slice(at, at + PAGE) : n.keys.following(after, PAGE)
           for (const key of keys) {
             const slot = n.map.get(key)
             if (slot !== undefined) cols.push(key, slot, s)

@@ -214,22 +214,16 @@ export class KeyDir {
       }
       if (at < base.count) return { gone, looked, next: { base, at, after: undefined } }
     }
+    const want = budget - looked
     const after = same ? from.after : undefined
-    const chunks = n.keys.chunks
-    let [ci, i] = after === undefined ? [0, 0] : n.keys.seek(after, true)
-    let last = after
-    for (; ci < chunks.length && looked < budget; ci++, i = 0) {
-      const chunk = chunks[ci]!
-      for (; i < chunk.length && looked < budget; i++, looked++) {
-        const key = chunk[i]!
-        last = key
-        const e = exp[n.map.get(key)!]!
-        if (e !== 0 && e <= now) gone.push(key)
-      }
-      if (i < chunk.length) break
+    const keys = n.keys.following(after, want)
+    for (const key of keys) {
+      const e = exp[n.map.get(key)!]!
+      if (e !== 0 && e <= now) gone.push(key)
     }
-    if (ci >= chunks.length) return { gone, looked }
-    return { gone, looked, next: { base, at, after: last } }
+    looked += keys.length
+    if (keys.length < want) return { gone, looked }
+    return { gone, looked, next: { base, at, after: keys.at(-1) ?? after } }
   }
 
   /**

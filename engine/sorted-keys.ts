@@ -96,6 +96,17 @@ export class SortedKeys {
     return [ci, i]
   }
 
+  /** Up to `max` keys after `after` (from the first, when undefined), in order. */
+  following(after: string | undefined, max: number): string[] {
+    let [ci, i] = after === undefined ? [0, 0] : this.seek(after, true)
+    const out: string[] = []
+    for (; ci < this.chunks.length && out.length < max; ci++, i = 0) {
+      const chunk = this.chunks[ci]!
+      for (; i < chunk.length && out.length < max; i++) out.push(chunk[i]!)
+    }
+    return out
+  }
+
   /** Position just past the last key that sorts before `prefix` or starts with it. */
   seekPastPrefix(prefix: string): [number, number] {
     const chunks = this.chunks
