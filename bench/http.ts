@@ -152,7 +152,11 @@ async function seedCairn(url: string, apiKey: string): Promise<void> {
   agent.destroy()
 }
 
-/** A plans file with one unlimited plan, so the bench meets no rate limit. */
+/**
+ * A plans file with one plan whose rate limit the bench never reaches: every request still
+ * takes a token from its account's bucket, as a real plan's requests do, and the limiter's
+ * cost counts in every case.
+ */
 function benchPlans(dir: string): string {
   const plans = path.join(dir, 'plans.json')
   fs.writeFileSync(
@@ -163,8 +167,8 @@ function benchPlans(dir: string): string {
           id: 'bench',
           name: 'Bench',
           requestsPerDay: null,
-          ratePerSecond: null,
-          burst: null,
+          ratePerSecond: 10_000_000,
+          burst: 10_000_000,
           maxNamespaces: null,
           maxStorageBytes: null,
           maxValueBytes: 1048576,
@@ -403,7 +407,7 @@ async function webdisCases(dir: string): Promise<CaseResult[]> {
  * Cairn on Redis beside webdis on the same Redis: a one-node Redis Cluster with its AOF
  * fsynced on every write, Cairn with --store (durability always) and then webdis in front
  * of it, each pinned with Redis to the server core. Both are an HTTP front end over one
- * Redis; Cairn also authenticates, rate-limits (a script per request), counts usage and
+ * Redis; Cairn also authenticates, rate-limits (its bucket on Redis, taken in leases), counts usage and
  * keeps its ordered index and counts in the same script as each write.
  */
 async function sameRedisCases(dir: string): Promise<CaseResult[]> {
@@ -413,10 +417,13 @@ async function sameRedisCases(dir: string): Promise<CaseResult[]> {
   const url = `redis://127.0.0.1:${redis.port}`
   const out: CaseResult[] = []
   try {
-    const server = await startCairn(SERVER_CORE, path.join(rdir, 'front'), benchPlans(dir), [
-      '--store',
-      url,
-    ])
+    const server = await startCairn(
+      SERVER_CORE,
+      path.join(rdir, 'front'),
+      benchPlans(dir),
+      ['--store', url],
+      NODE_ARGS,
+    )
     // Redis shares the server's core: its CPU counts with Cairn's, as it does with webdis's.
     server.pids.push(redis.pid)
     try {

@@ -2,44 +2,18 @@
 // entries (entries.ts), the service's records (records.ts) and the token buckets (below),
 // so any number of front ends can share it. Layout and rules: docs/redis.md.
 import type { Durability } from '../../../engine/types.js'
-import type { Bucket, Limiter, Store } from '../types.js'
+import type { Store } from '../types.js'
 import { Commands } from './commands.js'
 import { checkConfiguration } from './config-check.js'
 import { connectCluster, parseRedisUrl } from './connect.js'
 import { ClusterEntries } from './entries.js'
 import { storeError } from './errors.js'
 import { ClusterFeed } from './feed.js'
+import { LeasedBuckets } from './leased-bucket.js'
 import { ClusterRecords } from './records.js'
 import { redact } from '../url.js'
 
 const READY_MS = 15_000
-
-class ClusterLimiter implements Limiter {
-  constructor(private cmd: Commands) {}
-
-  async take(
-    id: string,
-    rate: number,
-    burst: number,
-    _now: number,
-    out: Bucket,
-    cost = 1,
-  ): Promise<Bucket> {
-    // Rate-limit state need not survive a failover: no WAIT, one round trip.
-    const [ok, remaining, reset, retry] = await this.cmd.read('cairnBucket', [
-      `c:{${id}}:bucket`,
-      rate,
-      burst,
-      cost,
-    ])
-    out.ok = ok === 1
-    out.limit = burst
-    out.remaining = Number(remaining)
-    out.reset = Number(reset)
-    out.retryAfter = Number(retry)
-    return out
-  }
-}
 
 export async function openRedisStore(
   url: string,
@@ -80,7 +54,7 @@ export async function openRedisStore(
     kind: 'redis',
     soleWriter: false,
     records: new ClusterRecords(cmd),
-    limiter: new ClusterLimiter(cmd),
+    limiter: new LeasedBuckets(cmd),
     admin: undefined,
     createNamespace: (ns) => entries.createNamespace(ns),
     dropNamespace: (ns) => entries.dropNamespace(ns),

@@ -105,10 +105,12 @@ return redis.call('HGETALL', KEYS[1])
 `
 
 /**
- * bucket: KEYS the bucket (a hash: tokens, at); ARGV rate per second, burst. Time is the
- * Redis server's, so front ends whose clocks disagree still share one bucket fairly. An idle
- * bucket expires once it would be full again. Returns ok (1/0), remaining, reset seconds,
- * retry-after seconds.
+ * bucket: KEYS the bucket (a hash: tokens, at); ARGV rate per second, burst, cost, tokens a
+ * front end gives back from its last lease, tokens it would lease. Time is the Redis
+ * server's, so front ends whose clocks disagree still share one bucket fairly. A lease is at
+ * most an eighth of what is left after the request (leased-bucket.ts). An idle bucket expires
+ * once it would be full again. Returns ok (1/0), remaining, reset seconds, retry-after
+ * seconds, tokens leased.
  */
 export const BUCKET = `
 local rate, burst = tonumber(ARGV[1]), tonumber(ARGV[2])
@@ -121,14 +123,17 @@ if b[1] then
   tokens = tonumber(b[1]) + (now - tonumber(b[2])) * rate / 1000
   if tokens > burst then tokens = burst end
 end
-local ok, retry = 0, 0
+tokens = math.min(burst, tokens + tonumber(ARGV[4] or '0'))
+local ok, retry, lease = 0, 0, 0
 if tokens >= cost then
   tokens = tokens - cost
   ok = 1
+  lease = math.min(tonumber(ARGV[5] or '0'), math.floor(tokens / 8))
+  tokens = tokens - lease
 else
   retry = math.max(1, math.ceil((cost - tokens) / rate))
 end
 redis.call('HSET', KEYS[1], 'tokens', tostring(tokens), 'at', now)
 redis.call('PEXPIRE', KEYS[1], math.ceil(burst / rate * 1000) + 1000)
-return {ok, math.floor(tokens), math.ceil((burst - tokens) / rate), retry}
+return {ok, math.floor(tokens), math.ceil((burst - tokens) / rate), retry, lease}
 `

@@ -1,0 +1,117 @@
+// The account token bucket on Redis, taken in small leases. The bucket itself lives in Redis
+// (record-scripts.ts BUCKET) so front ends share it; a front end that finds plenty left takes
+// a few tokens more than its request needs and spends them from memory, so a busy account
+// costs one script call per lease, not one per request. Leased tokens are taken from the
+// shared bucket, never added to it, so every front end together still admits at most the
+// bucket; a lease is at most an eighth of what is left (none once the bucket runs low, when
+// every request asks Redis again), so a burst split across front ends gets about one burst.
+// Unspent tokens go back with the next call. Layout and rules: docs/redis.md.
+import { LRUCache } from 'lru-cache'
+import type { Bucket, Limiter } from '../types.js'
+import type { Commands } from './commands.js'
+
+/** How long a lease is spent from memory before the front end asks Redis again. */
+export const LEASE_MS = 250
+/** Most tokens one lease holds beyond its request's own. */
+export const LEASE_MAX = 128
+/** Accounts whose leases a front end holds at once; the least recent is forgotten. */
+const ACCOUNTS_MAX = 100_000
+
+interface Lease {
+  /** Tokens taken from the shared bucket and not spent yet. */
+  held: number
+  /** The shared bucket's tokens when the lease was taken. */
+  left: number
+  until: number
+  /** The call under way for this account: other requests wait for it, not call again. */
+  pending: Promise<void> | null
+}
+
+export class LeasedBuckets implements Limiter {
+  // An evicted lease's tokens are not given back: at most LEASE_MAX of an account that has
+  // gone quiet on this front end, refilled by its rate.
+  private leases = new LRUCache<string, Lease>({ max: ACCOUNTS_MAX })
+
+  constructor(private cmd: Commands) {}
+
+  take(
+    id: string,
+    rate: number,
+    burst: number,
+    _now: number,
+    out: Bucket,
+    cost = 1,
+  ): Bucket | Promise<Bucket> {
+    let lease = this.leases.get(id)
+    if (lease === undefined) {
+      lease = { held: 0, left: burst, until: 0, pending: null }
+      this.leases.set(id, lease)
+    }
+    if (lease.held >= cost && Date.now() < lease.until) {
+      lease.held -= cost
+      return fill(out, true, lease.left + lease.held, rate, burst, 0)
+    }
+    // A call under way while the bucket had plenty will bring a lease: wait for it rather
+    // than call too. Near the bottom leases are empty, and requests ask Redis side by side.
+    if (lease.pending !== null && lease.left >= 8 * cost) {
+      return lease.pending.then(() => this.take(id, rate, burst, 0, out, cost))
+    }
+    return this.ask(id, lease, rate, burst, out, cost)
+  }
+
+  private ask(
+    id: string,
+    lease: Lease,
+    rate: number,
+    burst: number,
+    out: Bucket,
+    cost: number,
+  ): Promise<Bucket> {
+    const back = lease.held
+    lease.held = 0
+    // A twentieth of a second of the plan's rate: a lease lasts a few dozen requests of a
+    // busy account and is nothing for a slow one.
+    const want = Math.min(LEASE_MAX, Math.floor(rate / 20))
+    const call = this.cmd.read('cairnBucket', [`c:{${id}}:bucket`, rate, burst, cost, back, want])
+    const done = call.then(
+      ([ok, left, , retry, leased]: number[]) => {
+        lease.held += Number(leased ?? 0)
+        lease.left = Number(left)
+        lease.until = Date.now() + LEASE_MS
+        return fill(out, ok === 1, lease.left + lease.held, rate, burst, Number(retry))
+      },
+      (err: unknown) => {
+        // The tokens given back may or may not have reached Redis: they are not held here.
+        throw err
+      },
+    )
+    if (want > 0) {
+      const settled: Promise<void> = done.then(
+        () => {
+          if (lease.pending === settled) lease.pending = null
+        },
+        () => {
+          if (lease.pending === settled) lease.pending = null
+        },
+      )
+      lease.pending = settled
+    }
+    return done
+  }
+}
+
+function fill(
+  out: Bucket,
+  ok: boolean,
+  remaining: number,
+  rate: number,
+  burst: number,
+  retry: number,
+): Bucket {
+  out.ok = ok
+  out.limit = burst
+  out.remaining = remaining
+  out.reset = Math.max(0, Math.ceil((burst - remaining) / rate))
+  out.retryAfter = retry
+  return out
+}
