@@ -136,6 +136,17 @@ const cases: Case[] = [
     peer: sliceOfSorted,
   },
   {
+    name: "a listing's answer from a checkpoint base (100 keys as JSON bytes)",
+    ours: () => reopened.listNow('n', { prefix: 'user/0123', limit: 100, json: true })!.json,
+    peer: [
+      'the same keys as strings, then JSON.stringify and UTF-8',
+      () =>
+        Buffer.from(
+          JSON.stringify(reopened.listNow('n', { prefix: 'user/0123', limit: 100 })!.keys),
+        ),
+    ],
+  },
+  {
     name: 'list cursor encode + decode',
     ours: () => decodeCursor(encodeCursor('user/10', 'user/')),
     peer: [

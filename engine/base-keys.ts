@@ -219,9 +219,9 @@ export class BaseKeys {
   }
 
   /**
-   * Appends to `out` the live keys from position `i`, stepping `step`, inside [lo, hi), until
-   * `out` holds `want`. A key whose expiry (by slot, in `expires`) is at or before `now` is
-   * passed over; `now` 0 passes over none.
+   * Appends to `out` the positions of the live keys from position `i`, stepping `step`, inside
+   * [lo, hi), until `out` holds `want`. A key whose expiry (by slot, in `expires`) is at or
+   * before `now` is passed over; `now` 0 passes over none.
    */
   collect(
     i: number,
@@ -229,13 +229,11 @@ export class BaseKeys {
     lo: number,
     hi: number,
     want: number,
-    out: string[],
+    out: number[],
     expires: Float64Array,
     now: number,
   ): void {
     const slots = this.slots
-    let block = -1
-    let keys: string[] = []
     for (; i >= lo && i < hi && out.length < want; i += step) {
       const slot = slots[i]!
       if (slot === GONE) continue
@@ -243,12 +241,56 @@ export class BaseKeys {
         const e = expires[slot]!
         if (e !== 0 && e <= now) continue
       }
+      out.push(i)
+    }
+  }
+
+  /** The keys at `positions`, as strings (decoded a block at a time, and cached). */
+  keysAt(positions: number[]): string[] {
+    const out = new Array<string>(positions.length)
+    let block = -1
+    let keys: string[] = []
+    for (let j = 0; j < positions.length; j++) {
+      const i = positions[j]!
       if (i >>> BLOCK_BITS !== block) {
         block = i >>> BLOCK_BITS
         keys = this.block(block)
       }
-      out.push(keys[i & BLOCK_MASK]!)
+      out[j] = keys[i & BLOCK_MASK]!
     }
+    return out
+  }
+
+  /**
+   * The keys at `positions` as the UTF-8 text of a JSON array of strings, copied from the
+   * base's bytes: no string is made. Undefined when a key holds a byte JSON must escape (a
+   * quote, a backslash, a control character), which JSON.stringify then does. Keys are
+   * well-formed UTF-8, so every other byte goes as it is.
+   */
+  json(positions: number[]): Buffer | undefined {
+    const blob = this.blob
+    const ends = this.ends
+    let size = 2
+    for (let j = 0; j < positions.length; j++) {
+      const i = positions[j]!
+      size += ends[i]! - this.keyStart(i) + 3
+    }
+    const out = Buffer.allocUnsafe(size)
+    let o = 0
+    out[o++] = 0x5b
+    for (let j = 0; j < positions.length; j++) {
+      const i = positions[j]!
+      if (j > 0) out[o++] = 0x2c
+      out[o++] = 0x22
+      for (let k = this.keyStart(i), end = ends[i]!; k < end; k++) {
+        const c = blob[k]!
+        if (c < 0x20 || c === 0x22 || c === 0x5c) return undefined
+        out[o++] = c
+      }
+      out[o++] = 0x22
+    }
+    out[o++] = 0x5d
+    return o === size ? out : out.subarray(0, o)
   }
 
   /**

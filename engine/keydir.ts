@@ -240,9 +240,28 @@ export class KeyDir {
     step: 1 | -1,
     now: number,
   ): string[] {
+    const [keys, at] = this.sides(n, prefix, after, want, step, now)
+    if (at.length === 0) return keys
+    const all = mergeKeys(keys, n.map.base!.keysAt(at), step)
+    if (all.length > want) all.length = want
+    return all
+  }
+
+  /**
+   * collect()'s two sides, apart: the keys written since the open (strings) and the positions
+   * of the base's keys, each the first `want` of its side.
+   */
+  private sides(
+    n: Namespace,
+    prefix: string,
+    after: string | undefined,
+    want: number,
+    step: 1 | -1,
+    now: number,
+  ): [string[], number[]] {
     const sorted = n.keys
     const base = n.map.base
-    const fromBase: string[] = []
+    const at: number[] = []
     let ci: number
     let i: number
     if (step > 0) {
@@ -251,7 +270,7 @@ export class KeyDir {
       if (base !== null) {
         const [lo, hi] = base.prefixRange(prefix)
         const p = past ? Math.max(lo, base.seek(after, true)) : lo
-        base.collect(p, 1, lo, hi, want, fromBase, this.slots.expires, now)
+        base.collect(p, 1, lo, hi, want, at, this.slots.expires, now)
       }
     } else {
       const chunks = sorted.chunks
@@ -266,14 +285,39 @@ export class KeyDir {
       if (base !== null) {
         const [lo, hi] = base.prefixRange(prefix)
         const p = after !== undefined ? Math.min(hi, base.seek(after, false)) : hi
-        base.collect(p - 1, -1, lo, hi, want, fromBase, this.slots.expires, now)
+        base.collect(p - 1, -1, lo, hi, want, at, this.slots.expires, now)
       }
     }
     const keys: string[] = []
     this.walk(n, prefix, ci, i, step, want, now, keys)
-    const all = mergeKeys(keys, fromBase, step)
-    if (all.length > want) all.length = want
-    return all
+    return [keys, at]
+  }
+
+  /**
+   * A page as scan() or scanBack() gives it, with its keys as the UTF-8 text of a JSON array
+   * in `json` (and `keys` empty) where the base alone holds them: the answer to a listing is
+   * then copied from the base's bytes, and no string is made for a key. Otherwise, or where a
+   * key needs escaping in JSON, the page as scan() gives it.
+   */
+  scanJson(
+    n: Namespace,
+    prefix: string,
+    after: string | undefined,
+    limit: number,
+    step: 1 | -1,
+  ): ListResult {
+    const now = n.ttl > 0 ? Date.now() : 0
+    const [keys, at] = this.sides(n, prefix, after, limit + 1, step, now)
+    const base = n.map.base
+    if (at.length === 0) return page(keys, limit)
+    if (keys.length > 0) return page(mergeKeys(keys, base!.keysAt(at), step), limit)
+    const more = at.length > limit
+    if (more) at.length = limit
+    const next = more ? base!.keyAt(at[limit - 1]!) : undefined
+    const json = base!.json(at)
+    const res: ListResult = json === undefined ? { keys: base!.keysAt(at) } : { keys, json }
+    if (next !== undefined) res.next = next
+    return res
   }
 
   /**

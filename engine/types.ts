@@ -70,10 +70,21 @@ export interface ListOptions {
   /** Default 1000. */
   limit?: number
   reverse?: boolean
+  /**
+   * The caller only writes the keys out as JSON: where that is cheaper they come as JSON text
+   * in ListResult.json, with `keys` empty (copied from the index's bytes, no string made for
+   * a key); otherwise as strings.
+   */
+  json?: boolean
 }
 
 export interface ListResult {
   keys: string[]
+  /**
+   * Only where ListOptions.json asked for it: the page's keys as the UTF-8 text of a JSON
+   * array of strings, in place of `keys` (then empty).
+   */
+  json?: Buffer
   /** Present when more keys remain: pass it as `after` to continue. */
   next?: string
   /** The namespace's version when the page was read (that of its last durable write). */

@@ -56,16 +56,21 @@ function entryOf(got: Entry | undefined): Entry | undefined {
 }
 
 async function list(db: Db, ns: string, o: ListOptions = {}): Promise<Listed> {
-  return pageOf(db, ns, o, await db.list(ns, o))
+  return pageOf(db, ns, o, await db.list(ns, engineOptions(o)))
 }
 
 function listNow(db: Db, ns: string, o: ListOptions = {}): Listed | undefined {
-  const res = db.listNow(ns, o)
+  const res = db.listNow(ns, engineOptions(o))
   return res === undefined ? undefined : pageOf(db, ns, o, res)
 }
 
+/** Entries are read by key: a listing with `include` needs its keys as strings. */
+const engineOptions = (o: ListOptions): ListOptions =>
+  o.include && o.json ? { ...o, json: false } : o
+
 function pageOf(db: Db, ns: string, o: ListOptions, res: ListResult): Listed {
   const out: Listed = { keys: res.keys, version: res.version ?? 0 }
+  if (res.json !== undefined) out.json = res.json
   if (res.next !== undefined) out.next = res.next
   if (!o.include) return out
   // Read in the same turn as the keys (the index is in memory), so the page is one snapshot.

@@ -60,6 +60,11 @@ export interface ListOptions {
   include?: { values?: boolean; metadata?: boolean }
   /** With values: the page ends after the entry that takes its value bytes past this. */
   maxBytes?: number
+  /**
+   * Without `include`, when the keys are only written out as JSON: a store may answer them
+   * as JSON text in `Listed.json`, with `keys` empty, where that is cheaper.
+   */
+  json?: boolean
 }
 
 /** One entry of a listing with `include`. */
@@ -75,6 +80,8 @@ export interface ListedEntry {
 
 export interface Listed {
   keys: string[]
+  /** Where ListOptions.json allowed it: the keys as the UTF-8 text of a JSON array. */
+  json?: Buffer
   /** With `include`: the same keys as entries. */
   entries?: ListedEntry[]
   /** Present when more keys remain: pass it as `after` to continue. */

@@ -15,6 +15,7 @@ import { watchChanges } from './watch.js'
 const LIMIT = /^[1-9][0-9]{0,3}$/
 /** A page with values ends after the entry that takes it past this. */
 const PAGE_BYTES = 4 * 1024 * 1024
+const KEYS_HEAD = Buffer.from('{"keys":')
 
 function entryText(e: ListedEntry): string {
   let s = `{"key":${JSON.stringify(e.key)},"version":"${e.version}"`
@@ -74,14 +75,20 @@ export function listKeys(call: Call, req: HttpRequest, parsed: Parsed, plan: Pla
     reverse,
     include: values || metadata ? { values, metadata } : undefined,
     maxBytes: values ? PAGE_BYTES : undefined,
+    json: !(values || metadata),
   }
   const answer = (page: Listed) => {
-    let body =
+    let tail = ''
+    if (page.next !== undefined) tail += `,"cursor":"${encodeCursor(page.next, prefix, shape)}"`
+    tail += `,"version":"${page.version}"}`
+    // Keys the store gave as JSON text go out as those bytes, with no string made for a key.
+    if (page.json !== undefined)
+      return call.send(200, Buffer.concat([KEYS_HEAD, page.json, Buffer.from(tail)]))
+    const body =
       page.entries !== undefined
         ? `{"entries":[${page.entries.map(entryText).join(',')}]`
         : `{"keys":${JSON.stringify(page.keys)}`
-    if (page.next !== undefined) body += `,"cursor":"${encodeCursor(page.next, prefix, shape)}"`
-    call.send(200, `${body},"version":"${page.version}"}`)
+    call.send(200, body + tail)
   }
   withNamespace(call, ns, (info) => {
     // As a GET: a store that can answer at once is asked synchronously (no promise, no

@@ -22,8 +22,9 @@ const seed = seedFromEnv('BASE_KEYS_SEED')
 const random = rng(seed)
 const pick = <T>(xs: T[]) => xs[Math.floor(random() * xs.length)]!
 
-// Keys in groups (so prefixes select runs), with some whose UTF-16 and UTF-8 orders differ.
-const ODD = ['\u{1F600}', '\uE000', '\uFFFD', 'é', '日本', 'z', '']
+// Keys in groups (so prefixes select runs), with some whose UTF-16 and UTF-8 orders differ and
+// some that JSON must escape.
+const ODD = ['\u{1F600}', '\uE000', '\uFFFD', 'é', '日本', 'z', '', '"q', '\\', '\t']
 const keyOf = (i: number) => `${'abcd'[i % 4]}${String(i % 37).padStart(2, '0')}/${pick(ODD)}${i}`
 const PREFIXES = ['', 'a', 'b0', 'c1', 'd3', 'a0', 'b1', 'z', 'c', 'd']
 
@@ -31,6 +32,7 @@ const PREFIXES = ['', 'a', 'b0', 'c1', 'd3', 'a0', 'b1', 'z', 'c', 'd']
 async function compare(t: Test, db: Db, model: Map<string, unknown>, label: string) {
   const all = [...model.keys()].sort(compareUtf8)
   let bad = 0
+  let jsonPages = 0
   const same = (got: string[], want: string[], what: string) => {
     if (JSON.stringify(got) === JSON.stringify(want)) return
     if (bad++ < 3) t.same(got, want, `${label}: ${what}`)
@@ -54,6 +56,16 @@ async function compare(t: Test, db: Db, model: Map<string, unknown>, label: stri
     same(page.keys, want.slice(0, limit), `prefix ${JSON.stringify(prefix)} after ${after}`)
     if (want.length > limit) t.equal(page.next, want[limit - 1], `${label}: next`)
     else if (page.next !== undefined) t.fail(`${label}: a next with nothing after it`)
+    // The same page as JSON text: byte for byte what JSON.stringify makes of the keys.
+    const asJson = await db.list('n', { prefix, limit, after, reverse, json: true })
+    if (asJson.json !== undefined) {
+      jsonPages++
+      if (asJson.keys.length > 0) t.fail(`${label}: keys beside their JSON text`)
+    }
+    const text = asJson.json?.toString('utf8') ?? JSON.stringify(asJson.keys)
+    const wanted = JSON.stringify(want.slice(0, limit))
+    if (text !== wanted && bad++ < 3) t.equal(text, wanted, `${label}: as JSON, prefix ${prefix}`)
+    if (asJson.next !== page.next) t.equal(asJson.next, page.next, `${label}: next, as JSON`)
   }
   for (let q = 0; q < 50; q++) {
     const k = random() < 0.8 && all.length > 0 ? pick(all) : keyOf(Math.floor(random() * 5000))
@@ -63,6 +75,7 @@ async function compare(t: Test, db: Db, model: Map<string, unknown>, label: stri
   const info = db.namespaces().find((x) => x.name === 'n')!
   t.equal(info.keys, model.size, `${label}: the key count`)
   t.equal(bad, 0, `${label}: every read agrees with the model`)
+  return jsonPages
 }
 
 t.test(
@@ -85,7 +98,8 @@ t.test(
       db = await open(dir, options)
       t.equal(openedFrom(db), 'checkpoint', `round ${round}: opened from the checkpoint`)
       t.ok(db.listNow('n', { limit: 1 }), 'listings answer at once, with nothing to build')
-      await compare(t, db, model, `round ${round}, as opened`)
+      const copied = await compare(t, db, model, `round ${round}, as opened`)
+      t.ok(copied > 0, `round ${round}: ${copied} pages as opened were copied as JSON text`)
       // Writes of every kind, over keys of the checkpoint and new ones alike.
       const known = [...model.keys()]
       for (let w = 0; w < 1500; w++) {
