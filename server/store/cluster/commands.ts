@@ -11,7 +11,9 @@ import calculateSlot from 'cluster-key-slot'
 import type { Cluster } from 'ioredis'
 import type { Durability } from '../../../engine/types.js'
 import * as E from './entry-scripts.js'
+import type { RedisUrl } from './connect.js'
 import { storeError } from './errors.js'
+import { type LaneCall, ReadLane } from './read-lane.js'
 import * as R from './record-scripts.js'
 
 /** How long a write waits for a replica before it is answered as unconfirmed. */
@@ -44,13 +46,25 @@ const SCRIPTS: Record<string, { keys: number; lua: string }> = {
 
 export type ScriptName = keyof typeof SCRIPTS
 
-interface Pending {
+/**
+ * Scripts that may take the read lane (read-lane.ts): those that only read, and the token
+ * bucket, which a lost connection may at worst charge twice. Never one that counts (usage)
+ * or writes data.
+ */
+const LANE = new Set<ScriptName>([
+  'cairnGet',
+  'cairnStat',
+  'cairnList',
+  'cairnCounts',
+  'cairnFeedRead',
+  'cairnFeedVersion',
+  'cairnRecList',
+  'cairnBucket',
+])
+
+interface Pending extends LaneCall {
   name: ScriptName
   args: (string | Buffer | number)[]
-  /** Answer values as Buffers (the read of an entry's value). */
-  buffers: boolean
-  resolve(value: unknown): void
-  reject(err: Error): void
   /** Times it was sent again after a NOSCRIPT. */
   tries?: number
 }
@@ -64,10 +78,22 @@ const SHA: Record<string, string> = Object.fromEntries(
 const noScript = (err: unknown) => String((err as Error)?.message).startsWith('NOSCRIPT')
 
 export class Commands {
+  private lane: ReadLane | null
+
   constructor(
     readonly client: Cluster,
     private durability: Durability,
-  ) {}
+    /** Where the read lane connects; without it every command goes through ioredis. */
+    url?: RedisUrl,
+  ) {
+    this.lane = url
+      ? new ReadLane(url, (calls) => this.send(calls as Pending[], false, true))
+      : null
+  }
+
+  close(): void {
+    this.lane?.close()
+  }
 
   /**
    * Runs a script without waiting for replicas; `buffers` answers values as Buffers.
@@ -116,7 +142,15 @@ export class Commands {
         this.groups.set(node, group)
         setImmediate(() => this.commit(node, wait))
       }
-      group.push({ name, args, buffers, resolve, reject })
+      group.push({
+        name,
+        sha: SHA[name]!,
+        keys: SCRIPTS[name]!.keys,
+        args,
+        buffers,
+        resolve,
+        reject: (err) => reject(storeError(err)),
+      })
     })
   }
 
@@ -128,7 +162,11 @@ export class Commands {
     this.send(group, wait)
   }
 
-  private async send(group: Pending[], wait: boolean): Promise<void> {
+  private async send(group: Pending[], wait: boolean, viaIoredis = false): Promise<void> {
+    if (!wait && !viaIoredis && this.lane !== null && group.every((w) => LANE.has(w.name))) {
+      const addr = this.owners(String(group[0]!.args[0]))?.[0]
+      if (addr !== undefined && this.lane.send(addr, group)) return
+    }
     const p = (this.client as any).pipeline()
     for (const w of group)
       p[w.buffers ? 'evalshaBuffer' : 'evalsha'](SHA[w.name], SCRIPTS[w.name]!.keys, ...w.args)
@@ -142,7 +180,7 @@ export class Commands {
         for (const w of group) this.send([w], wait)
         return
       }
-      for (const w of group) w.reject(storeError(err))
+      for (const w of group) w.reject(err as Error)
       return
     }
     let unconfirmed: Error | undefined
@@ -161,8 +199,7 @@ export class Commands {
       // at most, should the slot keep moving).
       for (const w of unloaded) w.tries = (w.tries ?? 0) + 1
       const again = unloaded.filter((w) => w.tries! <= 3)
-      for (const w of unloaded)
-        if (w.tries! > 3) w.reject(storeError(new Error('NOSCRIPT after loading')))
+      for (const w of unloaded) if (w.tries! > 3) w.reject(new Error('NOSCRIPT after loading'))
       this.loadOn(
         String(unloaded[0]!.args[0]),
         unloaded.map((w) => w.name),
@@ -171,14 +208,14 @@ export class Commands {
           if (again.length > 0) this.send(again, wait)
         },
         (err) => {
-          for (const w of again) w.reject(storeError(err))
+          for (const w of again) w.reject(err as Error)
         },
       )
     }
     group.forEach((w, i) => {
       const [err, value] = res[i]!
       if (noScript(err)) return
-      if (err) w.reject(storeError(err))
+      if (err) w.reject(err)
       else if (unconfirmed) w.reject(unconfirmed)
       else w.resolve(value)
     })

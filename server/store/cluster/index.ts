@@ -19,7 +19,8 @@ export async function openRedisStore(
   url: string,
   opts: { durability: Durability },
 ): Promise<Store> {
-  const client = connectCluster(parseRedisUrl(url))
+  const parsed = parseRedisUrl(url)
+  const client = connectCluster(parsed)
   try {
     await new Promise<void>((resolve, reject) => {
       const timer = setTimeout(
@@ -47,7 +48,7 @@ export async function openRedisStore(
   }
   // The client logs nothing itself; an error event without a listener would throw.
   client.on('error', () => {})
-  const cmd = new Commands(client, opts.durability)
+  const cmd = new Commands(client, opts.durability, parsed)
   const entries = new ClusterEntries(cmd)
   const feed = new ClusterFeed(cmd, entries)
   return {
@@ -75,6 +76,7 @@ export async function openRedisStore(
     flush: async () => {},
     async close() {
       feed.close()
+      cmd.close()
       try {
         await client.quit()
       } catch (err) {

@@ -1,0 +1,144 @@
+// The read lane (server/store/cluster/read-lane.ts): reads go to the slot's master on
+// connections of their own, and whatever the lane cannot answer goes through ioredis. On a
+// real Redis Cluster: the lane carries reads; a script cache emptied under it, a lane
+// connection killed in the middle of reads and a master that stops answering for a while
+// all end with every read answered rightly; the data's own refusals come through as the
+// store's errors.
+import { Cluster } from 'ioredis'
+import t from 'tap'
+import { openRedisStore } from '../../server/store/cluster/index.js'
+import { CALL_TIMEOUT_MS, LANE_NAME } from '../../server/store/cluster/read-lane.js'
+import type { Store } from '../../server/store/types.js'
+import { clusterFor } from '../helpers/redis-cluster.js'
+
+const cluster = await clusterFor(t)
+if (cluster) {
+  const store: Store = await openRedisStore(cluster.url, { durability: 'always' })
+  t.teardown(() => store.close())
+  const admin = new Cluster([{ host: '127.0.0.1', port: cluster.nodes[0]!.port }])
+  t.teardown(() => admin.quit())
+  const masters = () => admin.nodes('master')
+
+  /** Lane connections on every master, with the command each ran last. */
+  const laneClients = async () => {
+    const out: { id: string; cmd: string; node: number }[] = []
+    for (const m of masters()) {
+      const list = String(await m.client('LIST'))
+      for (const line of list.split('\n')) {
+        if (!line.includes(`name=${LANE_NAME}`)) continue
+        out.push({
+          id: /\bid=(\d+)/.exec(line)![1]!,
+          cmd: /\bcmd=(\S+)/.exec(line)![1]!,
+          node: m.options.port!,
+        })
+      }
+    }
+    return out
+  }
+
+  const NS = 'lane'
+  await store.createNamespace(NS)
+  const values = new Map<string, string>()
+  const versions = new Map<string, number>()
+  for (let i = 0; i < 300; i++) {
+    const key = `k${i}/${'é日'.repeat(i % 3)}`
+    const value = JSON.stringify({ i, text: `värde ${i} 😀`, pad: 'x'.repeat(i) })
+    versions.set(key, (await store.put(NS, key, Buffer.from(value))).version)
+    values.set(key, value)
+  }
+  const keys = [...values.keys()]
+
+  /** Reads every key at once; the keys whose value came back wrong, or that failed. */
+  const readAll = async () => {
+    const wrong: string[] = []
+    let timer: NodeJS.Timeout | undefined
+    const late = new Promise<void>((resolve) => {
+      timer = setTimeout(() => {
+        wrong.push('not all answered in 15 s')
+        resolve()
+      }, 15_000)
+    })
+    const all = Promise.all(
+      keys.map(async (k) => {
+        try {
+          const got = await store.get(NS, k)
+          if (got?.value.toString('utf8') !== values.get(k)) wrong.push(k)
+        } catch (err) {
+          wrong.push(`${k}: ${(err as Error).message}`)
+        }
+      }),
+    )
+    await Promise.race([all, late])
+    clearTimeout(timer)
+    return wrong
+  }
+
+  t.test('reads go by the lane, byte for byte', async (t) => {
+    t.same(await readAll(), [], 'every value as written')
+    const lane = await laneClients()
+    t.ok(lane.length >= 1, `the lane holds ${lane.length} connection(s)`)
+    t.ok(
+      lane.some((c) => c.cmd === 'evalsha'),
+      'the lane ran the reads',
+    )
+    const listed = await store.list(NS, { prefix: 'k1', limit: 1000 })
+    t.same(
+      listed.keys,
+      keys
+        .filter((k) => k.startsWith('k1'))
+        .sort((a, b) => Buffer.compare(Buffer.from(a), Buffer.from(b))),
+      'a listing by the lane: keys as strings, in order',
+    )
+    const stat = await store.stat(NS, keys[7]!)
+    t.equal(stat?.version, versions.get(keys[7]!), 'stat by the lane')
+  })
+
+  t.test("the data's refusals come through as the store's errors", async (t) => {
+    const err = await store.get('no-such-namespace', 'k').then(
+      () => undefined,
+      (e: { code?: string }) => e,
+    )
+    t.equal(err?.code, 'NAMESPACE_NOT_FOUND')
+  })
+
+  t.test('an emptied script cache is loaded again, through ioredis', async (t) => {
+    for (const m of masters()) await m.script('FLUSH')
+    t.same(await readAll(), [], 'every read answered after SCRIPT FLUSH')
+  })
+
+  t.test('a lane connection killed under reads: every read answered', async (t) => {
+    await readAll()
+    const before = await laneClients()
+    // Scripts count as writes to CLIENT PAUSE WRITE: the reads wait on the masters, in flight,
+    // while the lane's connections are killed under them.
+    for (const m of masters()) await m.client('PAUSE', '500', 'WRITE')
+    const reading = readAll()
+    await new Promise((r) => setTimeout(r, 100))
+    for (const c of before)
+      await masters()
+        .find((m) => m.options.port === c.node)!
+        .client('KILL', 'ID', c.id)
+    t.same(await reading, [], 'the reads in flight were answered')
+    t.same(await readAll(), [], 'and the reads after')
+  })
+
+  t.test('a master that stops answering: its reads go by ioredis, none is lost', async (t) => {
+    // A connection lost a moment ago is rested a second before the lane connects again.
+    await new Promise((r) => setTimeout(r, 1500))
+    await readAll()
+    const before = new Set((await laneClients()).map((c) => c.id))
+    t.ok(before.size > 0, 'the lane is connected before the pause')
+    const pause = CALL_TIMEOUT_MS + 1500
+    for (const m of masters()) await m.client('PAUSE', String(pause), 'ALL')
+    const started = Date.now()
+    const wrong = await readAll()
+    t.same(wrong, [], 'every read answered rightly')
+    t.ok(Date.now() - started >= pause - 200, 'after the pause')
+    await readAll()
+    const after = (await laneClients()).map((c) => c.id)
+    t.ok(
+      after.every((id) => !before.has(id)),
+      'the lane gave up its connection to the quiet master and made a new one',
+    )
+  })
+}
