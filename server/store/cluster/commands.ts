@@ -63,7 +63,8 @@ const LANE = new Set<ScriptName>([
 ])
 
 interface Pending extends LaneCall {
-  name: ScriptName
+  /** The script, or null for a plain read command (`words`). */
+  name: ScriptName | null
   args: (string | Buffer | number)[]
   /** Times it was sent again after a NOSCRIPT. */
   tries?: number
@@ -105,6 +106,14 @@ export class Commands {
   }
 
   /**
+   * Runs a plain command that only reads (HGET, HMGET) on the master of `key`'s slot, in the
+   * same pipeline (or lane write) as the turn's scripts for that master, in the order asked.
+   */
+  readCommand(key: string, words: (string | Buffer | number)[], buffers = false): Promise<any> {
+    return this.enqueue(null, [key], buffers, false, words)
+  }
+
+  /**
    * Runs a write script and resolves once it is as durable as the durability mode asks.
    * Writes bound for one master in the same turn of the event loop go in one pipeline with
    * one WAIT after them (WAIT blocks its connection, so one per write would queue every
@@ -128,10 +137,11 @@ export class Commands {
   }
 
   private enqueue(
-    name: ScriptName,
+    name: ScriptName | null,
     args: (string | Buffer | number)[],
     buffers: boolean,
     wait: boolean,
+    words?: (string | Buffer | number)[],
   ): Promise<any> {
     const key = String(args[0])
     const node = `${wait ? 'w' : 'r'} ${this.owners(key)?.[0] ?? calculateSlot(key)}`
@@ -144,9 +154,10 @@ export class Commands {
       }
       group.push({
         name,
-        sha: SHA[name]!,
-        keys: SCRIPTS[name]!.keys,
+        sha: name === null ? '' : SHA[name]!,
+        keys: name === null ? 0 : SCRIPTS[name]!.keys,
         args,
+        words,
         buffers,
         resolve,
         reject: (err) => reject(storeError(err)),
@@ -163,13 +174,16 @@ export class Commands {
   }
 
   private async send(group: Pending[], wait: boolean, viaIoredis = false): Promise<void> {
-    if (!wait && !viaIoredis && this.lane !== null && group.every((w) => LANE.has(w.name))) {
+    const laned = (w: Pending) => w.name === null || LANE.has(w.name)
+    if (!wait && !viaIoredis && this.lane !== null && group.every(laned)) {
       const addr = this.owners(String(group[0]!.args[0]))?.[0]
       if (addr !== undefined && this.lane.send(addr, group)) return
     }
     const p = (this.client as any).pipeline()
-    for (const w of group)
-      p[w.buffers ? 'evalshaBuffer' : 'evalsha'](SHA[w.name], SCRIPTS[w.name]!.keys, ...w.args)
+    for (const w of group) {
+      if (w.name === null) p[w.buffers ? 'callBuffer' : 'call'](...w.words!)
+      else p[w.buffers ? 'evalshaBuffer' : 'evalsha'](w.sha, w.keys, ...w.args)
+    }
     if (wait) p.call('WAIT', '1', String(WAIT_MS))
     let res: [Error | null, unknown][]
     try {
@@ -202,7 +216,7 @@ export class Commands {
       for (const w of unloaded) if (w.tries! > 3) w.reject(new Error('NOSCRIPT after loading'))
       this.loadOn(
         String(unloaded[0]!.args[0]),
-        unloaded.map((w) => w.name),
+        unloaded.flatMap((w) => (w.name === null ? [] : [w.name])),
       ).then(
         () => {
           if (again.length > 0) this.send(again, wait)

@@ -1,6 +1,7 @@
 // Entries on Redis Cluster: one hash tag per namespace (`{n:<ns>}`), so a namespace's
 // entries, its ordered index and its counters share a slot and every operation is one
 // script on one master (entry-scripts.ts; docs/redis.md, "Entries").
+import { LRUCache } from 'lru-cache'
 import type { Commands } from './commands.js'
 import type {
   Change,
@@ -25,7 +26,10 @@ export const meta = (ns: string) => `c:{n:${ns}}:m`
 /** The namespace's change feed (a stream) in generation `g`. */
 export const feedKey = (ns: string, g: string) => `c:{n:${ns}}:${g}:f`
 const generations = (ns: string) => `c:{n:${ns}}:g`
+/** Where generation `g`'s keys start: its entries, index and expiry set. */
 const garbage = (ns: string, g: string) => `c:{n:${ns}}:${g}:`
+/** An entry's fields: value, version, expiry, metadata (docs/redis.md, "Entries"). */
+const FIELDS = ['v', 'n', 'x', 'm']
 
 /** A namespace name that cannot break out of its hash tag. */
 function checkName(ns: string): void {
@@ -69,7 +73,16 @@ export function toChange([id, fields]: [Buffer | string, (Buffer | string)[]]): 
   return c
 }
 
+/** Namespaces whose generation a front end remembers for its reads: the most recent. */
+const GENERATIONS_MAX = 100_000
+
 export class ClusterEntries implements Entries {
+  /**
+   * Each namespace's generation as this front end last read it, so a GET can read its entry
+   * with two plain commands instead of a script (docs/redis.md, "Reading an entry").
+   */
+  private gens = new LRUCache<string, string>({ max: GENERATIONS_MAX })
+
   constructor(private cmd: Commands) {}
 
   async createNamespace(ns: string): Promise<boolean> {
@@ -80,6 +93,7 @@ export class ClusterEntries implements Entries {
   async dropNamespace(ns: string): Promise<boolean> {
     checkName(ns)
     const g = await this.cmd.write('cairnDrop', [meta(ns)])
+    this.gens.delete(ns)
     if (g === null || g === undefined) return false
     // The meta hash is gone, so every script now refuses the namespace; its entries are
     // garbage of a generation no later namespace of the name can reach, unlinked in chunks.
@@ -102,8 +116,33 @@ export class ClusterEntries implements Entries {
     }
   }
 
+  /**
+   * An entry, by HGET of the namespace's generation and HMGET of the entry in it, sent
+   * together: the answer stands when the generation is the one remembered. The first read of
+   * a namespace, and one that finds the generation changed (dropped, or made again), asks the
+   * GET script instead, which also says when the namespace is gone.
+   */
   get(ns: string, key: string): Promise<Entry | undefined> {
-    return this.cmd.read('cairnGet', [meta(ns), key, Date.now()], true).then(toEntry)
+    const m = meta(ns)
+    const now = Date.now()
+    const g = this.gens.get(ns)
+    const gen = this.cmd.readCommand(m, ['HGET', m, 'g'])
+    if (g === undefined) {
+      gen.then(
+        (v) => typeof v === 'string' && this.gens.set(ns, v),
+        () => {},
+      )
+      return this.cmd.read('cairnGet', [m, key, now], true).then(toEntry)
+    }
+    const entry = this.cmd.readCommand(m, ['HMGET', `${garbage(ns, g)}e:${key}`, ...FIELDS], true)
+    return Promise.all([gen, entry]).then(([current, r]: [string | null, (Buffer | null)[]]) => {
+      if (current !== g) {
+        this.gens.delete(ns)
+        return this.get(ns, key)
+      }
+      if (r[0] === null || (r[2] !== null && Number(r[2]!.toString()) <= now)) return undefined
+      return toEntry(r as Buffer[])
+    })
   }
 
   async stat(ns: string, key: string): Promise<EntryStat | undefined> {

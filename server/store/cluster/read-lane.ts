@@ -16,11 +16,13 @@ import tls from 'node:tls'
 import Parser from 'redis-parser'
 import type { RedisUrl } from './connect.js'
 
-/** A read for the lane: one EVALSHA, and where its answer goes. */
+/** A read for the lane: one EVALSHA (or a read command, `words`), and where its answer goes. */
 export interface LaneCall {
   readonly sha: string
   readonly keys: number
   readonly args: readonly (string | Buffer | number)[]
+  /** A plain read command to send instead of the script (HGET, HMGET). */
+  readonly words?: readonly (string | Buffer | number)[]
   /** Answer bulk strings as Buffers (else as strings, as ioredis's evalsha does). */
   readonly buffers: boolean
   resolve(value: unknown): void
@@ -200,8 +202,8 @@ function encode(calls: LaneCall[]): string | Buffer {
   return Buffer.concat(all.map((p) => (typeof p === 'string' ? Buffer.from(p) : p)))
 }
 
-function words(c: LaneCall): (string | Buffer | number)[] {
-  return ['EVALSHA', c.sha, c.keys, ...c.args]
+function words(c: LaneCall): readonly (string | Buffer | number)[] {
+  return c.words ?? ['EVALSHA', c.sha, c.keys, ...c.args]
 }
 
 /** An answer with its bulk strings as strings, as ioredis gives them for evalsha. */
