@@ -4,7 +4,7 @@
 // connection killed in the middle of reads and a master that stops answering for a while
 // all end with every read answered rightly; the data's own refusals come through as the
 // store's errors.
-import { Cluster } from 'ioredis'
+import Redis, { Cluster } from 'ioredis'
 import t from 'tap'
 import { openRedisStore } from '../../server/store/cluster/index.js'
 import { CALL_TIMEOUT_MS, LANE_NAME } from '../../server/store/cluster/read-lane.js'
@@ -21,7 +21,7 @@ if (cluster) {
 
   /** Lane connections on every master, with the command each ran last. */
   const laneClients = async () => {
-    const out: { id: string; cmd: string; node: number }[] = []
+    const out: { id: string; cmd: string; node: number; user: string }[] = []
     for (const m of masters()) {
       const list = String(await m.client('LIST'))
       for (const line of list.split('\n')) {
@@ -30,6 +30,7 @@ if (cluster) {
           id: /\bid=(\d+)/.exec(line)![1]!,
           cmd: /\bcmd=(\S+)/.exec(line)![1]!,
           node: m.options.port!,
+          user: /\buser=(\S+)/.exec(line)![1]!,
         })
       }
     }
@@ -165,5 +166,22 @@ if (cluster) {
       after.every((id) => !before.has(id)),
       'the lane gave up its connection to the quiet master and made a new one',
     )
+  })
+
+  t.test('with a user and password in the URL the lane signs in as that user', async (t) => {
+    for (const n of cluster.nodes) {
+      const node = new Redis(n.port, '127.0.0.1')
+      await node.acl('SETUSER', 'lane', 'on', '>lane-pass', '~*', '&*', '+@all')
+      await node.quit()
+    }
+    const url = cluster.url.replace('redis://', 'redis://lane:lane-pass@')
+    const signed: Store = await openRedisStore(url, { durability: 'always' })
+    t.teardown(() => signed.close())
+    for (let i = 0; i < 20; i++) {
+      const got = await signed.get(NS, keys[i]!)
+      if (got?.value.toString('utf8') !== values.get(keys[i]!)) t.fail(`${keys[i]} read wrong`)
+    }
+    const mine = (await laneClients()).filter((c) => c.user === 'lane')
+    t.ok(mine.length >= 1, `the lane's connections are the user's (${mine.length})`)
   })
 }
