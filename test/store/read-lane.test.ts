@@ -2,8 +2,9 @@
 // connections of their own, and whatever the lane cannot answer goes through ioredis. On a
 // real Redis Cluster: the lane carries reads; a script cache emptied under it, a lane
 // connection killed in the middle of reads and a master that stops answering for a while
-// all end with every read answered rightly; the data's own refusals come through as the
-// store's errors.
+// all end with every read answered rightly; a namespace dropped and made again elsewhere is
+// read as the new one; the data's own refusals come through as the store's errors; with a
+// user in the URL the lane signs in as that user.
 import Redis, { Cluster } from 'ioredis'
 import t from 'tap'
 import { openRedisStore } from '../../server/store/cluster/index.js'
