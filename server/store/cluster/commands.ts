@@ -9,12 +9,16 @@
 import { createHash } from 'node:crypto'
 import calculateSlot from 'cluster-key-slot'
 import type { Cluster } from 'ioredis'
+import { LRUCache } from 'lru-cache'
 import type { Durability } from '../../../engine/types.js'
 import * as E from './entry-scripts.js'
 import type { RedisUrl } from './connect.js'
 import { storeError } from './errors.js'
 import { type LaneCall, ReadLane } from './read-lane.js'
 import * as R from './record-scripts.js'
+
+/** Keys whose slot is remembered (slot()): the most recently asked. */
+const SLOTS_REMEMBERED = 10_000
 
 /** How long a write waits for a replica before it is answered as unconfirmed. */
 export const WAIT_MS = 1000
@@ -133,7 +137,22 @@ export class Commands {
 
   /** The slot's owners as "host:port", master first, as the client last saw them. */
   owners(key: string): string[] | undefined {
-    return (this.client as unknown as { slots: string[][] }).slots[calculateSlot(key)]
+    return (this.client as unknown as { slots: string[][] }).slots[this.slot(key)]
+  }
+
+  /**
+   * A key's slot, remembered: a request asks it of the same few keys (a namespace's meta
+   * hash, an account's bucket) two or three times, and each asking encodes and hashes them.
+   */
+  private slots = new LRUCache<string, number>({ max: SLOTS_REMEMBERED })
+
+  private slot(key: string): number {
+    let s = this.slots.get(key)
+    if (s === undefined) {
+      s = calculateSlot(key)
+      this.slots.set(key, s)
+    }
+    return s
   }
 
   private enqueue(
@@ -144,7 +163,7 @@ export class Commands {
     words?: (string | Buffer | number)[],
   ): Promise<any> {
     const key = String(args[0])
-    const node = `${wait ? 'w' : 'r'} ${this.owners(key)?.[0] ?? calculateSlot(key)}`
+    const node = `${wait ? 'w' : 'r'} ${this.owners(key)?.[0] ?? this.slot(key)}`
     return new Promise((resolve, reject) => {
       let group = this.groups.get(node)
       if (group === undefined) {
