@@ -2,7 +2,7 @@
 // status, and a latency histogram by route) and rendered as text only when scraped;
 // prom-client supplies the process metrics and the engine's figures at scrape time.
 import client from 'prom-client'
-import type { EngineStats, Store } from './store/types.js'
+import type { EngineStats, ReadLaneStats, Store } from './store/types.js'
 
 export const ROUTES = [
   'get_value',
@@ -44,6 +44,7 @@ export class Metrics {
   constructor(store: Store) {
     client.collectDefaultMetrics({ register: this.registry, prefix: 'cairn_' })
     if (store.admin !== undefined) this.engineGauges(store.admin.stats)
+    if (store.readLane !== undefined) this.laneGauges(store.readLane)
     new client.Gauge({
       name: 'cairn_storage_state',
       help: 'The storage state: 1 for the current one of ok, no_space (disk full) and failed.',
@@ -58,15 +59,7 @@ export class Metrics {
 
   /** The embedded engine's figures, read at scrape time. */
   private engineGauges(stats: () => EngineStats): void {
-    const gauge = (name: string, help: string, read: (s: EngineStats) => number) =>
-      new client.Gauge({
-        name,
-        help,
-        registers: [this.registry],
-        collect() {
-          this.set(read(stats()))
-        },
-      })
+    const gauge = this.gaugesOf(stats)
     gauge('cairn_engine_keys', 'Live keys in storage.', (s) => s.keys)
     gauge(
       'cairn_engine_namespaces',
@@ -105,6 +98,39 @@ export class Metrics {
       'cairn_engine_write_failures_total',
       'Writes the storage failed to make durable (disk full or an I/O error).',
       (s) => s.writeFailures,
+    )
+  }
+
+  /** Makes gauges that read one figure each of `stats()` at scrape time. */
+  private gaugesOf<T>(stats: () => T) {
+    return (name: string, help: string, read: (s: T) => number) =>
+      new client.Gauge({
+        name,
+        help,
+        registers: [this.registry],
+        collect() {
+          this.set(read(stats()))
+        },
+      })
+  }
+
+  /** The Redis read lane's counts: a lane that keeps rerouting is slower, not wrong. */
+  private laneGauges(stats: () => ReadLaneStats): void {
+    const gauge = this.gaugesOf(stats)
+    gauge(
+      'cairn_redis_read_lane_calls_total',
+      'Reads sent on the read lane to Redis masters since start.',
+      (s) => s.calls,
+    )
+    gauge(
+      'cairn_redis_read_lane_rerouted_total',
+      'Reads the lane sent through ioredis instead (cluster answers, lost or quiet masters).',
+      (s) => s.rerouted,
+    )
+    gauge(
+      'cairn_redis_read_lane_lost_total',
+      'Read lane connections lost or given up on since start.',
+      (s) => s.lost,
     )
   }
 

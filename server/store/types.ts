@@ -333,6 +333,16 @@ export interface Limiter {
   ): Bucket | Promise<Bucket>
 }
 
+/** The Redis read lane's counts since start (server/store/cluster/read-lane.ts). */
+export interface ReadLaneStats {
+  /** Calls sent on the lane's own connections. */
+  calls: number
+  /** Calls the lane sent through ioredis instead: answers about the cluster, lost or quiet connections. */
+  rerouted: number
+  /** Lane connections lost or given up on. */
+  lost: number
+}
+
 /** What only the embedded engine can do: the operator's maintenance and its statistics. */
 export interface StoreAdmin {
   compact(opts?: { full?: boolean }): Promise<void>
@@ -352,6 +362,8 @@ export interface Store extends Entries {
   health(): StoreHealth
   /** The embedded engine's maintenance, undefined on other stores. */
   readonly admin: StoreAdmin | undefined
+  /** On Redis: how the read lane has fared since start (for metrics). */
+  readonly readLane?: () => ReadLaneStats
   /**
    * Writes entries with the versions they had in another store and moves the namespace's
    * version counter past them: `cairn migrate`'s way in. Stores that are only migrated

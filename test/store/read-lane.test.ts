@@ -129,8 +129,16 @@ if (cluster) {
   })
 
   t.test('an emptied script cache is loaded again, through ioredis', async (t) => {
+    const before = { ...store.readLane!() }
     for (const m of masters()) await m.script('FLUSH')
     t.same(await readAll(), [], 'every read answered after SCRIPT FLUSH')
+    // GETs of a namespace whose generation is known take no script; these do.
+    const listed = await store.list(NS, { limit: 1000 })
+    t.equal(listed.keys.length, keys.length, 'a listing answered after SCRIPT FLUSH')
+    t.equal((await store.stat(NS, keys[9]!))?.version, versions.get(keys[9]!), 'and a stat')
+    const after = store.readLane!()
+    t.ok(after.calls > before.calls, 'the lane counts its calls')
+    t.ok(after.rerouted > before.rerouted, `and the ones sent through ioredis (${after.rerouted})`)
   })
 
   t.test('a lane connection killed under reads: every read answered', async (t) => {
@@ -147,6 +155,7 @@ if (cluster) {
         .client('KILL', 'ID', c.id)
     t.same(await reading, [], 'the reads in flight were answered')
     t.same(await readAll(), [], 'and the reads after')
+    t.ok(store.readLane!().lost >= before.length, 'the lost connections are counted')
   })
 
   t.test('a master that stops answering: its reads go by ioredis, none is lost', async (t) => {

@@ -38,6 +38,9 @@ if (cluster) {
     }
     const listed = await onB.listAll('ryw')
     t.equal(listed.length, 50, 'the other front end lists every key')
+    const metrics = await (await fetch(`${b.url}/metrics`)).text()
+    const calls = Number(/^cairn_redis_read_lane_calls_total (\d+)/m.exec(metrics)?.[1] ?? 0)
+    t.ok(calls > 0, `the reads went by the read lane (${calls} calls in /metrics)`)
   })
 
   t.test('a namespace made on one front end is usable on the other at once', async (t) => {

@@ -16,6 +16,7 @@ import type { RedisUrl } from './connect.js'
 import { storeError } from './errors.js'
 import { type LaneCall, ReadLane } from './read-lane.js'
 import * as R from './record-scripts.js'
+import type { ReadLaneStats } from '../types.js'
 
 /** Keys whose slot is remembered (slot()): the most recently asked. */
 const SLOTS_REMEMBERED = 10_000
@@ -98,6 +99,11 @@ export class Commands {
 
   close(): void {
     this.lane?.close()
+  }
+
+  /** The read lane's counts, or undefined without one. */
+  get laneStats(): ReadLaneStats | undefined {
+    return this.lane?.stats
   }
 
   /**

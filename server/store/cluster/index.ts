@@ -57,6 +57,7 @@ export async function openRedisStore(
     records: new ClusterRecords(cmd),
     limiter: new LeasedBuckets(cmd),
     admin: undefined,
+    readLane: () => cmd.laneStats ?? { calls: 0, rerouted: 0, lost: 0 },
     createNamespace: (ns) => entries.createNamespace(ns),
     dropNamespace: (ns) => entries.dropNamespace(ns),
     namespaceCounts: (ns) => entries.namespaceCounts(ns),

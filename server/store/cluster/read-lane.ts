@@ -14,6 +14,7 @@
 import net from 'node:net'
 import tls from 'node:tls'
 import Parser from 'redis-parser'
+import type { ReadLaneStats } from '../types.js'
 import type { RedisUrl } from './connect.js'
 
 /** A read for the lane: one EVALSHA (or a read command, `words`), and where its answer goes. */
@@ -101,6 +102,7 @@ class Connection {
 }
 
 export class ReadLane {
+  readonly stats: ReadLaneStats = { calls: 0, rerouted: 0, lost: 0 }
   private conns = new Map<string, Connection>()
   private resting = new Map<string, number>()
   private closed = false
@@ -109,7 +111,7 @@ export class ReadLane {
   constructor(
     private url: RedisUrl,
     /** Sends calls the lane gave up on through ioredis. */
-    private toIoredis: (calls: LaneCall[]) => void,
+    private reroute: (calls: LaneCall[]) => void,
   ) {
     this.watchdog = setInterval(() => this.check(), CALL_TIMEOUT_MS / 4)
     this.watchdog.unref()
@@ -129,6 +131,7 @@ export class ReadLane {
       if (conn === undefined) return false
     }
     conn.write(calls, encode(calls))
+    this.stats.calls += calls.length
     return true
   }
 
@@ -155,7 +158,9 @@ export class ReadLane {
       socket,
       (c) => {
         if (this.conns.get(addr) === c) this.conns.delete(addr)
-        if (!this.closed) this.resting.set(addr, Date.now() + REST_MS)
+        if (this.closed) return
+        this.stats.lost++
+        this.resting.set(addr, Date.now() + REST_MS)
       },
       (calls) => this.toIoredis(calls),
     )
@@ -166,6 +171,11 @@ export class ReadLane {
     }
     conn.write([NAME], command(['CLIENT', 'SETNAME', LANE_NAME]))
     return conn
+  }
+
+  private toIoredis(calls: LaneCall[]): void {
+    this.stats.rerouted += calls.length
+    this.reroute(calls)
   }
 
   /** A master that went quiet with calls waiting: those go to ioredis, which may fail over. */
