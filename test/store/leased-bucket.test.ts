@@ -109,4 +109,20 @@ if (cluster) {
     t.equal(got[10]!.retryAfter >= 1, true, 'a refusal says when to retry')
     t.equal((await tokensInRedis('low')) < 1, true, 'nothing is held back from the bucket')
   })
+
+  t.test('requests waiting on a call that fails fail with it, without calling again', async (t) => {
+    // A bucket key of the wrong type makes the script fail, as a broken Redis would.
+    await probe.set('c:{broken}:bucket', 'not a hash')
+    const before = await scriptCalls()
+    const got = await Promise.all(
+      Array.from({ length: 3 }, () =>
+        take(a, 'broken', 400, 400).then(
+          () => 'admitted',
+          (e: { code?: string }) => e.code ?? 'error',
+        ),
+      ),
+    )
+    t.same(got, ['IO_ERROR', 'IO_ERROR', 'IO_ERROR'], 'all three are refused')
+    t.equal((await scriptCalls()) - before, 1, 'by the one call they waited on')
+  })
 }

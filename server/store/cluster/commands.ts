@@ -52,9 +52,10 @@ const SCRIPTS: Record<string, { keys: number; lua: string }> = {
 export type ScriptName = keyof typeof SCRIPTS
 
 /**
- * Scripts that may take the read lane (read-lane.ts): those that only read, and the token
- * bucket, which a lost connection may at worst charge twice. Never one that counts (usage)
- * or writes data.
+ * Scripts that may take the read lane (read-lane.ts): those that only read, which the lane
+ * may send again through ioredis when a connection is lost under them. Never one that
+ * changes anything: not the token bucket (run twice, it would give a lease's tokens back
+ * twice), not usage, not data.
  */
 const LANE = new Set<ScriptName>([
   'cairnGet',
@@ -64,7 +65,6 @@ const LANE = new Set<ScriptName>([
   'cairnFeedRead',
   'cairnFeedVersion',
   'cairnRecList',
-  'cairnBucket',
 ])
 
 interface Pending extends LaneCall {

@@ -126,15 +126,18 @@ export class ClusterEntries implements Entries {
     const m = meta(ns)
     const now = Date.now()
     const g = this.gens.get(ns)
-    const gen = this.cmd.readCommand(m, ['HGET', m, 'g'])
     if (g === undefined) {
-      gen.then(
+      this.cmd.readCommand(m, ['HGET', m, 'g']).then(
         (v) => typeof v === 'string' && this.gens.set(ns, v),
         () => {},
       )
       return this.cmd.read('cairnGet', [m, key, now], true).then(toEntry)
     }
+    // The entry first, then the generation: should the lane lose its connection between the
+    // two answers, only the second is sent again, and a generation still current after the
+    // entry was read was current when it was read (generations are never reused).
     const entry = this.cmd.readCommand(m, ['HMGET', `${garbage(ns, g)}e:${key}`, ...FIELDS], true)
+    const gen = this.cmd.readCommand(m, ['HGET', m, 'g'])
     return Promise.all([gen, entry]).then(([current, r]: [string | null, (Buffer | null)[]]) => {
       if (current !== g) {
         this.gens.delete(ns)

@@ -23,8 +23,15 @@ interface Lease {
   /** The shared bucket's tokens when the lease was taken. */
   left: number
   until: number
-  /** The call under way for this account: other requests wait for it, not call again. */
+  /**
+   * The call under way for this account, which other requests may wait for rather than call
+   * too: it settles once the lease it brings is held (or rejects as the call did).
+   */
   pending: Promise<void> | null
+  /** Tokens the requests waiting on `pending` will take from its lease. */
+  promised: number
+  /** What that call asked to lease. */
+  asked: number
 }
 
 export class LeasedBuckets implements Limiter {
@@ -44,7 +51,7 @@ export class LeasedBuckets implements Limiter {
   ): Bucket | Promise<Bucket> {
     let lease = this.leases.get(id)
     if (lease === undefined) {
-      lease = { held: 0, left: burst, until: 0, pending: null }
+      lease = { held: 0, left: burst, until: 0, pending: null, promised: 0, asked: 0 }
       this.leases.set(id, lease)
     }
     if (lease.held >= cost && Date.now() < lease.until) {
@@ -52,8 +59,11 @@ export class LeasedBuckets implements Limiter {
       return fill(out, true, lease.left + lease.held, rate, burst, 0)
     }
     // A call under way while the bucket had plenty will bring a lease: wait for it rather
-    // than call too. Near the bottom leases are empty, and requests ask Redis side by side.
-    if (lease.pending !== null && lease.left >= 8 * cost) {
+    // than call too, as long as its lease covers every request waiting on it (more would
+    // queue call after call). Near the bottom leases are empty, and requests ask Redis side
+    // by side. A call that fails fails its waiters with it, at once.
+    if (lease.pending !== null && lease.left >= 8 * cost && lease.promised + cost <= lease.asked) {
+      lease.promised += cost
       return lease.pending.then(() => this.take(id, rate, burst, 0, out, cost))
     }
     return this.ask(id, lease, rate, burst, out, cost)
@@ -85,16 +95,22 @@ export class LeasedBuckets implements Limiter {
         throw err
       },
     )
-    if (want > 0) {
+    if (want > 0 && lease.pending === null) {
       const settled: Promise<void> = done.then(
         () => {
-          if (lease.pending === settled) lease.pending = null
+          lease.pending = null
+          lease.promised = 0
         },
-        () => {
-          if (lease.pending === settled) lease.pending = null
+        (err: unknown) => {
+          lease.pending = null
+          lease.promised = 0
+          throw err
         },
       )
+      // Waiters see the failure; the request that made the call sees it through `done`.
+      settled.catch(() => {})
       lease.pending = settled
+      lease.asked = want
     }
     return done
   }

@@ -34,6 +34,10 @@ export interface LaneCall {
 export const CALL_TIMEOUT_MS = 2000
 /** After a connection to a master fails, the lane leaves it to ioredis this long. */
 const REST_MS = 1000
+/** A lane connection with nothing asked of it for this long is closed. */
+const IDLE_MS = 60_000
+/** Redis's answer to AUTH when the user needs no password: ioredis reads on, so does the lane. */
+const NO_PASSWORD = /without any password configured|no password is set/i
 /** Answers that are about the cluster or the script cache: ioredis knows what to do. */
 const FOR_IOREDIS =
   /^(MOVED|ASK|TRYAGAIN|CLUSTERDOWN|LOADING|NOSCRIPT|READONLY|MASTERDOWN|NOAUTH|WRONGPASS|NOPERM|BUSY)\b/
@@ -73,7 +77,15 @@ class Connection {
   write(calls: LaneCall[], payload: string | Buffer): void {
     if (this.queue.length === 0) this.heard = Date.now()
     for (const c of calls) this.queue.push(c)
+    // Not held back when the socket buffers it: a master slow to read has CALL_TIMEOUT_MS
+    // before its calls go to ioredis and the buffer with the connection.
     this.socket.write(payload)
+  }
+
+  /** Closed on purpose (idle, or the store closing): nothing owed, nothing rested. */
+  retire(): void {
+    this.broken = true
+    this.socket.destroy()
   }
 
   private answer(err: Error | null, reply: unknown): void {
@@ -81,7 +93,8 @@ class Connection {
     this.heard = Date.now()
     if (call === undefined) return this.lose()
     if (call === AUTH || call === NAME) {
-      if (err && call === AUTH) this.lose()
+      // A password the master does not ask for is no reason to leave it (ioredis reads on).
+      if (err && call === AUTH && !NO_PASSWORD.test(err.message)) this.lose()
       return
     }
     if (err === null) return call.resolve(call.buffers ? reply : strings(reply))
@@ -139,8 +152,7 @@ export class ReadLane {
     this.closed = true
     clearInterval(this.watchdog)
     for (const c of this.conns.values()) {
-      c.broken = true
-      c.socket.destroy()
+      c.retire()
       const err = Object.assign(new Error('the store is closing'), { code: 'IO_ERROR' })
       for (const call of c.queue) call.reject(err)
       c.queue.length = 0
@@ -178,11 +190,21 @@ export class ReadLane {
     this.reroute(calls)
   }
 
-  /** A master that went quiet with calls waiting: those go to ioredis, which may fail over. */
+  /**
+   * A master that went quiet with calls waiting: those go to ioredis, which may fail over.
+   * A connection idle for IDLE_MS is closed (its master may have become a replica, or gone),
+   * and rests that are over are forgotten.
+   */
   private check(): void {
     const now = Date.now()
-    for (const c of this.conns.values())
+    for (const [addr, c] of this.conns) {
       if (c.queue.length > 0 && now - c.heard > CALL_TIMEOUT_MS) c.lose()
+      else if (c.queue.length === 0 && now - c.heard > IDLE_MS) {
+        this.conns.delete(addr)
+        c.retire()
+      }
+    }
+    for (const [addr, until] of this.resting) if (until <= now) this.resting.delete(addr)
   }
 }
 
