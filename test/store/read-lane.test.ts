@@ -5,6 +5,7 @@
 // all end with every read answered rightly; a namespace dropped and made again elsewhere is
 // read as the new one; the data's own refusals come through as the store's errors; with a
 // user in the URL the lane signs in as that user.
+import calculateSlot from 'cluster-key-slot'
 import Redis, { Cluster } from 'ioredis'
 import t from 'tap'
 import { openRedisStore } from '../../server/store/cluster/index.js'
@@ -118,6 +119,32 @@ if (cluster) {
       (e: { code?: string }) => e.code,
     )
     t.equal(gone, 'NAMESPACE_NOT_FOUND', 'dropped on the other front end: refused here at once')
+  })
+
+  t.test('reads keep the lane when a bucket call goes to the same master', async (t) => {
+    const slots = (await admin.cluster('SLOTS')) as [number, number, [string, number]][]
+    const masterOf = (key: string) => {
+      const slot = calculateSlot(key)
+      return slots.find(([from, to]) => slot >= from && slot <= to)?.[2]?.[1]
+    }
+    const here = masterOf(`c:{n:${NS}}:m`)
+    let id = 0
+    while (masterOf(`c:{acct${id}}:bucket`) !== here) id++
+    await readAll()
+    const before = store.readLane!().calls
+    const bucket = { ok: false, limit: 0, remaining: 0, reset: 0, retryAfter: 0 }
+    // In one turn: a bucket call (never on the lane) and ten reads, all for one master.
+    const [taken, ...got] = await Promise.all([
+      store.limiter.take(`acct${id}`, 1000, 1000, Date.now(), bucket),
+      ...keys.slice(0, 10).map((k) => store.get(NS, k)),
+    ])
+    t.equal((taken as typeof bucket).ok, true, 'the bucket answered')
+    t.same(
+      got.map((e) => (e as { value: Buffer }).value.toString('utf8')),
+      keys.slice(0, 10).map((k) => values.get(k)),
+      'the reads answered',
+    )
+    t.ok(store.readLane!().calls - before >= 20, 'the reads went by the lane')
   })
 
   t.test("the data's refusals come through as the store's errors", async (t) => {

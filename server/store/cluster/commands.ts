@@ -199,10 +199,16 @@ export class Commands {
   }
 
   private async send(group: Pending[], wait: boolean, viaIoredis = false): Promise<void> {
-    const laned = (w: Pending) => w.name === null || LANE.has(w.name)
-    if (!wait && !viaIoredis && this.lane !== null && group.every(laned)) {
-      const addr = this.owners(String(group[0]!.args[0]))?.[0]
-      if (addr !== undefined && this.lane.send(addr, group)) return
+    if (!wait && !viaIoredis && this.lane !== null) {
+      // A turn's reads for one master take the lane; what may not (a bucket call beside
+      // them) goes through ioredis as before.
+      const laned = (w: Pending) => w.name === null || LANE.has(w.name)
+      const reads = group.filter(laned)
+      const addr = reads.length > 0 ? this.owners(String(reads[0]!.args[0]))?.[0] : undefined
+      if (addr !== undefined && this.lane.send(addr, reads)) {
+        if (reads.length === group.length) return
+        group = group.filter((w) => !laned(w))
+      }
     }
     const p = (this.client as any).pipeline()
     for (const w of group) {
