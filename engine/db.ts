@@ -737,11 +737,7 @@ export class Db implements Engine {
       fail('INVALID_ARGUMENT', 'prefix and after are Unicode text: one holds a lone surrogate')
     if (!Number.isInteger(limit) || limit < 1)
       fail('INVALID_ARGUMENT', 'limit must be a positive integer')
-    const res = opts?.json
-      ? this.keydir.scanJson(n, prefix, after, limit, opts.reverse ? -1 : 1)
-      : opts?.reverse
-        ? this.keydir.scanBack(n, prefix, after, limit)
-        : this.keydir.scan(n, prefix, after, limit)
+    const res = this.keydir.scan(n, prefix, after, limit, opts?.reverse ? -1 : 1, !!opts?.json)
     res.version = n.applied
     return res
   }

@@ -174,18 +174,6 @@ export class KeyDir {
     return { keys, liveBytes }
   }
 
-  /** Keys with `prefix` in UTF-8 byte order, after `after`, at most `limit` of them. */
-  scan(n: Namespace, prefix: string, after: string | undefined, limit: number): ListResult {
-    const now = n.ttl > 0 ? Date.now() : 0
-    return page(this.collect(n, prefix, after, limit + 1, 1, now), limit)
-  }
-
-  /** The same in descending order: keys before `after`. */
-  scanBack(n: Namespace, prefix: string, after: string | undefined, limit: number): ListResult {
-    const now = n.ttl > 0 ? Date.now() : 0
-    return page(this.collect(n, prefix, after, limit + 1, -1, now), limit)
-  }
-
   /**
    * Keys of the namespace whose expiry is at or before `now`, looking at no more than
    * `budget` keys from `from` on: the base by position and by slot (no string is made but
@@ -227,29 +215,38 @@ export class KeyDir {
   }
 
   /**
-   * Up to `want` keys with `prefix`, in order (step 1) or in reverse (-1), past `after`, from
-   * both the keys written since the open and the base: the first `want` of each side, merged,
-   * hold the first `want` of all. A key whose expiry is at or before `now` is passed over
-   * (`now` 0: none is).
+   * A page of up to `limit` keys with `prefix`, in UTF-8 byte order (step 1) or descending
+   * (-1), past `after`, with where the next page begins when there are more. The keys come
+   * from both the keys written since the open and the base: the first `limit` + 1 of each
+   * side, merged, hold the first `limit` + 1 of all. A key whose expiry has passed is passed
+   * over. With `json`, a page the base alone holds comes as the UTF-8 text of a JSON array in
+   * `json` (and `keys` empty), copied from the base's bytes with no string made for a key;
+   * a key JSON must escape gives the page as strings instead.
    */
-  collect(
+  scan(
     n: Namespace,
     prefix: string,
     after: string | undefined,
-    want: number,
+    limit: number,
     step: 1 | -1,
-    now: number,
-  ): string[] {
-    const [keys, at] = this.sides(n, prefix, after, want, step, now)
-    if (at.length === 0) return keys
-    const all = mergeKeys(keys, n.map.base!.keysAt(at), step)
-    if (all.length > want) all.length = want
-    return all
+    json: boolean,
+  ): ListResult {
+    const now = n.ttl > 0 ? Date.now() : 0
+    const [keys, at] = this.sides(n, prefix, after, limit + 1, step, now)
+    const base = n.map.base
+    if (at.length === 0) return page(keys, limit)
+    if (keys.length > 0 || !json) return page(mergeKeys(keys, base!.keysAt(at), step), limit)
+    const more = at.length > limit
+    if (more) at.length = limit
+    const text = base!.json(at)
+    const res: ListResult = text === undefined ? { keys: base!.keysAt(at) } : { keys, json: text }
+    if (more) res.next = base!.keyAt(at[limit - 1]!)
+    return res
   }
 
   /**
-   * collect()'s two sides, apart: the keys written since the open (strings) and the positions
-   * of the base's keys, each the first `want` of its side.
+   * A listing's two sides: the first `want` keys written since the open (strings), and the
+   * positions of the base's first `want` keys.
    */
   private sides(
     n: Namespace,
@@ -291,33 +288,6 @@ export class KeyDir {
     const keys: string[] = []
     this.walk(n, prefix, ci, i, step, want, now, keys)
     return [keys, at]
-  }
-
-  /**
-   * A page as scan() or scanBack() gives it, with its keys as the UTF-8 text of a JSON array
-   * in `json` (and `keys` empty) where the base alone holds them: the answer to a listing is
-   * then copied from the base's bytes, and no string is made for a key. Otherwise, or where a
-   * key needs escaping in JSON, the page as scan() gives it.
-   */
-  scanJson(
-    n: Namespace,
-    prefix: string,
-    after: string | undefined,
-    limit: number,
-    step: 1 | -1,
-  ): ListResult {
-    const now = n.ttl > 0 ? Date.now() : 0
-    const [keys, at] = this.sides(n, prefix, after, limit + 1, step, now)
-    const base = n.map.base
-    if (at.length === 0) return page(keys, limit)
-    if (keys.length > 0) return page(mergeKeys(keys, base!.keysAt(at), step), limit)
-    const more = at.length > limit
-    if (more) at.length = limit
-    const next = more ? base!.keyAt(at[limit - 1]!) : undefined
-    const json = base!.json(at)
-    const res: ListResult = json === undefined ? { keys: base!.keysAt(at) } : { keys, json }
-    if (next !== undefined) res.next = next
-    return res
   }
 
   /**
