@@ -82,31 +82,22 @@ export class LeasedBuckets implements Limiter {
     // A twentieth of a second of the plan's rate: a lease lasts a few dozen requests of a
     // busy account and is nothing for a slow one.
     const want = Math.min(LEASE_MAX, Math.floor(rate / 20))
+    // Should the call fail, the tokens given back may or may not have reached Redis: they
+    // are not held here either way.
     const call = this.cmd.read('cairnBucket', [`c:{${id}}:bucket`, rate, burst, cost, back, want])
-    const done = call.then(
-      ([ok, left, , retry, leased]: number[]) => {
-        lease.held += Number(leased ?? 0)
-        lease.left = Number(left)
-        lease.until = Date.now() + LEASE_MS
-        return fill(out, ok === 1, lease.left + lease.held, rate, burst, Number(retry))
-      },
-      (err: unknown) => {
-        // The tokens given back may or may not have reached Redis: they are not held here.
-        throw err
-      },
-    )
+    const done = call.then(([ok, left, , retry, leased]: number[]) => {
+      lease.held += Number(leased ?? 0)
+      lease.left = Number(left)
+      lease.until = Date.now() + LEASE_MS
+      return fill(out, ok === 1, lease.left + lease.held, rate, burst, Number(retry))
+    })
     if (want > 0 && lease.pending === null) {
-      const settled: Promise<void> = done.then(
-        () => {
+      const settled = done
+        .finally(() => {
           lease.pending = null
           lease.promised = 0
-        },
-        (err: unknown) => {
-          lease.pending = null
-          lease.promised = 0
-          throw err
-        },
-      )
+        })
+        .then(() => {})
       // Waiters see the failure; the request that made the call sees it through `done`.
       settled.catch(() => {})
       lease.pending = settled
