@@ -2,13 +2,13 @@
 // answers NOSCRIPT (new, restarted, a promoted replica) is sent the source with SCRIPT LOAD
 // and the scripts again. Scripts bound for one master in one turn of the event loop go in
 // one pipeline, one write on the socket for every request of that turn. Durability: with durability
-// 'always', the script and a WAIT for one replica go in one pipeline to the slot's master
-// (appendfsync always has put it in that master's append-only file before the script's
-// answer), and a write no replica took in time is refused as unconfirmed, unless the master
-// has no replica at all (then its AOF is all there is).
+// 'always', the script and a WAIT for one replica go in one pipeline on the connection to the
+// slot's master (appendfsync always has put it in that master's append-only file before the
+// script's answer), and a write no replica took in time is refused as unconfirmed, unless the
+// master has no replica at all (then its AOF is all there is).
 import { createHash } from 'node:crypto'
 import calculateSlot from 'cluster-key-slot'
-import type { Cluster } from 'ioredis'
+import type { Cluster, Redis } from 'ioredis'
 import { LRUCache } from 'lru-cache'
 import type { Durability } from '../../../engine/types.js'
 import * as E from './entry-scripts.js'
@@ -73,6 +73,8 @@ interface Pending extends LaneCall {
   args: (string | Buffer | number)[]
   /** Times it was sent again after a NOSCRIPT. */
   tries?: number
+  /** Times a write was turned away before it ran (REDIRECT) and queued again. */
+  turned?: number
 }
 
 const SHA: Record<string, string> = Object.fromEntries(
@@ -81,6 +83,14 @@ const SHA: Record<string, string> = Object.fromEntries(
     createHash('sha1').update(s.lua).digest('hex'),
   ]),
 )
+/** Answers that say a command did not run where it was sent: safe to send again elsewhere. */
+const REDIRECT = /^(MOVED|ASK|TRYAGAIN|CLUSTERDOWN|LOADING|READONLY|MASTERDOWN) /
+/** How long a write turned away waits before it is queued again (the slot table is reread meanwhile). */
+const REQUEUE_MS = 200
+/** The slot table is read again at most this often on behalf of writes that went astray. */
+const REFRESH_MS = 100
+/** Times a write is queued again before it fails as unavailable: a second of a slot moving. */
+const TURNS_MAX = 5
 const noScript = (err: unknown) => String((err as Error)?.message).startsWith('NOSCRIPT')
 
 export class Commands {
@@ -130,7 +140,7 @@ export class Commands {
    * later write behind it): a group commit, as the embedded engine does with fsync.
    */
   write(name: ScriptName, args: (string | Buffer | number)[], buffers = false): Promise<any> {
-    return this.enqueue(name, args, buffers, this.waits(String(args[0])))
+    return this.enqueue(name, args, buffers, this.waits(String(args[0])), undefined, true)
   }
 
   /** Whether a write to `key` waits for a replica (durability 'always', and the master has one). */
@@ -167,17 +177,11 @@ export class Commands {
     buffers: boolean,
     wait: boolean,
     words?: (string | Buffer | number)[],
+    write = false,
   ): Promise<any> {
     const key = String(args[0])
-    const node = `${wait ? 'w' : 'r'} ${this.owners(key)?.[0] ?? this.slot(key)}`
     return new Promise((resolve, reject) => {
-      let group = this.groups.get(node)
-      if (group === undefined) {
-        group = []
-        this.groups.set(node, group)
-        setImmediate(() => this.commit(node, wait))
-      }
-      group.push({
+      this.join(this.groupOf(key, write, wait), wait, {
         name,
         sha: name === null ? '' : SHA[name]!,
         keys: name === null ? 0 : SCRIPTS[name]!.keys,
@@ -188,6 +192,17 @@ export class Commands {
         reject: (err) => reject(storeError(err)),
       })
     })
+  }
+
+  /** Adds a call to the turn's group for `node`, committed on the next turn. */
+  private join(node: string, wait: boolean, call: Pending): void {
+    let group = this.groups.get(node)
+    if (group === undefined) {
+      group = []
+      this.groups.set(node, group)
+      setImmediate(() => this.commit(node, wait))
+    }
+    group.push(call)
   }
 
   private groups = new Map<string, Pending[]>()
@@ -210,7 +225,10 @@ export class Commands {
         group = group.filter((w) => !laned(w))
       }
     }
-    const p = (this.client as any).pipeline()
+    // A write that waits for a replica goes on its master's own connection, not through
+    // ioredis's cluster retries (docs/redis.md, "Writes in a failover").
+    const node = wait ? this.master(String(group[0]!.args[0])) : undefined
+    const p = node !== undefined ? node.pipeline() : (this.client as any).pipeline()
     for (const w of group) {
       if (w.name === null) p[w.buffers ? 'callBuffer' : 'call'](...w.words!)
       else p[w.buffers ? 'evalshaBuffer' : 'evalsha'](w.sha, w.keys, ...w.args)
@@ -228,9 +246,34 @@ export class Commands {
       for (const w of group) w.reject(err as Error)
       return
     }
+    if (node !== undefined) {
+      // Nothing here follows the cluster for these, so the slot table is read afresh after
+      // any answer about reaching it (a lost connection fails its writes as unavailable).
+      // Those turned away before they ran (the slot moved, the cluster is failing over) are
+      // queued again, each with its own WAIT decided then.
+      const turned: Pending[] = []
+      let astray = false
+      group.forEach((w, i) => {
+        const err = res[i]![0]
+        if (err === null || (storeError(err) as { code?: string }).code !== 'IO_ERROR') return
+        astray = true
+        if (!REDIRECT.test(err.message)) return
+        w.turned = (w.turned ?? 0) + 1
+        if (w.turned <= TURNS_MAX) turned.push(w)
+      })
+      if (astray) this.refresh()
+      if (turned.length > 0) {
+        const waited = res[group.length]!
+        res = res.filter((_, i) => i < group.length && !turned.includes(group[i]!))
+        res.push(waited)
+        group = group.filter((w) => !turned.includes(w))
+        setTimeout(() => this.requeue(turned), REQUEUE_MS)
+        if (group.length === 0) return
+      }
+    }
     let unconfirmed: Error | undefined
     const acked = wait ? Number(res[group.length]?.[1] ?? 0) : 1
-    if (acked < 1 && (await this.replicas(String(group[0]!.args[0])).catch(() => 1)) > 0) {
+    if (acked < 1 && (await this.replicas(node, String(group[0]!.args[0])).catch(() => 1)) > 0) {
       unconfirmed = Object.assign(
         new Error('the write was not acknowledged by a replica in time'),
         {
@@ -275,14 +318,51 @@ export class Commands {
     if (failed) throw failed[0]
   }
 
-  /** Replicas the master of `key`'s slot has connected now. */
-  private async replicas(key: string): Promise<number> {
-    try {
-      const res = await (this.client as any).pipeline().exists(key).info('replication').exec()
-      const info = String(res?.[1]?.[1] ?? '')
-      return Number(/connected_slaves:(\d+)/.exec(info)?.[1] ?? 0)
-    } catch (err) {
-      throw storeError(err)
+  /**
+   * Replicas the node that ran the writes has connected now: asked of that node and never
+   * another, since a new master would say 0 of writes it never had. Without a node (no slot
+   * table yet), of the slot's master as ioredis routes.
+   */
+  private async replicas(node: Redis | undefined, key: string): Promise<number> {
+    const info = node
+      ? await node.info('replication')
+      : (await (this.client as any).pipeline().exists(key).info('replication').exec())?.[1]?.[1]
+    return Number(/connected_slaves:(\d+)/.exec(String(info ?? ''))?.[1] ?? 0)
+  }
+
+  /**
+   * ioredis's connection to the master of `key`'s slot, made if it has none (it drops a
+   * node's connection when it fails); undefined while the slot table has no such slot.
+   */
+  private master(key: string): Redis | undefined {
+    const addr = this.owners(key)?.[0]
+    if (addr === undefined) return undefined
+    const pool = (this.client as any).connectionPool
+    const at = addr.lastIndexOf(':')
+    return (pool.getInstanceByKey(addr) ??
+      pool.findOrCreate({ host: addr.slice(0, at), port: Number(addr.slice(at + 1)) })) as Redis
+  }
+
+  /** Asks ioredis to read the slot table again, at most every REFRESH_MS. */
+  private refresh(): void {
+    const now = Date.now()
+    if (now - this.refreshed < REFRESH_MS) return
+    this.refreshed = now
+    this.client.refreshSlotsCache()
+  }
+  private refreshed = 0
+
+  /** Writes turned away before they ran, queued again as if just asked. */
+  private requeue(calls: Pending[]): void {
+    for (const w of calls) {
+      const key = String(w.args[0])
+      const wait = this.waits(key)
+      this.join(this.groupOf(key, true, wait), wait, w)
     }
+  }
+
+  /** The group a call joins: reads, writes, and writes that wait, apart, per master. */
+  private groupOf(key: string, write: boolean, wait: boolean): string {
+    return `${write ? (wait ? 'w' : 'x') : 'r'} ${this.owners(key)?.[0] ?? this.slot(key)}`
   }
 }
