@@ -1,8 +1,8 @@
 // Connecting to Redis Cluster with ioredis. ioredis over node-redis for its cluster
 // handling: it follows MOVED and ASK by itself, refreshes the slot table when a node fails,
 // retries commands while the cluster is down (CLUSTERDOWN, TRYAGAIN) or failing over, keeps
-// them queued meanwhile, and routes a pipeline, and a keyless WAIT sent in it, to the master
-// of the pipeline's slot (docs/redis.md, "Client").
+// them queued meanwhile, and routes a pipeline to the master of its slot. Durable writes
+// use its connection to each master directly (durable-writes.ts; docs/redis.md, "Client").
 import { Cluster, type ClusterOptions } from 'ioredis'
 
 export interface RedisUrl {
@@ -57,6 +57,11 @@ export function connectCluster(url: RedisUrl): Cluster {
       tls: url.tls ? {} : undefined,
       connectTimeout: 5000,
       maxRetriesPerRequest: 20,
+      // A node's connection is never made again under the same client (no
+      // clusterNodeRetryStrategy: ioredis drops it and makes a new one), and a command it
+      // sent is never resent: a durable write that lost its connection is refused, not run
+      // twice (durable-writes.ts).
+      autoResendUnfulfilledCommands: false,
     },
   }
   return new Cluster(url.nodes, options)

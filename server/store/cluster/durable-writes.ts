@@ -1,0 +1,208 @@
+// Writes with durability 'always' (docs/redis.md, "Writes and durability" and "Writes in a
+// failover"). A turn's writes for one master go in one pipeline on ioredis's own connection
+// to that master, never through its cluster routing, with one WAIT after them when that
+// master has a replica: a group commit. ioredis's cluster routing would retry a pipeline
+// lost with its master and send it, WAIT and all, to the promoted replica, whose WAITs then
+// each held its connection for WAIT_MS; here a lost connection fails its writes at once, and
+// only writes that did not run are queued again.
+import type { Cluster, Redis } from 'ioredis'
+import { LRUCache } from 'lru-cache'
+import { storeError } from './errors.js'
+import type { LaneCall } from './read-lane.js'
+
+/** How long a write waits for a replica before it is answered as unconfirmed. */
+export const WAIT_MS = 1000
+/** Answers that say a command did not run where it was sent: safe to send again elsewhere. */
+const REDIRECT = /^(MOVED|TRYAGAIN|CLUSTERDOWN|LOADING|READONLY|MASTERDOWN) /
+/** How long a write turned away waits before it is queued again (the slot table is reread meanwhile). */
+const REQUEUE_MS = 200
+/** Times a write is queued again before it fails as unavailable: a second of a slot moving. */
+const TURNS_MAX = 5
+/** How long a master's count of replicas is trusted before it is asked again. */
+const REPLICAS_TTL_MS = 1000
+/** The slot table is read again at most this often on behalf of writes that went astray. */
+const REFRESH_MS = 100
+
+/** A write script for a master, and where its answer goes. */
+export interface Write extends LaneCall {
+  /** The script's name, for loading it where it is missing. */
+  readonly name: string | null
+  /** Times it was sent again after a NOSCRIPT. */
+  tries?: number
+  /** Times it was turned away before it ran (REDIRECT) and queued again. */
+  turned?: number
+}
+
+const unavailable = (message: string) => Object.assign(new Error(message), { code: 'IO_ERROR' })
+const noScript = (err: Error | null) => err?.message.startsWith('NOSCRIPT') === true
+
+export class DurableWrites {
+  private closed = false
+  private refreshed = 0
+  /** Each master's connected replicas, by "host:port", as it last said (INFO replication). */
+  private replicas = new LRUCache<string, number>({ max: 1024, ttl: REPLICAS_TTL_MS })
+  private asking = new Map<string, Promise<number>>()
+  private timers = new Set<NodeJS.Timeout>()
+
+  constructor(
+    private client: Cluster,
+    /** The master of `key`'s slot as "host:port", as ioredis last saw the slot table. */
+    private master: (key: string) => string | undefined,
+    /** Queues writes again as if just asked (they join the turn's group for their master). */
+    private again: (writes: Write[]) => void,
+    /** A script's source, to load it on a master that answers NOSCRIPT. */
+    private lua: (name: string) => string,
+  ) {}
+
+  close(): void {
+    this.closed = true
+    for (const t of this.timers) clearTimeout(t)
+    this.timers.clear()
+  }
+
+  async send(group: Write[]): Promise<void> {
+    if (this.closed) return this.fail(group, unavailable('the store is closed'))
+    const addr = this.master(String(group[0]!.args[0]))
+    const pool = (this.client as any).connectionPool
+    const node = addr === undefined ? undefined : (pool.getInstanceByKey(addr) as Redis | undefined)
+    // No connection to the slot's master (it failed and ioredis dropped it, or the slot is
+    // not in the table): unavailable now, and the table is read again.
+    if (node === undefined || node.status === 'end' || (this.client.status as string) !== 'ready') {
+      this.refresh()
+      return this.fail(group, unavailable('the master of this slot is unreachable'))
+    }
+    let replicas: number
+    try {
+      replicas = await this.replicasOf(addr!, node)
+    } catch (err) {
+      this.refresh()
+      return this.fail(group, err as Error)
+    }
+    if (replicas < 0) {
+      // Not a master any more: the slot table is behind. Queued again once it is read.
+      this.refresh()
+      return this.turnAway(group)
+    }
+    const wait = replicas > 0
+    const p = node.pipeline()
+    for (const w of group)
+      (p as any)[w.buffers ? 'evalshaBuffer' : 'evalsha'](w.sha, w.keys, ...w.args)
+    if (wait) p.call('WAIT', '1', String(WAIT_MS))
+    let res = ((await p.exec().catch(() => null)) ?? []) as [Error | null, unknown][]
+    while (res.length < group.length + (wait ? 1 : 0))
+      res.push([unavailable('no answer from the master'), null])
+
+    const turned = group.filter((_, i) => REDIRECT.test(res[i]![0]?.message ?? ''))
+    // Any answer about reaching the cluster (not a script's own refusal): read the table again.
+    if (
+      res.some(
+        ([err]) => err !== null && (storeError(err) as { code?: string }).code === 'IO_ERROR',
+      )
+    )
+      this.refresh()
+    if (turned.length > 0) {
+      const waited = res[group.length]
+      res = res.filter((_, i) => i < group.length && !turned.includes(group[i]!))
+      if (waited) res.push(waited)
+      group = group.filter((w) => !turned.includes(w))
+      this.turnAway(turned)
+    }
+
+    let unconfirmed: Error | undefined
+    if (wait && group.length > 0) {
+      const [err, acked] = res[group.length]!
+      // A WAIT that failed says nothing. One that answered 0 is enough only if this node,
+      // still a master, has no replica connected now: then its AOF is all there is. Never
+      // asked of another node: a new master would say 0 of writes it never had.
+      const none =
+        err === null && Number(acked) < 1 && (await this.asked(addr!, node).catch(() => -1)) === 0
+      if (err !== null || (Number(acked) < 1 && !none))
+        unconfirmed = unavailable('the write was not acknowledged by a replica in time')
+    }
+
+    const unloaded = group.filter((_, i) => noScript(res[i]![0]))
+    if (unloaded.length > 0) this.reload(node, unloaded)
+    group.forEach((w, i) => {
+      const [err, value] = res[i]!
+      if (noScript(err)) return
+      if (err) w.reject(err)
+      else if (unconfirmed) w.reject(unconfirmed)
+      else w.resolve(value)
+    })
+  }
+
+  /** `node`'s connected replicas, asked at most every REPLICAS_TTL_MS; -1 if not a master. */
+  private replicasOf(addr: string, node: Redis): Promise<number> {
+    const known = this.replicas.get(addr)
+    return known !== undefined ? Promise.resolve(known) : this.asked(addr, node)
+  }
+
+  /** Asks `node` now (one question at a time per node), and remembers the answer. */
+  private asked(addr: string, node: Redis): Promise<number> {
+    let q = this.asking.get(addr)
+    if (q === undefined) {
+      q = node
+        .info('replication')
+        .then((info) => {
+          const n = /^role:master\r?$/m.test(info)
+            ? Number(/^connected_slaves:(\d+)\r?$/m.exec(info)?.[1] ?? Number.NaN)
+            : -1
+          if (Number.isNaN(n)) throw unavailable('the master did not say its replicas')
+          this.replicas.set(addr, n)
+          return n
+        })
+        .finally(() => this.asking.delete(addr))
+      this.asking.set(addr, q)
+    }
+    return q
+  }
+
+  /** Loads the scripts a master lacks, on that master, and sends those writes again. */
+  private reload(node: Redis, writes: Write[]): void {
+    for (const w of writes) w.tries = (w.tries ?? 0) + 1
+    const again = writes.filter((w) => w.tries! <= 3)
+    this.fail(
+      writes.filter((w) => w.tries! > 3),
+      new Error('NOSCRIPT after loading'),
+    )
+    const p = node.pipeline()
+    for (const name of new Set(again.map((w) => w.name!))) p.script('LOAD', this.lua(name))
+    p.exec().then(
+      (res) => {
+        const failed = res?.find(([err]) => err)
+        if (failed) this.fail(again, failed[0]!)
+        else this.again(again)
+      },
+      (err) => this.fail(again, err as Error),
+    )
+  }
+
+  /** Writes that did not run: queued again after REQUEUE_MS, TURNS_MAX times at most. */
+  private turnAway(writes: Write[]): void {
+    for (const w of writes) w.turned = (w.turned ?? 0) + 1
+    this.fail(
+      writes.filter((w) => w.turned! > TURNS_MAX),
+      unavailable('the slot kept moving'),
+    )
+    const again = writes.filter((w) => w.turned! <= TURNS_MAX)
+    if (again.length === 0) return
+    const t = setTimeout(() => {
+      this.timers.delete(t)
+      if (this.closed) this.fail(again, unavailable('the store is closed'))
+      else this.again(again)
+    }, REQUEUE_MS)
+    this.timers.add(t)
+  }
+
+  /** Asks ioredis to read the slot table again, at most every REFRESH_MS. */
+  private refresh(): void {
+    const now = Date.now()
+    if (this.closed || now - this.refreshed < REFRESH_MS) return
+    this.refreshed = now
+    this.client.refreshSlotsCache()
+  }
+
+  private fail(writes: Write[], err: Error): void {
+    for (const w of writes) w.reject(err)
+  }
+}
