@@ -145,7 +145,10 @@ export class Commands {
   waits(key: string): boolean {
     if (this.durability !== 'always') return false
     const owners = this.owners(key)
-    // A master without replicas: its AOF, fsynced before the script answered, is all there is.
+    const known = owners === undefined ? undefined : this.durable.known(owners[0]!)
+    // As the master last said to a write (the slot table can hold a master alone for a
+    // moment after a MOVED), else as the slot table has it.
+    if (known !== undefined) return known > 0
     return owners === undefined || owners.length > 1
   }
 

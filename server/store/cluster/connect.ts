@@ -51,17 +51,15 @@ export function connectCluster(url: RedisUrl): Cluster {
     retryDelayOnTryAgain: 200,
     maxRedirections: 64,
     slotsRefreshTimeout: 2000,
+    // No clusterNodeRetryStrategy: a node's connection that closes is dropped, never made
+    // again, so nothing it sent is sent twice: a durable write that lost its connection is
+    // refused, not run again (durable-writes.ts).
     redisOptions: {
       username: url.username,
       password: url.password,
       tls: url.tls ? {} : undefined,
       connectTimeout: 5000,
       maxRetriesPerRequest: 20,
-      // A node's connection is never made again under the same client (no
-      // clusterNodeRetryStrategy: ioredis drops it and makes a new one), and a command it
-      // sent is never resent: a durable write that lost its connection is refused, not run
-      // twice (durable-writes.ts).
-      autoResendUnfulfilledCommands: false,
     },
   }
   return new Cluster(url.nodes, options)

@@ -33,6 +33,12 @@ export interface Write extends LaneCall {
   turned?: number
 }
 
+/** A master's connected replicas from its INFO replication; -1 if not a master; NaN if unsaid. */
+function replicasIn(info: string): number {
+  if (!/^role:master\r?$/m.test(info)) return /^role:/m.test(info) ? -1 : Number.NaN
+  return Number(/^connected_slaves:(\d+)\r?$/m.exec(info)?.[1] ?? Number.NaN)
+}
+
 const unavailable = (message: string) => Object.assign(new Error(message), { code: 'IO_ERROR' })
 const noScript = (err: Error | null) => err?.message.startsWith('NOSCRIPT') === true
 
@@ -42,7 +48,7 @@ export class DurableWrites {
   /** Each master's connected replicas, by "host:port", as it last said (INFO replication). */
   private replicas = new LRUCache<string, number>({ max: 1024, ttl: REPLICAS_TTL_MS })
   private asking = new Map<string, Promise<number>>()
-  private timers = new Set<NodeJS.Timeout>()
+  private timers = new Map<NodeJS.Timeout, Write[]>()
 
   constructor(
     private client: Cluster,
@@ -54,15 +60,49 @@ export class DurableWrites {
     private lua: (name: string) => string,
   ) {}
 
+  /** Refuses what is still to be sent: writes turned away and waiting to be queued again. */
   close(): void {
     this.closed = true
-    for (const t of this.timers) clearTimeout(t)
+    for (const [t, writes] of this.timers) {
+      clearTimeout(t)
+      this.fail(writes, unavailable('the store is closed'))
+    }
     this.timers.clear()
   }
 
+  /**
+   * Sends a turn's writes for one master. One group at a time per master: WAIT blocks its
+   * connection, so a group sent while another waits would only start waiting once that one
+   * is done, and behind a stalled replica each would wait longer than the last. Groups that
+   * come meanwhile are sent together next.
+   */
   async send(group: Write[]): Promise<void> {
+    const addr = this.closed ? undefined : this.master(String(group[0]!.args[0]))
+    if (addr === undefined) return this.run(addr, group)
+    const waiting = this.queued.get(addr)
+    if (waiting !== undefined) {
+      waiting.push(...group)
+      return
+    }
+    this.queued.set(addr, [])
+    try {
+      await this.run(addr, group)
+    } finally {
+      const next = this.queued.get(addr)!
+      this.queued.delete(addr)
+      if (next.length > 0) this.send(next)
+    }
+  }
+  /** Writes waiting for their master's group under way, by master. */
+  private queued = new Map<string, Write[]>()
+
+  /** The count of replicas last heard from the master at `addr`, if still fresh; -1 if not a master. */
+  known(addr: string): number | undefined {
+    return this.replicas.get(addr)
+  }
+
+  private async run(addr: string | undefined, group: Write[]): Promise<void> {
     if (this.closed) return this.fail(group, unavailable('the store is closed'))
-    const addr = this.master(String(group[0]!.args[0]))
     const pool = (this.client as any).connectionPool
     const node = addr === undefined ? undefined : (pool.getInstanceByKey(addr) as Redis | undefined)
     // No connection to the slot's master (it failed and ioredis dropped it, or the slot is
@@ -87,36 +127,38 @@ export class DurableWrites {
     const p = node.pipeline()
     for (const w of group)
       (p as any)[w.buffers ? 'evalshaBuffer' : 'evalsha'](w.sha, w.keys, ...w.args)
-    if (wait) p.call('WAIT', '1', String(WAIT_MS))
-    let res = ((await p.exec().catch(() => null)) ?? []) as [Error | null, unknown][]
-    while (res.length < group.length + (wait ? 1 : 0))
-      res.push([unavailable('no answer from the master'), null])
+    // The node's replicas, asked right after the WAIT on the same connection, for a WAIT
+    // that answers 0.
+    if (wait) p.call('WAIT', '1', String(WAIT_MS)).info('replication')
+    const all = ((await p.exec().catch(() => null)) ?? []) as [Error | null, unknown][]
+    while (all.length < group.length + (wait ? 2 : 0))
+      all.push([unavailable('no answer from the master'), null])
+    let res = all.slice(0, group.length)
+    const [waited, info] = all.slice(group.length)
 
-    const turned = group.filter((_, i) => REDIRECT.test(res[i]![0]?.message ?? ''))
     // Any answer about reaching the cluster (not a script's own refusal): read the table again.
     if (
-      res.some(
+      all.some(
         ([err]) => err !== null && (storeError(err) as { code?: string }).code === 'IO_ERROR',
       )
     )
       this.refresh()
+    const turned = group.filter((_, i) => REDIRECT.test(res[i]![0]?.message ?? ''))
     if (turned.length > 0) {
-      const waited = res[group.length]
-      res = res.filter((_, i) => i < group.length && !turned.includes(group[i]!))
-      if (waited) res.push(waited)
+      res = res.filter((_, i) => !turned.includes(group[i]!))
       group = group.filter((w) => !turned.includes(w))
       this.turnAway(turned)
     }
 
     let unconfirmed: Error | undefined
     if (wait && group.length > 0) {
-      const [err, acked] = res[group.length]!
       // A WAIT that failed says nothing. One that answered 0 is enough only if this node,
-      // still a master, has no replica connected now: then its AOF is all there is. Never
+      // still a master, has no replica connected: then its AOF is all there is. Never
       // asked of another node: a new master would say 0 of writes it never had.
-      const none =
-        err === null && Number(acked) < 1 && (await this.asked(addr!, node).catch(() => -1)) === 0
-      if (err !== null || (Number(acked) < 1 && !none))
+      const acked = waited![0] === null ? Number(waited![1]) : Number.NaN
+      const now = info![0] === null ? replicasIn(String(info![1])) : Number.NaN
+      if (!Number.isNaN(now)) this.replicas.set(addr!, now)
+      if (!(acked >= 1 || (acked === 0 && now === 0)))
         unconfirmed = unavailable('the write was not acknowledged by a replica in time')
     }
 
@@ -144,9 +186,7 @@ export class DurableWrites {
       q = node
         .info('replication')
         .then((info) => {
-          const n = /^role:master\r?$/m.test(info)
-            ? Number(/^connected_slaves:(\d+)\r?$/m.exec(info)?.[1] ?? Number.NaN)
-            : -1
+          const n = replicasIn(info)
           if (Number.isNaN(n)) throw unavailable('the master did not say its replicas')
           this.replicas.set(addr, n)
           return n
@@ -188,10 +228,9 @@ export class DurableWrites {
     if (again.length === 0) return
     const t = setTimeout(() => {
       this.timers.delete(t)
-      if (this.closed) this.fail(again, unavailable('the store is closed'))
-      else this.again(again)
+      this.again(again)
     }, REQUEUE_MS)
-    this.timers.add(t)
+    this.timers.set(t, again)
   }
 
   /** Asks ioredis to read the slot table again, at most every REFRESH_MS. */
