@@ -32,6 +32,9 @@ interface Lease {
   promised: number
   /** What that call asked to lease. */
   asked: number
+  /** Calls made for this account, and the last whose `left` was taken: an older answer arriving late does not overwrite a newer one. */
+  calls: number
+  heard: number
 }
 
 export class LeasedBuckets implements Limiter {
@@ -51,7 +54,16 @@ export class LeasedBuckets implements Limiter {
   ): Bucket | Promise<Bucket> {
     let lease = this.leases.get(id)
     if (lease === undefined) {
-      lease = { held: 0, left: burst, until: 0, pending: null, promised: 0, asked: 0 }
+      lease = {
+        held: 0,
+        left: burst,
+        until: 0,
+        pending: null,
+        promised: 0,
+        asked: 0,
+        calls: 0,
+        heard: 0,
+      }
       this.leases.set(id, lease)
     }
     if (lease.held >= cost && Date.now() < lease.until) {
@@ -85,10 +97,14 @@ export class LeasedBuckets implements Limiter {
     // Should the call fail, the tokens given back may or may not have reached Redis: they
     // are not held here either way.
     const call = this.cmd.read('cairnBucket', [`c:{${id}}:bucket`, rate, burst, cost, back, want])
+    const n = ++lease.calls
     const done = call.then(([ok, left, , retry, leased]: number[]) => {
       lease.held += Number(leased ?? 0)
-      lease.left = Number(left)
-      lease.until = Date.now() + LEASE_MS
+      if (n > lease.heard) {
+        lease.heard = n
+        lease.left = Number(left)
+        lease.until = Date.now() + LEASE_MS
+      }
       return fill(out, ok === 1, lease.left + lease.held, rate, burst, Number(retry))
     })
     if (want > 0 && lease.pending === null) {
