@@ -81,27 +81,36 @@ if (cluster) {
     },
   )
 
+  /**
+   * A front end with an account and its namespace `name`, and the ports of that namespace's
+   * slot's master and replicas, as the cluster says now.
+   */
+  const namespaceOn = async (t: { teardown(fn: () => unknown): void }, name: string) => {
+    const a: TestServer = await start()
+    t.teardown(() => a.stop())
+    const acct = await a.createAccount()
+    await fetch(`${a.baseUrl}/namespaces`, {
+      method: 'POST',
+      headers: { 'x-api-key': acct.apiKey, 'content-type': 'application/json' },
+      body: JSON.stringify({ name }),
+    })
+    const first = new Redis({ port: cluster.nodes[0]!.port })
+    t.teardown(() => first.disconnect())
+    const slot = Number(await first.cluster('KEYSLOT', `c:{n:u/${acct.accountId}/${name}}:m`))
+    const ranges = (await first.cluster('SLOTS')) as [number, number, ...[string, number][]][]
+    const owners = ranges.find(([from, to]) => slot >= from && slot <= to)!.slice(2) as [
+      string,
+      number,
+    ][]
+    return { a, acct, slot, ports: owners.map(([, port]) => port) }
+  }
+
   t.test(
     'a master handed to its replica (CLUSTER FAILOVER) under writes: none fails, none is lost',
     async (t) => {
-      const a: TestServer = await start()
-      t.teardown(() => a.stop())
-      const acct = await a.createAccount()
-      await fetch(`${a.baseUrl}/namespaces`, {
-        method: 'POST',
-        headers: { 'x-api-key': acct.apiKey, 'content-type': 'application/json' },
-        body: '{"name":"h"}',
-      })
-      const first = new Redis({ port: cluster.nodes[0]!.port })
-      t.teardown(() => first.disconnect())
-      const slot = Number(await first.cluster('KEYSLOT', `c:{n:u/${acct.accountId}/h}:m`))
-      const ranges = (await first.cluster('SLOTS')) as [number, number, ...[string, number][]][]
-      const owners = ranges.find(([from, to]) => slot >= from && slot <= to)!.slice(2) as [
-        string,
-        number,
-      ][]
-      t.ok(owners.length >= 2, `the slot's master has a replica (${owners.length - 1})`)
-      const replica = new Redis({ port: owners[1]![1] })
+      const { a, acct, ports } = await namespaceOn(t, 'h')
+      t.ok(ports.length >= 2, `the slot's master has a replica (${ports.length - 1})`)
+      const replica = new Redis({ port: ports[1]! })
       t.teardown(() => replica.disconnect())
 
       // Writes that wait for that replica go on the master's own connection: a master that
@@ -144,23 +153,8 @@ if (cluster) {
   t.test(
     'a replica that stops answering: writes to its master are refused (503), not acknowledged',
     async (t) => {
-      const a: TestServer = await start()
-      t.teardown(() => a.stop())
-      const acct = await a.createAccount()
-      await fetch(`${a.baseUrl}/namespaces`, {
-        method: 'POST',
-        headers: { 'x-api-key': acct.apiKey, 'content-type': 'application/json' },
-        body: '{"name":"r"}',
-      })
-      const first = new Redis({ port: cluster.nodes[0]!.port })
-      t.teardown(() => first.disconnect())
-      const slot = Number(await first.cluster('KEYSLOT', `c:{n:u/${acct.accountId}/r}:m`))
-      const ranges = (await first.cluster('SLOTS')) as [number, number, ...[string, number][]][]
-      const owners = ranges.find(([from, to]) => slot >= from && slot <= to)!.slice(2) as [
-        string,
-        number,
-      ][]
-      const replica = cluster.nodes.find((n) => n.port === owners[1]?.[1])
+      const { a, acct, ports } = await namespaceOn(t, 'r')
+      const replica = cluster.nodes.find((n) => n.port === ports[1])
       t.ok(replica, 'the slot has a replica')
       t.equal(await put(a.url, acct.apiKey, 'r/before', 'x'), 201, 'acknowledged while it answers')
       // Stopped, the replica keeps its connection: its master still counts it, and WAIT
