@@ -95,7 +95,8 @@ export class Commands {
       client,
       (key) => this.owners(key)?.[0],
       (writes) => {
-        for (const w of writes) this.join(this.groupOf(String(w.args[0]), true), w as Pending)
+        for (const w of writes)
+          this.join(w.to ? `w ${w.to}` : this.groupOf(String(w.args[0]), true), w as Pending)
       },
       (name) => SCRIPTS[name]!.lua,
     )
@@ -141,8 +142,8 @@ export class Commands {
   }
 
   /**
-   * Whether the feed waits for a replica before it delivers a change (durability 'always',
-   * and the slot table shows the master with one).
+   * Whether the feed waits for a replica before it delivers a change: durability 'always',
+   * and the master has one (as it last told a write, else as the slot table shows).
    */
   waits(key: string): boolean {
     if (this.durability !== 'always') return false

@@ -31,6 +31,8 @@ export interface Write extends LaneCall {
   tries?: number
   /** Times it was turned away before it ran (REDIRECT) and queued again. */
   turned?: number
+  /** The master a MOVED named ("host:port"): sent there next, whatever the slot table says. */
+  to?: string
 }
 
 /** A master's connected replicas from its INFO replication; -1 if not a master; NaN if unsaid. */
@@ -77,7 +79,7 @@ export class DurableWrites {
    * come meanwhile are sent together next.
    */
   async send(group: Write[]): Promise<void> {
-    const addr = this.closed ? undefined : this.master(String(group[0]!.args[0]))
+    const addr = this.closed ? undefined : (group[0]!.to ?? this.master(String(group[0]!.args[0])))
     if (addr === undefined) return this.run(addr, group)
     const waiting = this.queued.get(addr)
     if (waiting !== undefined) {
@@ -105,11 +107,13 @@ export class DurableWrites {
     if (this.closed) return this.fail(group, unavailable('the store is closed'))
     const pool = (this.client as any).connectionPool
     const node = addr === undefined ? undefined : (pool.getInstanceByKey(addr) as Redis | undefined)
-    // No connection to the slot's master (it failed and ioredis dropped it, or the slot is
-    // not in the table): unavailable now, and the table is read again.
+    // No connection to the slot's master (it failed and ioredis dropped it, the slot is not
+    // in the table, the table is being replaced): the table is read again and the writes
+    // queued again, so a master that is gone fails them after TURNS_MAX tries.
     if (node === undefined || node.status === 'end' || (this.client.status as string) !== 'ready') {
       this.refresh()
-      return this.fail(group, unavailable('the master of this slot is unreachable'))
+      for (const w of group) w.to = undefined
+      return this.turnAway(group)
     }
     let replicas: number
     try {
@@ -121,6 +125,7 @@ export class DurableWrites {
     if (replicas < 0) {
       // Not a master any more: the slot table is behind. Queued again once it is read.
       this.refresh()
+      for (const w of group) w.to = undefined
       return this.turnAway(group)
     }
     const wait = replicas > 0
@@ -143,7 +148,14 @@ export class DurableWrites {
       )
     )
       this.refresh()
-    const turned = group.filter((_, i) => REDIRECT.test(res[i]![0]?.message ?? ''))
+    const turned = group.filter((w, i) => {
+      const message = res[i]![0]?.message ?? ''
+      if (!REDIRECT.test(message)) return false
+      // MOVED names the slot's master: the write goes there next, at once, without waiting
+      // for the slot table to say so.
+      w.to = /^MOVED \d+ (\S+)/.exec(message)?.[1]
+      return true
+    })
     if (turned.length > 0) {
       res = res.filter((_, i) => !turned.includes(group[i]!))
       group = group.filter((w) => !turned.includes(w))
@@ -217,7 +229,10 @@ export class DurableWrites {
     )
   }
 
-  /** Writes that did not run: queued again after REQUEUE_MS, TURNS_MAX times at most. */
+  /**
+   * Writes that did not run: queued again, TURNS_MAX times at most; at once where a MOVED
+   * named their master, else after REQUEUE_MS (the slot table is read meanwhile).
+   */
   private turnAway(writes: Write[]): void {
     for (const w of writes) w.turned = (w.turned ?? 0) + 1
     this.fail(
@@ -225,12 +240,17 @@ export class DurableWrites {
       unavailable('the slot kept moving'),
     )
     const again = writes.filter((w) => w.turned! <= TURNS_MAX)
-    if (again.length === 0) return
-    const t = setTimeout(() => {
-      this.timers.delete(t)
-      this.again(again)
-    }, REQUEUE_MS)
-    this.timers.set(t, again)
+    for (const [list, ms] of [
+      [again.filter((w) => w.to !== undefined), 0],
+      [again.filter((w) => w.to === undefined), REQUEUE_MS],
+    ] as const) {
+      if (list.length === 0) continue
+      const t = setTimeout(() => {
+        this.timers.delete(t)
+        this.again(list)
+      }, ms)
+      this.timers.set(t, list)
+    }
   }
 
   /** Asks ioredis to read the slot table again, at most every REFRESH_MS. */
