@@ -11,7 +11,7 @@ import { LRUCache } from 'lru-cache'
 import type { Durability } from '../../../engine/types.js'
 import * as E from './entry-scripts.js'
 import type { RedisUrl } from './connect.js'
-import { DurableWrites, WAIT_MS, type Write } from './durable-writes.js'
+import { DurableWrites, type Write, toLoad } from './durable-writes.js'
 import { storeError } from './errors.js'
 import { ReadLane } from './read-lane.js'
 import * as R from './record-scripts.js'
@@ -19,8 +19,6 @@ import type { ReadLaneStats } from '../types.js'
 
 /** Keys whose slot is remembered (slot()): the most recently asked. */
 const SLOTS_REMEMBERED = 10_000
-
-export { WAIT_MS }
 
 const SCRIPTS: Record<string, { keys: number; lua: string }> = {
   cairnPut: { keys: 1, lua: E.PUT },
@@ -261,9 +259,7 @@ export class Commands {
     if (unloaded.length > 0) {
       // Those did not run: load them on their node, then send them again (a few times
       // at most, should the slot keep moving).
-      for (const w of unloaded) w.tries = (w.tries ?? 0) + 1
-      const again = unloaded.filter((w) => w.tries! <= 3)
-      for (const w of unloaded) if (w.tries! > 3) w.reject(new Error('NOSCRIPT after loading'))
+      const again = toLoad(unloaded)
       this.loadOn(
         String(unloaded[0]!.args[0]),
         unloaded.flatMap((w) => (w.name === null ? [] : [w.name])),

@@ -7,7 +7,7 @@
 // only writes that did not run are queued again.
 import type { Cluster, Redis } from 'ioredis'
 import { LRUCache } from 'lru-cache'
-import { storeError } from './errors.js'
+import { storeError, unavailable } from './errors.js'
 import type { LaneCall } from './read-lane.js'
 
 /** How long a write waits for a replica before it is answered as unconfirmed. */
@@ -16,6 +16,8 @@ export const WAIT_MS = 1000
 const REDIRECT = /^(MOVED|TRYAGAIN|CLUSTERDOWN|LOADING|READONLY|MASTERDOWN) /
 /** How long a write turned away waits before it is queued again (the slot table is reread meanwhile). */
 const REQUEUE_MS = 200
+/** Times a script is loaded on a master that lacked it and sent again, before it fails. */
+const LOADS_MAX = 3
 /** Times a write is queued again before it fails as unavailable: a second of a slot moving. */
 const TURNS_MAX = 5
 /** How long a master's count of replicas is trusted before it is asked again. */
@@ -41,7 +43,16 @@ function replicasIn(info: string): number {
   return Number(/^connected_slaves:(\d+)\r?$/m.exec(info)?.[1] ?? Number.NaN)
 }
 
-const unavailable = (message: string) => Object.assign(new Error(message), { code: 'IO_ERROR' })
+/**
+ * Calls a master answered NOSCRIPT, counted: those loaded and sent LOADS_MAX times already
+ * fail; the rest are returned, to be sent again once their scripts are loaded.
+ */
+export function toLoad<T extends Write>(calls: T[]): T[] {
+  for (const w of calls) w.tries = (w.tries ?? 0) + 1
+  for (const w of calls) if (w.tries! > LOADS_MAX) w.reject(new Error('NOSCRIPT after loading'))
+  return calls.filter((w) => w.tries! <= LOADS_MAX)
+}
+
 const noScript = (err: Error | null) => err?.message.startsWith('NOSCRIPT') === true
 
 export class DurableWrites {
@@ -110,11 +121,8 @@ export class DurableWrites {
     // No connection to the slot's master (it failed and ioredis dropped it, the slot is not
     // in the table, the table is being replaced): the table is read again and the writes
     // queued again, so a master that is gone fails them after TURNS_MAX tries.
-    if (node === undefined || node.status === 'end' || (this.client.status as string) !== 'ready') {
-      this.refresh()
-      for (const w of group) w.to = undefined
-      return this.turnAway(group)
-    }
+    if (node === undefined || node.status === 'end' || (this.client.status as string) !== 'ready')
+      return this.later(group)
     let replicas: number
     try {
       replicas = await this.replicasOf(addr!, node)
@@ -122,12 +130,8 @@ export class DurableWrites {
       this.refresh()
       return this.fail(group, err as Error)
     }
-    if (replicas < 0) {
-      // Not a master any more: the slot table is behind. Queued again once it is read.
-      this.refresh()
-      for (const w of group) w.to = undefined
-      return this.turnAway(group)
-    }
+    // Not a master any more: the slot table is behind. Queued again once it is read.
+    if (replicas < 0) return this.later(group)
     const wait = replicas > 0
     const p = node.pipeline()
     for (const w of group)
@@ -211,12 +215,7 @@ export class DurableWrites {
 
   /** Loads the scripts a master lacks, on that master, and sends those writes again. */
   private reload(node: Redis, writes: Write[]): void {
-    for (const w of writes) w.tries = (w.tries ?? 0) + 1
-    const again = writes.filter((w) => w.tries! <= 3)
-    this.fail(
-      writes.filter((w) => w.tries! > 3),
-      new Error('NOSCRIPT after loading'),
-    )
+    const again = toLoad(writes)
     const p = node.pipeline()
     for (const name of new Set(again.map((w) => w.name!))) p.script('LOAD', this.lua(name))
     p.exec().then(
@@ -251,6 +250,13 @@ export class DurableWrites {
       }, ms)
       this.timers.set(t, list)
     }
+  }
+
+  /** Writes whose master is not where the slot table says: queued again once it is read. */
+  private later(group: Write[]): void {
+    this.refresh()
+    for (const w of group) w.to = undefined
+    this.turnAway(group)
   }
 
   /** Asks ioredis to read the slot table again, at most every REFRESH_MS. */

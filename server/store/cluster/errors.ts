@@ -27,3 +27,7 @@ export function storeError(err: unknown): Error {
     Object.assign(out, { index: Number(words[1]), message: `${code} at op ${words[1]}` })
   return out
 }
+
+/** An error about reaching the cluster, as the store reports it (the API's 503). */
+export const unavailable = (message: string): Error =>
+  Object.assign(new Error(message), { code: 'IO_ERROR' })

@@ -7,7 +7,8 @@
 import calculateSlot from 'cluster-key-slot'
 import type { Cluster, Redis } from 'ioredis'
 import type { Change, Feed } from '../types.js'
-import { WAIT_MS, type Commands } from './commands.js'
+import type { Commands } from './commands.js'
+import { WAIT_MS } from './durable-writes.js'
 import { type ClusterEntries, feedKey, meta, toChange } from './entries.js'
 
 /** How long one XREAD blocks: how soon a poller notices it has no listeners or the slot moved. */

@@ -16,6 +16,7 @@ import tls from 'node:tls'
 import Parser from 'redis-parser'
 import type { ReadLaneStats } from '../types.js'
 import type { RedisUrl } from './connect.js'
+import { unavailable } from './errors.js'
 
 /** A read for the lane: one EVALSHA (or a read command, `words`), and where its answer goes. */
 export interface LaneCall {
@@ -153,7 +154,7 @@ export class ReadLane {
     clearInterval(this.watchdog)
     for (const c of this.conns.values()) {
       c.retire()
-      const err = Object.assign(new Error('the store is closing'), { code: 'IO_ERROR' })
+      const err = unavailable('the store is closing')
       for (const call of c.queue) call.reject(err)
       c.queue.length = 0
     }
