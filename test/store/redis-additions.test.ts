@@ -76,6 +76,31 @@ async function tests(store: Store): Promise<void> {
     )
   })
 
+  await t.test(
+    'an overwrite that first reclaims an expired entry takes the version after it',
+    async (t) => {
+      await store.createNamespace('o/e')
+      await store.put('o/e', 'gone', b('"soon"'), { ttlMs: 150 })
+      await store.put('o/e', 'k', b('1'), { ttlMs: 60_000, metadata: b('{"m":1}') })
+      await new Promise((r) => setTimeout(r, 300))
+      // The overwrite of k removes 'gone' first (a delete at version 3), then is version 4.
+      t.equal((await store.put('o/e', 'k', b('22'))).version, 4)
+      t.same(await store.namespaceCounts('o/e'), { keys: 1, bytes: 1 + 2 })
+      const e = await store.get('o/e', 'k')
+      t.same([text(e?.value), e?.expiresAt, e?.metadata], ['22', undefined, undefined])
+      t.same(
+        (await store.feed.read('o/e', 0, 10)).map((c: Change) => `${c.type} ${c.key} ${c.version}`),
+        ['put gone 1', 'put k 2', 'delete gone 3', 'put k 4'],
+      )
+      t.equal(
+        (await store.put('o/e', 'k', b('3'))).version,
+        5,
+        'the counter holds what was written',
+      )
+      t.same((await store.list('o/e')).version, 5)
+    },
+  )
+
   await t.test('listings: entries, reverse, version, maxBytes', async (t) => {
     await store.createNamespace('l/a')
     for (const k of ['a', 'b', 'c', 'd', 'e'])
