@@ -412,6 +412,25 @@ async function tests(store: Store): Promise<void> {
     t.equal(await store.feed.read('f/t', lo - 1, 1), 'expired', 'one earlier is not')
     t.same(await store.feed.read('f/t', top, 10), [], 'nothing after the top')
   })
+
+  await t.test('feed: trimmed also when every put takes two versions', async (t) => {
+    // Each put after the first finds the last one's entry expired (a TTL of 0): a delete,
+    // then the put, so every put's own version is odd and never a multiple of 32.
+    await store.createNamespace('f/two')
+    for (let i = 0; i < 5_200; i += 200)
+      await Promise.all(
+        Array.from({ length: 200 }, () => store.put('f/two', 'k', b('1'), { ttlMs: 0 })),
+      )
+    const top = await store.feed.version('f/two')
+    t.equal(top, 1 + 2 * 5_199, 'after the first, a delete and a put each time')
+    t.equal(
+      await store.feed.read('f/two', top - 10_200, 1),
+      'expired',
+      'the feed holds no more than about 10,130 changes',
+    )
+    const tail = (await store.feed.read('f/two', top - 10_000, 20_000)) as Change[]
+    t.equal(tail.length, 10_000, 'and at least the last 10,000')
+  })
 }
 
 const cluster = await clusterFor(t)

@@ -40,8 +40,8 @@ local function note(ver, seq, t, k, v, x, m)
 end
 -- Keeps at least the last 10,000 changes, or the last 64 MiB of them if that is fewer:
 -- the oldest goes while 10,000 remain without it or 64 MiB do. Runs once 100 changes or
--- 16 MiB past the bound, so a write rarely pays for it (a PUT calls it on every 32nd
--- version, or past the bytes); fv becomes the version of the last change dropped, fb
+-- 16 MiB past the bound, so a write rarely pays for it (a PUT calls it once in 32
+-- versions, or past the bytes); fv becomes the version of the last change dropped, fb
 -- the bytes (keys, values, metadata) still held.
 local FEED_N, FEED_B = 10000, 67108864
 local function trim()
@@ -110,6 +110,7 @@ end
  */
 export const PUT = `${PRELUDE}
 local k, v, now, x, want, m = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4], ARGV[5], ARGV[6]
+local first = tonumber(mv[2] or '0')
 if prune(now, 16) > 0 then mv = redis.call(unpack(META)) end
 local e = ent .. k
 local had = redis.call('HMGET', e, 'n', 'x', 'm')
@@ -130,8 +131,8 @@ end
 -- about as much as the work it does. The meta hash read at the start (mv, current: nothing
 -- has written it since) is written once at the end; an overwritten key keeps its place in
 -- the ordered index and its count; the expiry index and the entry's x and m are touched
--- only when they change; the feed's length is looked at on every 32nd version, or when its
--- bytes pass the bound.
+-- only when they change; the feed's length is looked at when the versions this script took
+-- (expiries included) pass a multiple of 32, or when its bytes pass the bound.
 local ver = tonumber(mv[2] or '0') + 1
 local bytes = tonumber(mv[3] or '0') + #v
 local a = {'HSET', e, 'v', v, 'n', ver}
@@ -166,7 +167,7 @@ h[#h + 1] = 'bytes'; h[#h + 1] = bytes
 h[#h + 1] = 'fb'; h[#h + 1] = fb
 if not mv[5] then h[#h + 1] = 'fv'; h[#h + 1] = ver - 1 end
 redis.call(unpack(h))
-if ver % 32 == 0 or fb > FEED_B + 16777216 then trim() end
+if math.floor(ver / 32) ~= math.floor(first / 32) or fb > FEED_B + 16777216 then trim() end
 if cur then return {ver, 0} end
 return {ver, 1}
 `
