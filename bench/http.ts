@@ -524,7 +524,7 @@ function report(all: CaseResult[]): string {
   const targets = [
     `- GET at least 0.80x the ceiling, p99 at most 2 ms: ${get && ceiling ? `${fmt(get.rps / ceiling.rps, 2)}x, p99 ${fmt(get.p99, 3)} ms: ${verdict(get.rps >= 0.8 * ceiling.rps && get.p99 <= 2)}` : 'not measured'}`,
     `- durable PUT at least webdis SET, p99 under 5 ms: ${put && set ? `${fmt(put.rps / set.rps, 2)}x, p99 ${fmt(put.p99, 3)} ms: ${verdict(put.rps >= set.rps && put.p99 < 5)}` : 'not measured (webdis missing)'}`,
-    `- LIST of 100 keys at least 0.6x GET: ${list && get ? `${fmt(list.rps)} req/s, ${fmt(list.rps / get.rps, 2)}x: ${verdict(list.rps >= 0.6 * get.rps)}` : 'not measured'}`,
+    `- LIST of 100 keys at least 0.6x GET: ${list && get ? `${fmt(list.rps)} req/s, ${fmt(list.rps / get.rps, 3)}x: ${verdict(list.rps >= 0.6 * get.rps)}` : 'not measured'}`,
     `- Cairn on Redis at least webdis on the same Redis: ${rget && rput && samePeer.GET && samePeer['PUT existing'] ? `GET ${fmt(rget.rps / samePeer.GET.rps, 2)}x, PUT ${fmt(rput.rps / samePeer['PUT existing'].rps, 2)}x: ${verdict(rget.rps >= samePeer.GET.rps && rput.rps >= samePeer['PUT existing'].rps)}` : 'not measured'}`,
     `- a transaction of 10 puts beside 10 single PUTs: ${tx && putExisting ? `${fmt(tx.rps * 10)} keys/s vs ${fmt(putExisting.rps)} PUTs/s: ${fmt((tx.rps * 10) / putExisting.rps, 2)}x` : 'not measured'}`,
     `- ${WATCHERS} watchers slow a writer by at most 10%: ${watched && oneWriter ? `${fmt(watched.rps / oneWriter.rps, 2)}x of one writer's PUTs, ${fmt(watched.extra?.eventsPerSecond ?? 0)} events/s delivered, write to delivery p99 ${fmt(watched.extra?.lagP99 ?? 0)} ms: ${verdict(watched.rps >= 0.9 * oneWriter.rps)}` : 'not measured'}`,
