@@ -101,6 +101,31 @@ async function tests(store: Store): Promise<void> {
     },
   )
 
+  await t.test(
+    'a delete that first reclaims an expired entry takes the version after it',
+    async (t) => {
+      await store.createNamespace('d/e')
+      await store.put('d/e', 'gone', b('"soon"'), { ttlMs: 150 })
+      await store.put('d/e', 'k', b('"kept"'), { ttlMs: 60_000 })
+      await store.put('d/e', 'j', b('1'))
+      await new Promise((r) => setTimeout(r, 300))
+      t.equal(await store.delete('d/e', 'k'), true)
+      t.same(await store.namespaceCounts('d/e'), { keys: 1, bytes: 1 + 1 })
+      t.same((await store.list('d/e')).keys, ['j'])
+      t.same(
+        (await store.feed.read('d/e', 0, 10)).map((c: Change) => `${c.type} ${c.key} ${c.version}`),
+        ['put gone 1', 'put k 2', 'put j 3', 'delete gone 4', 'delete k 5'],
+      )
+      t.equal(await store.delete('d/e', 'k'), false, 'gone once')
+      t.equal(
+        (await store.put('d/e', 'k', b('2'))).version,
+        6,
+        'the counter holds what was written',
+      )
+      t.same(await store.namespaceCounts('d/e'), { keys: 2, bytes: 2 + 2 })
+    },
+  )
+
   await t.test('listings: entries, reverse, version, maxBytes', async (t) => {
     await store.createNamespace('l/a')
     for (const k of ['a', 'b', 'c', 'd', 'e'])

@@ -40,7 +40,7 @@ local function note(ver, seq, t, k, v, x, m)
 end
 -- Keeps at least the last 10,000 changes, or the last 64 MiB of them if that is fewer:
 -- the oldest goes while 10,000 remain without it or 64 MiB do. Runs once 100 changes or
--- 16 MiB past the bound, so a write rarely pays for it (a PUT calls it once in 32
+-- 16 MiB past the bound, so a write rarely pays for it (PUT and DELETE call it once in 32
 -- versions, or past the bytes); fv becomes the version of the last change dropped, fb
 -- the bytes (keys, values, metadata) still held.
 local FEED_N, FEED_B = 10000, 67108864
@@ -175,14 +175,30 @@ return {ver, 1}
 /** delete: ARGV key, now, ifVersion ('' for none). Returns 1 when a live key was deleted. */
 export const DELETE = `${PRELUDE}
 local k, now, want = ARGV[1], tonumber(ARGV[2]), ARGV[3]
-prune(now, 16)
-local cur = live(k, now)
+local first = tonumber(mv[2] or '0')
+if prune(now, 16) > 0 then mv = redis.call(unpack(META)) end
+local e = ent .. k
+local had = redis.call('HMGET', e, 'n', 'x')
+local cur = had[1]
+if cur and had[2] and tonumber(had[2]) <= now then cur = nil end
 if want ~= '' and cur ~= want then return redis.error_reply('CONFLICT') end
-settle(k, now)
-if not cur then return 0 end
-forget(k)
-note(redis.call('HINCRBY', meta, 'ver', 1), 0, 'd', k)
-trim()
+if not cur then
+  -- Stored but expired: deleted as a change of its own (as settle does); no live key went.
+  if had[1] then expire(k) end
+  return 0
+end
+-- As PUT does (above): the meta hash read at the start is written once at the end.
+local ver = tonumber(mv[2] or '0') + 1
+local bytes = tonumber(mv[3] or '0') - #k - redis.call('HSTRLEN', e, 'v')
+redis.call('DEL', e)
+redis.call('ZREM', idx, k)
+if had[2] then redis.call('ZREM', exp, k) end
+redis.call('XADD', feed, ver .. '-0', 't', 'd', 'k', k)
+local fb = tonumber(mv[4] or '0') + #k
+local h = {'HSET', meta, 'ver', ver, 'keys', tonumber(mv[6] or '0') - 1, 'bytes', bytes, 'fb', fb}
+if not mv[5] then h[#h + 1] = 'fv'; h[#h + 1] = ver - 1 end
+redis.call(unpack(h))
+if math.floor(ver / 32) ~= math.floor(first / 32) or fb > FEED_B + 16777216 then trim() end
 return 1
 `
 
