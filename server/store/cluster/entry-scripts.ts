@@ -8,7 +8,7 @@
 const PRELUDE = `
 local meta = KEYS[1]
 local base = string.sub(meta, 1, -2)
--- The fields a PUT needs, read with g in one call (see PUT).
+-- The fields PUT and DELETE need, read with g in one call (see PUT).
 local META = {'HMGET', meta, 'g', 'ver', 'bytes', 'fb', 'fv', 'keys'}
 local mv = redis.call(unpack(META))
 local g = mv[1]
