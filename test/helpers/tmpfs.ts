@@ -33,7 +33,21 @@ export function mountTmpfs(sizeBytes: number): Tmpfs | string {
     fill(leaveBytes) {
       const free = fs.statfsSync(dir).bavail * fs.statfsSync(dir).bsize
       const file = path.join(dir, `filler-${Date.now()}`)
-      fs.writeFileSync(file, Buffer.alloc(Math.max(0, free - leaveBytes)))
+      const target = Math.max(0, free - leaveBytes)
+      const chunk = Buffer.alloc(64 * 1024)
+      const fd = fs.openSync(file, 'w')
+      let size = 0
+      try {
+        while (size < target)
+          size += fs.writeSync(fd, chunk, 0, Math.min(chunk.length, target - size))
+      } catch (err) {
+        // A server on this file system wrote meanwhile (a segment, a checkpoint), so the space
+        // ran out first: it is full now, and giving back leaveBytes leaves exactly that free.
+        if ((err as NodeJS.ErrnoException).code !== 'ENOSPC') throw err
+        fs.ftruncateSync(fd, Math.max(0, size - leaveBytes))
+      } finally {
+        fs.closeSync(fd)
+      }
       return file
     },
     remount(mode) {
