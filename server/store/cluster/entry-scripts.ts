@@ -80,6 +80,21 @@ local function prune(now, most)
   for _, k in ipairs(gone) do expire(k) end
   return #gone
 end
+-- PUT and DELETE count from the meta hash as read (mv) and write it once, at the end
+-- (docs/redis.md, "Scripts"). first is the version the script found; fresh() reads mv
+-- again after expire() wrote it.
+local first = tonumber(mv[2] or '0')
+local function fresh() mv = redis.call(unpack(META)) end
+-- Writes what PUT or DELETE counted (keys only when it changed; fv where a namespace older
+-- than the feed has none), then trims the feed when the versions this script took pass a
+-- multiple of 32, or its bytes their bound.
+local function counted(ver, bytes, keys, fb)
+  local h = {'HSET', meta, 'ver', ver, 'bytes', bytes, 'fb', fb}
+  if keys then h[#h + 1] = 'keys'; h[#h + 1] = keys end
+  if not mv[5] then h[#h + 1] = 'fv'; h[#h + 1] = ver - 1 end
+  redis.call(unpack(h))
+  if math.floor(ver / 32) ~= math.floor(first / 32) or fb > FEED_B + 16777216 then trim() end
+end
 local function store(k, v, n, x, m)
   local a = {'HSET', ent .. k, 'v', v, 'n', n}
   if x ~= '' then
@@ -110,8 +125,7 @@ end
  */
 export const PUT = `${PRELUDE}
 local k, v, now, x, want, m = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4], ARGV[5], ARGV[6]
-local first = tonumber(mv[2] or '0')
-if prune(now, 16) > 0 then mv = redis.call(unpack(META)) end
+if prune(now, 16) > 0 then fresh() end
 local e = ent .. k
 local had = redis.call('HMGET', e, 'n', 'x', 'm')
 local cur = had[1]
@@ -124,25 +138,23 @@ end
 if had[1] and not cur then
   -- Stored but expired: deleted as a change of its own first (as settle does).
   expire(k)
-  mv = redis.call(unpack(META))
+  fresh()
   had = {false, false, false}
 end
 -- The most common write, in as few calls as it can be: each call costs Redis about 1.3 us,
--- about as much as the work it does. The meta hash read at the start (mv, current: nothing
--- has written it since) is written once at the end; an overwritten key keeps its place in
--- the ordered index and its count; the expiry index and the entry's x and m are touched
--- only when they change; the feed's length is looked at when the versions this script took
--- (expiries included) pass a multiple of 32, or when its bytes pass the bound.
+-- about as much as the work it does. The counters are computed from mv and written once
+-- (counted); an overwritten key keeps its place in the ordered index and its count; the
+-- expiry index and the entry's x and m are touched only when they change.
 local ver = tonumber(mv[2] or '0') + 1
 local bytes = tonumber(mv[3] or '0') + #v
+local keys = nil
 local a = {'HSET', e, 'v', v, 'n', ver}
 local f = {'XADD', feed, ver .. '-0', 't', 'p', 'k', k, 'v', v}
-local h = {'HSET', meta, 'ver', ver}
 if cur then
   bytes = bytes - redis.call('HSTRLEN', e, 'v')
 else
   bytes = bytes + #k
-  h[#h + 1] = 'keys'; h[#h + 1] = tonumber(mv[6] or '0') + 1
+  keys = tonumber(mv[6] or '0') + 1
   redis.call('ZADD', idx, 0, k)
 end
 if x ~= '' then
@@ -162,12 +174,7 @@ if x == '' and had[2] then drop[#drop + 1] = 'x' end
 if m == '' and had[3] then drop[#drop + 1] = 'm' end
 if #drop > 2 then redis.call(unpack(drop)) end
 redis.call(unpack(f))
-local fb = tonumber(mv[4] or '0') + #k + #v + #m
-h[#h + 1] = 'bytes'; h[#h + 1] = bytes
-h[#h + 1] = 'fb'; h[#h + 1] = fb
-if not mv[5] then h[#h + 1] = 'fv'; h[#h + 1] = ver - 1 end
-redis.call(unpack(h))
-if math.floor(ver / 32) ~= math.floor(first / 32) or fb > FEED_B + 16777216 then trim() end
+counted(ver, bytes, keys, tonumber(mv[4] or '0') + #k + #v + #m)
 if cur then return {ver, 0} end
 return {ver, 1}
 `
@@ -175,8 +182,7 @@ return {ver, 1}
 /** delete: ARGV key, now, ifVersion ('' for none). Returns 1 when a live key was deleted. */
 export const DELETE = `${PRELUDE}
 local k, now, want = ARGV[1], tonumber(ARGV[2]), ARGV[3]
-local first = tonumber(mv[2] or '0')
-if prune(now, 16) > 0 then mv = redis.call(unpack(META)) end
+if prune(now, 16) > 0 then fresh() end
 local e = ent .. k
 local had = redis.call('HMGET', e, 'n', 'x')
 local cur = had[1]
@@ -187,18 +193,14 @@ if not cur then
   if had[1] then expire(k) end
   return 0
 end
--- As PUT does (above): the meta hash read at the start is written once at the end.
+-- Counted from mv, as PUT does (above).
 local ver = tonumber(mv[2] or '0') + 1
 local bytes = tonumber(mv[3] or '0') - #k - redis.call('HSTRLEN', e, 'v')
 redis.call('DEL', e)
 redis.call('ZREM', idx, k)
 if had[2] then redis.call('ZREM', exp, k) end
 redis.call('XADD', feed, ver .. '-0', 't', 'd', 'k', k)
-local fb = tonumber(mv[4] or '0') + #k
-local h = {'HSET', meta, 'ver', ver, 'keys', tonumber(mv[6] or '0') - 1, 'bytes', bytes, 'fb', fb}
-if not mv[5] then h[#h + 1] = 'fv'; h[#h + 1] = ver - 1 end
-redis.call(unpack(h))
-if math.floor(ver / 32) ~= math.floor(first / 32) or fb > FEED_B + 16777216 then trim() end
+counted(ver, bytes, tonumber(mv[6] or '0') - 1, tonumber(mv[4] or '0') + #k)
 return 1
 `
 
