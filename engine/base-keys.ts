@@ -22,6 +22,10 @@ let nextId = 1
 /** Bases up to this many keys are hashed while opening. */
 const HASH_NOW = 65_536
 
+/** A block whose keys JSON carries as they are, and one with a byte JSON must escape. */
+const PLAIN = 1
+const ESCAPED = 2
+
 /** A key that was removed since the open. */
 export const GONE = 0xffffffff
 
@@ -48,6 +52,8 @@ export class BaseKeys {
   /** The key being looked for, as UTF-8. */
   private scratch = Buffer.allocUnsafe(1024)
   private scratchLen = 0
+  /** Per block: 0 not looked at yet, PLAIN or ESCAPED (plainBlock). */
+  private readonly plain: Uint8Array
   /** Settles when the hash table is made (or its making stopped at close). */
   hashed: Promise<void> = Promise.resolve()
 
@@ -63,6 +69,7 @@ export class BaseKeys {
     let live = 0
     for (let i = 0; i < slots.length; i++) if (slots[i] !== GONE) live++
     this.live = live
+    this.plain = new Uint8Array((slots.length + BLOCK - 1) >>> BLOCK_BITS)
   }
 
   /**
@@ -194,10 +201,8 @@ export class BaseKeys {
     return this.lowerBound(strict)
   }
 
-  /** seek for the key in scratch. */
-  private lowerBound(strict: boolean): number {
-    let lo = 0
-    let hi = this.count
+  /** seek for the key in scratch, among positions [lo, hi). */
+  private lowerBound(strict: boolean, lo = 0, hi = this.count): number {
     while (lo < hi) {
       const mid = (lo + hi) >>> 1
       const c = this.cmp(mid)
@@ -215,7 +220,18 @@ export class BaseKeys {
     // The keys with the prefix end where the next prefix of the same length would begin:
     // the prefix with its last byte one higher (UTF-8 has no 0xFF byte to carry from).
     this.scratch[this.scratchLen - 1]!++
-    return [lo, this.lowerBound(false)]
+    // Found by galloping from lo: a prefix holds few keys as a rule, and the steps then stay
+    // within the few cache lines a listing reads anyway, where a bisection of the whole base
+    // would miss the cache at each of its twenty steps.
+    let from = lo
+    let step = 64
+    let to = lo + step
+    while (to < this.count && this.cmp(to) < 0) {
+      from = to + 1
+      step *= 2
+      to = lo + step
+    }
+    return [lo, this.lowerBound(false, from, Math.min(to, this.count))]
   }
 
   /**
@@ -270,27 +286,63 @@ export class BaseKeys {
   json(positions: number[]): Buffer | undefined {
     const blob = this.blob
     const ends = this.ends
-    let size = 2
-    for (let j = 0; j < positions.length; j++) {
-      const i = positions[j]!
-      size += ends[i]! - this.keyStart(i) + 3
-    }
+    const n = positions.length
+    if (n === 0) return Buffer.from('[]')
+    // Positions in a row (a listing's rule) hold their keys' bytes in a row.
+    const first = positions[0]!
+    const last = positions[n - 1]!
+    let size = 1 + 3 * n
+    if (last - first === n - 1) size += ends[last]! - this.keyStart(first)
+    else for (let j = 0; j < n; j++) size += ends[positions[j]!]! - this.keyStart(positions[j]!)
     const out = Buffer.allocUnsafe(size)
     let o = 0
-    out[o++] = 0x5b
-    for (let j = 0; j < positions.length; j++) {
+    let k = this.keyStart(first)
+    let block = -1
+    let plain = true
+    for (let j = 0; j < n; j++) {
       const i = positions[j]!
-      if (j > 0) out[o++] = 0x2c
+      out[o++] = j === 0 ? 0x5b : 0x2c
       out[o++] = 0x22
-      for (let k = this.keyStart(i), end = ends[i]!; k < end; k++) {
-        const c = blob[k]!
-        if (c < 0x20 || c === 0x22 || c === 0x5c) return undefined
-        out[o++] = c
+      if (j > 0 && i !== positions[j - 1]! + 1) k = this.keyStart(i)
+      if (i >>> BLOCK_BITS !== block) {
+        block = i >>> BLOCK_BITS
+        plain = this.plainBlock(block)
       }
+      const end = ends[i]!
+      if (plain) for (; k < end; k++) out[o++] = blob[k]!
+      else
+        for (; k < end; k++) {
+          const c = blob[k]!
+          if (c < 0x20 || c === 0x22 || c === 0x5c) return undefined
+          out[o++] = c
+        }
       out[o++] = 0x22
     }
-    out[o++] = 0x5d
-    return o === size ? out : out.subarray(0, o)
+    out[o] = 0x5d
+    return out
+  }
+
+  /**
+   * Whether no key of block b holds a byte JSON must escape. Looked at once a block, on its
+   * first listing, so the copy of its keys is a plain loop over their bytes; the keys of a
+   * block with such a byte are looked at one by one as they are copied.
+   */
+  private plainBlock(b: number): boolean {
+    let p = this.plain[b]!
+    if (p === 0) {
+      const blob = this.blob
+      const last = this.ends[Math.min(this.count, (b + 1) << BLOCK_BITS) - 1]!
+      p = PLAIN
+      for (let k = this.keyStart(b << BLOCK_BITS); k < last; k++) {
+        const c = blob[k]!
+        if (c < 0x20 || c === 0x22 || c === 0x5c) {
+          p = ESCAPED
+          break
+        }
+      }
+      this.plain[b] = p
+    }
+    return p === PLAIN
   }
 
   /**
