@@ -13,7 +13,7 @@
 import path from 'node:path'
 import type { Db } from './db.js'
 import { EngineError } from './errors.js'
-import { fsyncDirAsync, io } from './io.js'
+import { IO_PIECE, fsyncDirAsync, io } from './io.js'
 import { hintCrcOf } from './manifest.js'
 import { HintBuilder, writeHintAsync } from './hint.js'
 import {
@@ -641,7 +641,7 @@ class WindowReader {
     const want = Math.min(this.buf.length, seg.written - off)
     let done = 0
     while (done < want) {
-      const got = await io.read(seg.fd, this.buf, done, want - done, off + done)
+      const got = await io.read(seg.fd, this.buf, done, Math.min(want - done, IO_PIECE), off + done)
       if (got === 0) break
       done += got
     }
