@@ -30,6 +30,8 @@ export interface RedisCluster {
   kill(node: RedisNode): Promise<void>
   /** Resolves once every slot is served again (cluster_state:ok on every live node). */
   waitHealthy(timeoutMs?: number): Promise<void>
+  /** Resolves once every master has a replica linked and in sync (WAIT can be answered). */
+  waitReplicated(timeoutMs?: number): Promise<void>
   stop(): Promise<void>
 }
 
@@ -181,6 +183,16 @@ export async function startRedisCluster(
         return true
       })
     },
+    async waitReplicated(timeoutMs = 30_000) {
+      await waitFor('every master has its replica linked', timeoutMs, async () => {
+        for (const m of await cluster.masters()) {
+          const info = await cli(m.port, 'INFO', 'replication')
+          if (!/connected_slaves:[1-9]/.test(info) || !/slave0:.*state=online/.test(info))
+            return false
+        }
+        return true
+      })
+    },
     async stop() {
       await Promise.all(nodes.map((n) => cluster.kill(n)))
       fs.rmSync(root, { recursive: true, force: true })
@@ -188,13 +200,7 @@ export async function startRedisCluster(
   }
   await cluster.waitHealthy()
   // Replicas link up a moment after the slots are assigned; until then WAIT answers 0.
-  await waitFor('every master has its replica linked', 30_000, async () => {
-    for (const m of await cluster.masters()) {
-      const info = await cli(m.port, 'INFO', 'replication')
-      if (!/connected_slaves:[1-9]/.test(info) || !/slave0:.*state=online/.test(info)) return false
-    }
-    return true
-  })
+  await cluster.waitReplicated()
   return cluster
 }
 

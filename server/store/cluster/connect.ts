@@ -35,6 +35,16 @@ export function parseRedisUrl(url: string): RedisUrl {
   return { nodes, username, password, tls: m[1] === 'rediss' }
 }
 
+/**
+ * How long a command waits for its node's answer before it fails as unavailable. A master
+ * that stops answering but keeps its connection (a frozen process, a partition, a host that
+ * hangs) would otherwise hold every command sent to it until it came back; the cluster fails
+ * it over after its node timeout, and a command that timed out makes the slot table be read
+ * again (commands.ts, durable-writes.ts), so the promoted replica is found. Longer than
+ * anything a command of ours waits for on a healthy master: a WAIT's second, an XREAD's.
+ */
+export const ANSWER_MS = 3000
+
 export function connectCluster(url: RedisUrl): Cluster {
   const options: ClusterOptions = {
     // Masters only: a replica may lag, and a read after a write on another front end must
@@ -50,7 +60,13 @@ export function connectCluster(url: RedisUrl): Cluster {
     retryDelayOnClusterDown: 200,
     retryDelayOnTryAgain: 200,
     maxRedirections: 64,
-    slotsRefreshTimeout: 2000,
+    // A node asked for the table that does not answer in a second is passed for the next:
+    // one that has stopped answering is as likely as any other to be asked first.
+    slotsRefreshTimeout: 1000,
+    // Read every second as well: a master that stops answering closes nothing and sends no
+    // MOVED, so without this only a command that timed out would show the slot moved. Once
+    // the table drops it, ioredis closes its connection and what waited on it fails at once.
+    slotsRefreshInterval: 1000,
     // No clusterNodeRetryStrategy: a node's connection that closes is dropped, never made
     // again, so nothing it sent is sent twice: a durable write that lost its connection is
     // refused, not run again (durable-writes.ts).
@@ -59,6 +75,7 @@ export function connectCluster(url: RedisUrl): Cluster {
       password: url.password,
       tls: url.tls ? {} : undefined,
       connectTimeout: 5000,
+      commandTimeout: ANSWER_MS,
       maxRetriesPerRequest: 20,
     },
   }

@@ -7,7 +7,7 @@
 // only writes that did not run are queued again.
 import type { Cluster, Redis } from 'ioredis'
 import { LRUCache } from 'lru-cache'
-import { storeError, unavailable } from './errors.js'
+import { TIMED_OUT, storeError, unavailable } from './errors.js'
 import type { LaneCall } from './read-lane.js'
 
 /** How long a write waits for a replica before it is answered as unconfirmed. */
@@ -91,19 +91,25 @@ export class DurableWrites {
    */
   async send(group: Write[]): Promise<void> {
     const addr = this.closed ? undefined : (group[0]!.to ?? this.master(String(group[0]!.args[0])))
-    if (addr === undefined) return this.run(addr, group)
+    if (addr === undefined) {
+      await this.run(addr, group)
+      return
+    }
     const waiting = this.queued.get(addr)
     if (waiting !== undefined) {
       waiting.push(...group)
       return
     }
     this.queued.set(addr, [])
+    let silent = false
     try {
-      await this.run(addr, group)
+      silent = await this.run(addr, group)
     } finally {
       const next = this.queued.get(addr)!
       this.queued.delete(addr)
-      if (next.length > 0) this.send(next)
+      // Writes that waited behind a group the master never answered have not been sent: they
+      // go where the slot table, read again meanwhile, says, not to that master once more.
+      if (next.length > 0) silent ? this.later(next) : this.send(next)
     }
   }
   /** Writes waiting for their master's group under way, by master. */
@@ -114,24 +120,34 @@ export class DurableWrites {
     return this.replicas.get(addr)
   }
 
-  private async run(addr: string | undefined, group: Write[]): Promise<void> {
-    if (this.closed) return this.fail(group, unavailable('the store is closed'))
+  /** Sends one group; true when the master did not answer it in time (TIMED_OUT). */
+  private async run(addr: string | undefined, group: Write[]): Promise<boolean> {
+    if (this.closed) {
+      this.fail(group, unavailable('the store is closed'))
+      return false
+    }
     const pool = (this.client as any).connectionPool
     const node = addr === undefined ? undefined : (pool.getInstanceByKey(addr) as Redis | undefined)
     // No connection to the slot's master (it failed and ioredis dropped it, the slot is not
     // in the table, the table is being replaced): the table is read again and the writes
     // queued again, so a master that is gone fails them after TURNS_MAX tries.
-    if (node === undefined || node.status === 'end' || (this.client.status as string) !== 'ready')
-      return this.later(group)
+    if (node === undefined || node.status === 'end' || (this.client.status as string) !== 'ready') {
+      this.later(group)
+      return false
+    }
     let replicas: number
     try {
       replicas = await this.replicasOf(addr!, node)
     } catch (err) {
       this.refresh()
-      return this.fail(group, err as Error)
+      this.fail(group, err as Error)
+      return TIMED_OUT.test((err as Error).message)
     }
     // Not a master any more: the slot table is behind. Queued again once it is read.
-    if (replicas < 0) return this.later(group)
+    if (replicas < 0) {
+      this.later(group)
+      return false
+    }
     const wait = replicas > 0
     const p = node.pipeline()
     for (const w of group)
@@ -187,6 +203,7 @@ export class DurableWrites {
       else if (unconfirmed) w.reject(unconfirmed)
       else w.resolve(value)
     })
+    return all.some(([err]) => err !== null && TIMED_OUT.test(err.message))
   }
 
   /** `node`'s connected replicas, asked at most every REPLICAS_TTL_MS; -1 if not a master. */
@@ -260,7 +277,7 @@ export class DurableWrites {
   }
 
   /** Asks ioredis to read the slot table again, at most every REFRESH_MS. */
-  private refresh(): void {
+  refresh(): void {
     const now = Date.now()
     if (this.closed || now - this.refreshed < REFRESH_MS) return
     this.refreshed = now

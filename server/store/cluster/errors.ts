@@ -31,3 +31,6 @@ export function storeError(err: unknown): Error {
 /** An error about reaching the cluster, as the store reports it (the API's 503). */
 export const unavailable = (message: string): Error =>
   Object.assign(new Error(message), { code: 'IO_ERROR' })
+
+/** ioredis's error for a command its node did not answer within ANSWER_MS (connect.ts). */
+export const TIMED_OUT = /^Command timed out$/
