@@ -4,7 +4,7 @@
 // back the record's totals, so several front ends on one store count into one total and the
 // daily quota sees all of them (within a pass). A crash loses at most one interval's counts.
 import type { Account, Accounts } from './accounts.js'
-import type { Store } from './store/types.js'
+import { type Store, mayHaveApplied } from './store/types.js'
 
 export const OPS = [
   'get',
@@ -228,8 +228,10 @@ export class Usage {
       })
       const sent = Float64Array.from(c.pending)
       c.pending.fill(0)
+      let adding = false
       try {
         c.storageBytes = await this.storageOf(a)
+        adding = true
         c.settle(
           await this.store.records.add('usage', recordId(id, c.day), delta, {
             storageBytes: c.storageBytes,
@@ -237,10 +239,13 @@ export class Usage {
         )
       } catch (err) {
         // A full disk or an unreachable store: keep the counts for a later pass rather than
-        // lose them (an add that failed added nothing).
-        sent.forEach((n, i) => {
-          c.pending[i]! += n
-        })
+        // lose them (an add that failed added nothing). But an add sent and never answered
+        // may be made yet (a Redis master that stalled runs it when it resumes): sent again,
+        // it would count twice.
+        if (!(adding && mayHaveApplied(err)))
+          sent.forEach((n, i) => {
+            c.pending[i]! += n
+          })
         c.dirty = true
         failed = err
       }

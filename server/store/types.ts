@@ -195,7 +195,8 @@ export interface NamespaceCounts {
  * Errors a store rejects with carry one of these codes (as `err.code`):
  * CONFLICT (a condition failed; from `transact`, err.index names the op), NAMESPACE_NOT_FOUND, NO_SPACE (storage full),
  * IO_ERROR (storage failing or unreachable; retry later), CORRUPT (damaged data),
- * CLOSED, INVALID_ARGUMENT.
+ * CLOSED, INVALID_ARGUMENT. An IO_ERROR with `maybeApplied` true was sent and never answered
+ * (mayHaveApplied): the change may be made yet, so it is not simply sent again.
  */
 export type StoreErrorCode =
   | 'CONFLICT'
@@ -209,6 +210,10 @@ export type StoreErrorCode =
   | 'CORRUPT'
   | 'CLOSED'
   | 'INVALID_ARGUMENT'
+
+/** Whether a store's error leaves its change unknown: sent, never answered (see above). */
+export const mayHaveApplied = (err: unknown): boolean =>
+  (err as { maybeApplied?: unknown } | null)?.maybeApplied === true
 
 /** Whether the store takes writes, and if not, why. */
 export type StoreHealth =

@@ -1,0 +1,78 @@
+// A Redis master that stalls for longer than a command waits for its answer (ANSWER_MS,
+// server/store/cluster/connect.ts) but not long enough to be failed over: the commands sent
+// to it meanwhile fail as unavailable, and it runs them when it resumes. Usage counts sent
+// in that time must then count once: an add that was sent and never answered is not sent
+// again. The cluster here has a node timeout longer than the stall, so nothing fails over.
+import Redis from 'ioredis'
+import t from 'tap'
+import { ANSWER_MS } from '../../server/store/cluster/connect.js'
+import { plansFile } from '../helpers/plans.js'
+import { startRedisCluster } from '../helpers/redis-cluster.js'
+import { startServer } from '../helpers/server.js'
+import { sleep } from '../server/contract/http.js'
+
+const cluster = await startRedisCluster({ nodeTimeoutMs: 60_000 })
+if (typeof cluster === 'string') t.skip(cluster)
+else {
+  t.teardown(() => cluster.stop())
+
+  t.test('usage sent to a master that stalls past ANSWER_MS counts once', async (t) => {
+    const srv = await startServer({ plans: plansFile(), args: ['--store', cluster.url] })
+    t.teardown(() => srv.stop())
+    const acct = await srv.createAccount()
+    const headers = { 'x-api-key': acct.apiKey }
+    const requests = async () => {
+      const res = await fetch(`${srv.baseUrl}/usage`, { headers })
+      t.equal(res.status, 200, 'GET /usage answers')
+      return ((await res.json()) as { today: { requests: number } }).today.requests
+    }
+    const gets = async (n: number) => {
+      for (let i = 0; i < n; i++) {
+        const res = await fetch(`${srv.baseUrl}/v1/u/k${i}`, { headers })
+        await res.arrayBuffer()
+      }
+    }
+    // Each front end adds its counts every 2 s; one pass more for good measure.
+    const settle = () => sleep(4500)
+    const made = await fetch(`${srv.baseUrl}/namespaces`, {
+      method: 'POST',
+      headers: { ...headers, 'content-type': 'application/json' },
+      body: '{"name":"u"}',
+    })
+    t.equal(made.status, 201)
+
+    // What 20 requests and one usage read add when every master answers.
+    await settle()
+    const r0 = await requests()
+    await gets(20)
+    await settle()
+    const r1 = await requests()
+    const perRound = r1 - r0
+    t.ok(perRound >= 20, `20 requests and a usage read count ${perRound}`)
+
+    // The master of the account's records, where its usage is added.
+    const client = new Redis.Cluster(
+      cluster.nodes.map((n) => ({ host: '127.0.0.1', port: n.port })),
+    )
+    t.teardown(() => client.disconnect())
+    const slot = Number(await client.cluster('KEYSLOT', `{${acct.accountId}}`))
+    const ranges = (await client.cluster('SLOTS')) as [number, number, [string, number]][]
+    const port = ranges.find(([from, to]) => slot >= from && slot <= to)?.[2]?.[1]
+    const victim = cluster.nodes.find((n) => n.port === port)
+    t.ok(victim, `found the master of slot ${slot}`)
+
+    // The same again, with that master stalled through the passes that carry them: long
+    // enough for an add to time out and the next pass to come, short of a failover.
+    await gets(20)
+    victim!.proc.kill('SIGSTOP')
+    try {
+      await sleep(ANSWER_MS + 4000)
+    } finally {
+      victim!.proc.kill('SIGCONT')
+    }
+    await settle()
+    await settle()
+    const r2 = await requests()
+    t.equal(r2 - r1, perRound, 'the requests made before the stall count once')
+  })
+}
