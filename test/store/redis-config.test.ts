@@ -1,5 +1,6 @@
 // Starting on Redis: Cairn refuses a cluster whose configuration cannot keep the durability
-// asked for, saying which node to fix; it connects with a user and password in the URL, and
+// asked for, saying which node to fix, and runs every kind of write with the one it can keep;
+// it connects with a user and password in the URL, and
 // a wrong password stops it with a message that does not repeat the password.
 import { execFileSync } from 'node:child_process'
 import t from 'tap'
@@ -38,11 +39,24 @@ if (cluster) {
     })
     t.teardown(() => interval.stop())
     const acct = await interval.createAccount()
-    t.equal(
-      (await new Client(interval.baseUrl, acct.apiKey).get('/namespaces')).status,
-      200,
-      'interval accepts everysec',
-    )
+    const c = new Client(interval.baseUrl, acct.apiKey)
+    t.equal((await c.get('/namespaces')).status, 200, 'interval accepts everysec')
+    // Writes without a WAIT take the master's connection too (durable-writes.ts): each kind.
+    await c.createNamespace('iv')
+    t.equal((await c.put('/iv/a', { value: 1 })).status, 201, 'a PUT')
+    t.equal((await c.req('PATCH', '/iv/a', { body: { increment: 2 } })).status, 200, 'an increment')
+    const tx = await c.post('/iv', {
+      ops: [
+        { op: 'put', key: 'b', value: 'x' },
+        { op: 'increment', key: 'a', by: 4 },
+      ],
+    })
+    t.equal(tx.status, 200, 'a transaction')
+    t.equal((await c.del('/iv/b')).status, 200, 'a DELETE')
+    const got = await c.get('/iv/a')
+    t.equal(got.status, 200)
+    t.same(JSON.parse(got.text).value, 7, 'every write applied once: 1 + 2 + 4')
+    t.equal((await c.get('/iv/b')).status, 404, 'the deleted key is gone')
   })
 
   t.test('a user and password in the URL; a wrong one is refused without echoing it', async (t) => {

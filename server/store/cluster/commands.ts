@@ -1,9 +1,9 @@
 // Running the scripts. Scripts go by EVALSHA; a node that answers NOSCRIPT (new, restarted,
 // a promoted replica) is sent the source with SCRIPT LOAD and the scripts again. Calls bound
 // for one master in one turn of the event loop go out together: reads on the read lane
-// (read-lane.ts), writes with durability 'always' on ioredis's connection to that master with
-// one WAIT after them (durable-writes.ts), the rest in one ioredis pipeline: one write on
-// the socket for every request of that turn.
+// (read-lane.ts), writes on ioredis's connection to that master, with one WAIT after them
+// for durability 'always' (durable-writes.ts), the rest in one ioredis pipeline: one write
+// on the socket for every request of that turn.
 import { createHash } from 'node:crypto'
 import calculateSlot from 'cluster-key-slot'
 import type { Cluster } from 'ioredis'
@@ -91,6 +91,7 @@ export class Commands {
     this.lane = url ? new ReadLane(url, (calls) => this.send(calls as Pending[], true)) : null
     this.durable = new DurableWrites(
       client,
+      durability === 'always',
       (key) => this.owners(key)?.[0],
       (writes) => {
         for (const w of writes)
@@ -217,12 +218,11 @@ export class Commands {
   }
 
   /**
-   * The group a call joins, per master: reads ('r'), writes with durability 'always' ('w'),
-   * other writes ('x', through ioredis with the reads that may not take the lane).
+   * The group a call joins, per master: reads ('r'), writes ('w', on the master's connection,
+   * with a WAIT when the durability is 'always': durable-writes.ts).
    */
   private groupOf(key: string, write: boolean): string {
-    const kind = write ? (this.durability === 'always' ? 'w' : 'x') : 'r'
-    return `${kind} ${this.owners(key)?.[0] ?? this.slot(key)}`
+    return `${write ? 'w' : 'r'} ${this.owners(key)?.[0] ?? this.slot(key)}`
   }
 
   /** Sends reads, and writes that need no WAIT, through ioredis (reads by the lane first). */

@@ -1,10 +1,11 @@
-// Writes with durability 'always' (docs/redis.md, "Writes and durability" and "Writes in a
-// failover"). A turn's writes for one master go in one pipeline on ioredis's own connection
-// to that master, never through its cluster routing, with one WAIT after them when that
-// master has a replica: a group commit. ioredis's cluster routing would retry a pipeline
-// lost with its master and send it, WAIT and all, to the promoted replica, whose WAITs then
-// each held its connection for WAIT_MS; here a lost connection fails its writes at once, and
-// only writes that did not run are queued again.
+// Writes (docs/redis.md, "Writes and durability" and "Writes in a failover"). A turn's
+// writes for one master go in one pipeline on ioredis's own connection to that master,
+// never through its cluster routing, with one WAIT after them, for durability 'always',
+// when that master has a replica: a group commit. ioredis's cluster routing would retry a
+// pipeline lost with its master and send it to the promoted replica: a write the old master
+// had run and passed on before it died ran twice (an increment counted twice), and WAITs
+// each held the new master's connection for WAIT_MS. Here a lost connection fails its
+// writes at once, and only writes that did not run are queued again.
 import type { Cluster, Redis } from 'ioredis'
 import { LRUCache } from 'lru-cache'
 import { TIMED_OUT, storeError, unavailable } from './errors.js'
@@ -65,6 +66,8 @@ export class DurableWrites {
 
   constructor(
     private client: Cluster,
+    /** Whether a write waits for a replica (durability 'always'). */
+    private waits: boolean,
     /** The master of `key`'s slot as "host:port", as ioredis last saw the slot table. */
     private master: (key: string) => string | undefined,
     /** Queues writes again as if just asked (they join the turn's group for their master). */
@@ -135,9 +138,10 @@ export class DurableWrites {
       this.later(group)
       return false
     }
-    let replicas: number
+    let replicas = 0
     try {
-      replicas = await this.replicasOf(addr!, node)
+      // Without a WAIT, a node that is no longer a master says so itself (MOVED).
+      if (this.waits) replicas = await this.replicasOf(addr!, node)
     } catch (err) {
       this.refresh()
       this.fail(group, err as Error)
