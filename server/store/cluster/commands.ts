@@ -257,7 +257,7 @@ export class Commands {
     }
     // A master that did not answer in time may be gone while its connection stays: the slot
     // table is read again, so that a replica promoted in its place takes what comes next.
-    if (res.some(([err]) => err !== null && TIMED_OUT.test(err.message))) this.durable.refresh()
+    if (res.some(([err]) => err !== null && TIMED_OUT.test(err.message))) this.durable.silent()
     const unloaded = group.filter((_, i) => noScript(res[i]![0]))
     if (unloaded.length > 0) {
       // Those did not run: load them on their node, then send them again (a few times

@@ -40,7 +40,8 @@ export function parseRedisUrl(url: string): RedisUrl {
  * that stops answering but keeps its connection (a frozen process, a partition, a host that
  * hangs) would otherwise hold every command sent to it until it came back; the cluster fails
  * it over after its node timeout, and a command that timed out makes the slot table be read
- * again (commands.ts, durable-writes.ts), so the promoted replica is found. Longer than
+ * every second for a while (durable-writes.ts, silent()), so the promoted replica is found
+ * and ioredis closes the connection to the one it replaced. Longer than
  * anything a command of ours waits for on a healthy master: a WAIT's second, an XREAD's.
  */
 export const ANSWER_MS = 3000
@@ -63,10 +64,6 @@ export function connectCluster(url: RedisUrl): Cluster {
     // A node asked for the table that does not answer in a second is passed for the next:
     // one that has stopped answering is as likely as any other to be asked first.
     slotsRefreshTimeout: 1000,
-    // Read every second as well: a master that stops answering closes nothing and sends no
-    // MOVED, so without this only a command that timed out would show the slot moved. Once
-    // the table drops it, ioredis closes its connection and what waited on it fails at once.
-    slotsRefreshInterval: 1000,
     // No clusterNodeRetryStrategy: a node's connection that closes is dropped, never made
     // again, so nothing it sent is sent twice: a durable write that lost its connection is
     // refused, not run again (durable-writes.ts).

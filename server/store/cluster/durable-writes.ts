@@ -25,6 +25,8 @@ const TURNS_MAX = 5
 const REPLICAS_TTL_MS = 1000
 /** The slot table is read again at most this often on behalf of writes that went astray. */
 const REFRESH_MS = 100
+/** After a master did not answer in time, the slot table is read every second this long. */
+const WATCH_MS = 10_000
 
 /** A write script for a master, and where its answer goes. */
 export interface Write extends LaneCall {
@@ -79,6 +81,7 @@ export class DurableWrites {
   /** Refuses what is still to be sent: writes turned away and waiting to be queued again. */
   close(): void {
     this.closed = true
+    if (this.watching) clearInterval(this.watching)
     for (const [t, writes] of this.timers) {
       clearTimeout(t)
       this.fail(writes, unavailable('the store is closed'))
@@ -143,9 +146,11 @@ export class DurableWrites {
       // Without a WAIT, a node that is no longer a master says so itself (MOVED).
       if (this.waits) replicas = await this.replicasOf(addr!, node)
     } catch (err) {
-      this.refresh()
+      const timedOut = TIMED_OUT.test((err as Error).message)
+      if (timedOut) this.silent()
+      else this.refresh()
       this.fail(group, err as Error)
-      return TIMED_OUT.test((err as Error).message)
+      return timedOut
     }
     // Not a master any more: the slot table is behind. Queued again once it is read.
     if (replicas < 0) {
@@ -207,7 +212,9 @@ export class DurableWrites {
       else if (unconfirmed) w.reject(unconfirmed)
       else w.resolve(value)
     })
-    return all.some(([err]) => err !== null && TIMED_OUT.test(err.message))
+    const timedOut = all.some(([err]) => err !== null && TIMED_OUT.test(err.message))
+    if (timedOut) this.silent()
+    return timedOut
   }
 
   /** `node`'s connected replicas, asked at most every REPLICAS_TTL_MS; -1 if not a master. */
@@ -279,6 +286,25 @@ export class DurableWrites {
     for (const w of group) w.to = undefined
     this.turnAway(group)
   }
+
+  /**
+   * A master did not answer in time (connect.ts, ANSWER_MS): the slot table is read now and
+   * every second until WATCH_MS after the last such silence. Nothing else would say when the
+   * cluster has failed it over: no connection closes, and it sends no MOVED.
+   */
+  silent(): void {
+    this.refresh()
+    this.watchUntil = Date.now() + WATCH_MS
+    if (this.watching !== null || this.closed) return
+    this.watching = setInterval(() => {
+      if (Date.now() < this.watchUntil) return this.refresh()
+      clearInterval(this.watching!)
+      this.watching = null
+    }, 1000)
+    this.watching.unref()
+  }
+  private watching: NodeJS.Timeout | null = null
+  private watchUntil = 0
 
   /** Asks ioredis to read the slot table again, at most every REFRESH_MS. */
   refresh(): void {
