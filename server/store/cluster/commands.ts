@@ -225,7 +225,7 @@ export class Commands {
     return `${write ? 'w' : 'r'} ${this.owners(key)?.[0] ?? this.slot(key)}`
   }
 
-  /** Sends reads, and writes that need no WAIT, through ioredis (reads by the lane first). */
+  /** Sends reads through ioredis, those that may take the read lane by the lane first. */
   private async send(group: Pending[], viaIoredis = false): Promise<void> {
     if (!viaIoredis && this.lane !== null) {
       // A turn's reads for one master take the lane; what may not (a bucket call beside

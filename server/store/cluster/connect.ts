@@ -41,8 +41,8 @@ export function parseRedisUrl(url: string): RedisUrl {
  * hangs) would otherwise hold every command sent to it until it came back; the cluster fails
  * it over after its node timeout, and a command that timed out makes the slot table be read
  * every second for a while (durable-writes.ts, silent()), so the promoted replica is found
- * and ioredis closes the connection to the one it replaced. Longer than
- * anything a command of ours waits for on a healthy master: a WAIT's second, an XREAD's.
+ * and ioredis closes the connection to the one it replaced. Longer than anything a command
+ * of ours waits for on a healthy master: a WAIT's second, an XREAD's.
  */
 export const ANSWER_MS = 3000
 

@@ -114,7 +114,8 @@ export class DurableWrites {
       const next = this.queued.get(addr)!
       this.queued.delete(addr)
       // Writes that waited behind a group the master never answered have not been sent: they
-      // go where the slot table, read again meanwhile, says, not to that master once more.
+      // are queued again once the slot table is read, as writes turned away are (until the
+      // cluster fails that master over, the table still names it).
       if (next.length > 0) silent ? this.later(next) : this.send(next)
     }
   }
@@ -307,7 +308,7 @@ export class DurableWrites {
   private watchUntil = 0
 
   /** Asks ioredis to read the slot table again, at most every REFRESH_MS. */
-  refresh(): void {
+  private refresh(): void {
     const now = Date.now()
     if (this.closed || now - this.refreshed < REFRESH_MS) return
     this.refreshed = now
