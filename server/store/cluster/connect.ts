@@ -1,8 +1,9 @@
 // Connecting to Redis Cluster with ioredis. ioredis over node-redis for its cluster
 // handling: it follows MOVED and ASK by itself, refreshes the slot table when a node fails,
 // retries commands while the cluster is down (CLUSTERDOWN, TRYAGAIN) or failing over, keeps
-// them queued meanwhile, and routes a pipeline to the master of its slot. Durable writes
-// use its connection to each master directly (durable-writes.ts; docs/redis.md, "Client").
+// them queued meanwhile, and routes a pipeline to the master of its slot. That is how reads
+// go; writes use its connection to each master directly, and are never sent twice
+// (durable-writes.ts; docs/redis.md, "Client").
 import { Cluster, type ClusterOptions } from 'ioredis'
 
 export interface RedisUrl {

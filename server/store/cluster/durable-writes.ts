@@ -90,14 +90,15 @@ export class DurableWrites {
   }
 
   /**
-   * Sends a turn's writes for one master. One group at a time per master: WAIT blocks its
-   * connection, so a group sent while another waits would only start waiting once that one
-   * is done, and behind a stalled replica each would wait longer than the last. Groups that
-   * come meanwhile are sent together next.
+   * Sends a turn's writes for one master. With a WAIT, one group at a time per master: WAIT
+   * blocks its connection, so a group sent while another waits would only start waiting once
+   * that one is done, and behind a stalled replica each would wait longer than the last.
+   * Groups that come meanwhile are sent together next. Without one, each group goes at once:
+   * one connection keeps them in order.
    */
   async send(group: Write[]): Promise<void> {
     const addr = this.closed ? undefined : (group[0]!.to ?? this.master(String(group[0]!.args[0])))
-    if (addr === undefined) {
+    if (addr === undefined || !this.waits) {
       await this.run(addr, group)
       return
     }
