@@ -12,7 +12,7 @@ import type { Durability } from '../../../engine/types.js'
 import * as E from './entry-scripts.js'
 import type { RedisUrl } from './connect.js'
 import { DurableWrites, type Write, toLoad } from './durable-writes.js'
-import { TIMED_OUT, storeError } from './errors.js'
+import { storeError, timedOut } from './errors.js'
 import { ReadLane } from './read-lane.js'
 import * as R from './record-scripts.js'
 import type { ReadLaneStats } from '../types.js'
@@ -257,7 +257,7 @@ export class Commands {
     }
     // A master that did not answer in time may be gone while its connection stays: the slot
     // table is read again, so that a replica promoted in its place takes what comes next.
-    if (res.some(([err]) => err !== null && TIMED_OUT.test(err.message))) this.durable.silent()
+    if (res.some(([err]) => timedOut(err))) this.durable.silent()
     const unloaded = group.filter((_, i) => noScript(res[i]![0]))
     if (unloaded.length > 0) {
       // Those did not run: load them on their node, then send them again (a few times

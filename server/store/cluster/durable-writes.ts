@@ -8,7 +8,7 @@
 // writes at once, and only writes that did not run are queued again.
 import type { Cluster, Redis } from 'ioredis'
 import { LRUCache } from 'lru-cache'
-import { TIMED_OUT, storeError, unavailable } from './errors.js'
+import { storeError, timedOut, unavailable } from './errors.js'
 import type { LaneCall } from './read-lane.js'
 
 /** How long a write waits for a replica before it is answered as unconfirmed. */
@@ -128,7 +128,7 @@ export class DurableWrites {
     return this.replicas.get(addr)
   }
 
-  /** Sends one group; true when the master did not answer it in time (TIMED_OUT). */
+  /** Sends one group; true when the master did not answer it in time (timedOut). */
   private async run(addr: string | undefined, group: Write[]): Promise<boolean> {
     if (this.closed) {
       this.fail(group, unavailable('the store is closed'))
@@ -148,11 +148,11 @@ export class DurableWrites {
       // Without a WAIT, a node that is no longer a master says so itself (MOVED).
       if (this.waits) replicas = await this.replicasOf(addr!, node)
     } catch (err) {
-      const timedOut = TIMED_OUT.test((err as Error).message)
-      if (timedOut) this.silent()
+      const silent = timedOut(err)
+      if (silent) this.silent()
       else this.refresh()
       this.fail(group, err as Error)
-      return timedOut
+      return silent
     }
     // Not a master any more: the slot table is behind. Queued again once it is read.
     if (replicas < 0) {
@@ -214,9 +214,9 @@ export class DurableWrites {
       else if (unconfirmed) w.reject(unconfirmed)
       else w.resolve(value)
     })
-    const timedOut = all.some(([err]) => err !== null && TIMED_OUT.test(err.message))
-    if (timedOut) this.silent()
-    return timedOut
+    const silent = all.some(([err]) => timedOut(err))
+    if (silent) this.silent()
+    return silent
   }
 
   /** `node`'s connected replicas, asked at most every REPLICAS_TTL_MS; -1 if not a master. */

@@ -25,7 +25,7 @@ export function storeError(err: unknown): Error {
   })
   // Sent and never answered: the command waits on its connection, and a master that resumes
   // runs it (types.ts, mayHaveApplied).
-  if (TIMED_OUT.test(message)) Object.assign(out, { maybeApplied: true })
+  if (timedOut(err)) Object.assign(out, { maybeApplied: true })
   if (code !== 'IO_ERROR' && /^\d+$/.test(words[1] ?? ''))
     Object.assign(out, { index: Number(words[1]), message: `${code} at op ${words[1]}` })
   return out
@@ -35,5 +35,6 @@ export function storeError(err: unknown): Error {
 export const unavailable = (message: string): Error =>
   Object.assign(new Error(message), { code: 'IO_ERROR' })
 
-/** ioredis's error for a command its node did not answer within ANSWER_MS (connect.ts). */
-export const TIMED_OUT = /^Command timed out$/
+/** Whether `err` is ioredis's for a command its node did not answer within ANSWER_MS (connect.ts). */
+export const timedOut = (err: unknown): boolean =>
+  (err as Error | null)?.message === 'Command timed out'
