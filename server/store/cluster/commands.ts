@@ -67,8 +67,6 @@ interface Pending extends Write {
   /** The script, or null for a plain read command (`words`). */
   name: ScriptName | null
   args: (string | Buffer | number)[]
-  /** Sent by write(): it goes after the writes asked before it, never by the read lane. */
-  write: boolean
 }
 
 const SHA: Record<string, string> = Object.fromEntries(
@@ -190,7 +188,6 @@ export class Commands {
         args,
         words,
         buffers,
-        write,
         resolve,
         reject: (err) => reject(storeError(err)),
       })
@@ -230,7 +227,7 @@ export class Commands {
     if (!viaIoredis && this.lane !== null) {
       // A turn's reads for one master take the lane; what may not (a bucket call beside
       // them) goes through ioredis as before.
-      const laned = (w: Pending) => !w.write && (w.name === null || LANE.has(w.name))
+      const laned = (w: Pending) => w.name === null || LANE.has(w.name)
       const reads = group.filter(laned)
       const addr = reads.length > 0 ? this.owners(String(reads[0]!.args[0]))?.[0] : undefined
       if (addr !== undefined && this.lane.send(addr, reads)) {
