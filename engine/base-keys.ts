@@ -26,6 +26,9 @@ const HASH_NOW = 65_536
 const PLAIN = 1
 const ESCAPED = 2
 
+/** Whether JSON must escape a byte of a key's UTF-8: a control character, a quote, a backslash. */
+const escaped = (c: number): boolean => c < 0x20 || c === 0x22 || c === 0x5c
+
 /** A key that was removed since the open. */
 export const GONE = 0xffffffff
 
@@ -313,7 +316,7 @@ export class BaseKeys {
       else
         for (; k < end; k++) {
           const c = blob[k]!
-          if (c < 0x20 || c === 0x22 || c === 0x5c) return undefined
+          if (escaped(c)) return undefined
           out[o++] = c
         }
       out[o++] = 0x22
@@ -334,8 +337,7 @@ export class BaseKeys {
       const last = this.ends[Math.min(this.count, (b + 1) << BLOCK_BITS) - 1]!
       p = PLAIN
       for (let k = this.keyStart(b << BLOCK_BITS); k < last; k++) {
-        const c = blob[k]!
-        if (c < 0x20 || c === 0x22 || c === 0x5c) {
+        if (escaped(blob[k]!)) {
           p = ESCAPED
           break
         }

@@ -107,11 +107,16 @@ local function store(k, v, n, x, m)
   redis.call('HINCRBY', meta, 'keys', 1)
   redis.call('HINCRBY', meta, 'bytes', #k + #v)
 end
+-- An entry's version when it is live (stored, and its expiry, if any, not passed), or nil;
+-- and its fields as read: n, x, then any others asked for.
+local function read(k, now, ...)
+  local e = redis.call('HMGET', ent .. k, 'n', 'x', ...)
+  local cur = e[1] or nil
+  if cur and e[2] and tonumber(e[2]) <= now then cur = nil end
+  return cur, e
+end
 local function live(k, now)
-  local e = redis.call('HMGET', ent .. k, 'n', 'x')
-  if not e[1] then return nil end
-  if e[2] and tonumber(e[2]) <= now then return nil end
-  return e[1]
+  return (read(k, now))
 end
 -- Before a key is written: an entry of it still stored but expired is deleted as its own change.
 local function settle(k, now)
@@ -127,9 +132,7 @@ export const PUT = `${PRELUDE}
 local k, v, now, x, want, m = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4], ARGV[5], ARGV[6]
 if prune(now, 16) > 0 then fresh() end
 local e = ent .. k
-local had = redis.call('HMGET', e, 'n', 'x', 'm')
-local cur = had[1]
-if cur and had[2] and tonumber(had[2]) <= now then cur = nil end
+local cur, had = read(k, now, 'm')
 if want == '-' then
   if cur then return redis.error_reply('CONFLICT') end
 elseif want ~= '' then
@@ -184,9 +187,7 @@ export const DELETE = `${PRELUDE}
 local k, now, want = ARGV[1], tonumber(ARGV[2]), ARGV[3]
 if prune(now, 16) > 0 then fresh() end
 local e = ent .. k
-local had = redis.call('HMGET', e, 'n', 'x')
-local cur = had[1]
-if cur and had[2] and tonumber(had[2]) <= now then cur = nil end
+local cur, had = read(k, now)
 if want ~= '' and cur ~= want then return redis.error_reply('CONFLICT') end
 if not cur then
   -- Stored but expired: deleted as a change of its own (as settle does); no live key went.
