@@ -6,7 +6,7 @@
 import os from 'node:os'
 import path from 'node:path'
 import { crc32 } from 'node:zlib'
-import type { Db } from './db.js'
+import type { DbCore } from './db-core.js'
 import { fsyncDirAsync, io } from './io.js'
 import type { Namespace } from './parts.js'
 import { SEG_HEADER } from './record.js'
@@ -287,7 +287,7 @@ class Columns {
  * database closes meanwhile. Resolves true once the new checkpoint is durable and named.
  * Never rejects: a checkpoint is a shortcut, and failing to write one fails nothing else.
  */
-export async function writeCheckpoint(db: Db, atClose: boolean): Promise<boolean> {
+export async function writeCheckpoint(db: DbCore, atClose: boolean): Promise<boolean> {
   // Namespaces whose new keys this checkpoint's walk may fold into a new base (fold.ts).
   const folds = new Map<Namespace, WalkedKeys | null>()
   try {
@@ -300,7 +300,7 @@ export async function writeCheckpoint(db: Db, atClose: boolean): Promise<boolean
 }
 
 async function write(
-  db: Db,
+  db: DbCore,
   atClose: boolean,
   folds: Map<Namespace, WalkedKeys | null>,
 ): Promise<boolean> {

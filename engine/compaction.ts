@@ -11,7 +11,7 @@
 // next open if the process dies half-way). Before that file exists, old and new copies
 // coexist and recovery keeps the highest version of each key, which is the same data.
 import path from 'node:path'
-import type { Db } from './db.js'
+import type { DbCore } from './db-core.js'
 import { EngineError } from './errors.js'
 import { IO_PIECE, fsyncDirAsync, io } from './io.js'
 import { hintCrcOf } from './manifest.js'
@@ -100,7 +100,7 @@ class Moves {
  * Yields to the event loop once a slice has used its time, leaving a busy loop to requests
  * (yield.ts); throws if the db closed meanwhile.
  */
-function slicer(db: Db, share: number): () => Promise<void> {
+function slicer(db: DbCore, share: number): () => Promise<void> {
   let start = performance.now()
   return async () => {
     const used = performance.now() - start
@@ -128,7 +128,7 @@ class SlotList {
  * for in GC pauses.
  */
 async function liveSlotsBySegment(
-  db: Db,
+  db: DbCore,
   old: Segment[],
   tick: () => Promise<void>,
 ): Promise<SlotList[]> {
@@ -163,11 +163,11 @@ interface Scratch {
   outs: Buffer[]
   timer: NodeJS.Timeout | null
 }
-const scratches = new WeakMap<Db, Scratch>()
+const scratches = new WeakMap<DbCore, Scratch>()
 const KEEP_SCRATCH_MS = 60_000
 const POOLED = 8
 
-function scratchFor(db: Db): Scratch {
+function scratchFor(db: DbCore): Scratch {
   let sc = scratches.get(db)
   if (!sc) {
     sc = {
@@ -189,7 +189,7 @@ function scratchFor(db: Db): Scratch {
  * One pass over the sealed segments (all of them when `full`). Resolves to the bytes it
  * freed: 0 when it chose nothing, or was cut short by close.
  */
-export async function compactAll(db: Db, full = true): Promise<number> {
+export async function compactAll(db: DbCore, full = true): Promise<number> {
   const sc = scratchFor(db)
   try {
     return await pass(db, sc, full)
@@ -240,7 +240,7 @@ export function chooseSegments(sealed: Segment[], full: boolean): Segment[] {
   return chosen.sort((a, b) => a.id - b.id)
 }
 
-async function pass(db: Db, sc: Scratch, full: boolean): Promise<number> {
+async function pass(db: DbCore, sc: Scratch, full: boolean): Promise<number> {
   if (db.active.end > SEG_HEADER) db.rotate()
   await db.drain()
   // A segment whose hint is still being written is not taken: its seal would name it in the
@@ -545,7 +545,7 @@ async function pass(db: Db, sc: Scratch, full: boolean): Promise<number> {
  * was not written again since, and a segment left out of the pass may hold an older copy.
  */
 function keepTombstone(
-  db: Db,
+  db: DbCore,
   buf: Buffer,
   q: number,
   keyLen: number,
@@ -651,7 +651,7 @@ class WindowReader {
   }
 }
 
-function startOutput(db: Db, sc: Scratch): Output {
+function startOutput(db: DbCore, sc: Scratch): Output {
   const id = db.log.nextSegId++
   const tmp = path.join(db.dir, compactTmpFile(id))
   const fd = io.openSync(tmp, 'w+')

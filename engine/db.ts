@@ -3,6 +3,7 @@
 import path from 'node:path'
 import { writeCheckpoint } from './checkpoint.js'
 import { compactAll } from './compaction.js'
+import type { CommittedChange, DbCore } from './db-core.js'
 import { EngineError, fail } from './errors.js'
 import { fsyncDir, io } from './io.js'
 import { NAMESPACES_FILE, type NamespaceTable, writeNamespaces } from './namespaces-file.js'
@@ -47,18 +48,6 @@ interface Entry {
   version?: number
 }
 
-/** One durable change, as onCommit hands it out. */
-export interface CommittedChange {
-  ns: string
-  type: 'put' | 'delete'
-  key: string
-  version: number
-  /** put: the value (raw bytes as a Buffer). */
-  value?: unknown
-  /** Milliseconds since the Unix epoch, when the put has a TTL. */
-  expiresAt?: number
-}
-
 export type CommitListener = (changes: CommittedChange[]) => void
 
 function committed(n: Namespace, st: Staged, b: Buffer, keyLen: number): CommittedChange {
@@ -82,7 +71,7 @@ export interface DbConfig {
   release: () => void
 }
 
-export class Db implements Engine {
+export class Db implements Engine, DbCore {
   readonly dir: string
   readonly durability: Durability
   readonly segmentBytes: number

@@ -13,7 +13,7 @@
 // noting more keys as writes go on, and the swap happens in one synchronous step when none is
 // left, so every read sees either the old parts or the new ones.
 import { BaseKeys } from './base-keys.js'
-import type { Db } from './db.js'
+import type { DbCore } from './db-core.js'
 import type { Namespace } from './parts.js'
 import { SortedKeys } from './sorted-keys.js'
 import { SLICE_MS, yieldToRequests } from './yield.js'
@@ -34,7 +34,7 @@ export interface WalkedKeys {
 }
 
 /** Makes `walked` the namespace's base (see above); gives up when the database closes. */
-export async function fold(db: Db, n: Namespace, walked: WalkedKeys): Promise<void> {
+export async function fold(db: DbCore, n: Namespace, walked: WalkedKeys): Promise<void> {
   const gone = () => db.isClosed() || db.keydir.byId.get(n.id) !== n
   try {
     const moved = n.moved

@@ -4,7 +4,7 @@
 // changes, and a caller that needs an unbroken run (a watch resuming from a version) keeps only
 // the versions that follow one another without a gap: a version is given to one write only, so
 // a run with no gap is exactly what happened.
-import type { CommittedChange, Db } from './db.js'
+import type { CommittedChange, DbCore } from './db-core.js'
 import { io } from './io.js'
 import {
   DEL,
@@ -22,7 +22,7 @@ import { decodeValue } from './values.js'
  * whole newest segment with data), in no particular order. A segment that compaction replaces
  * while it is read is left out.
  */
-export async function recentChanges(db: Db, maxBytes: number): Promise<CommittedChange[]> {
+export async function recentChanges(db: DbCore, maxBytes: number): Promise<CommittedChange[]> {
   const out: CommittedChange[] = []
   const segs = [...db.segments.values()].sort((a, b) => b.id - a.id)
   let budget = maxBytes

@@ -10,7 +10,8 @@ import type { OpenOptions } from './types.js'
 export type * from './types.js'
 export { EngineError } from './errors.js'
 export type { Db } from './db.js'
-export type { CommitListener, CommittedChange, RepairReport } from './db.js'
+export type { CommitListener, RepairReport } from './db.js'
+export type { CommittedChange } from './db-core.js'
 
 /**
  * Opens (creating if missing) the database in `dir`. Only one process may hold a directory:

@@ -3,7 +3,7 @@
 // of an unacknowledged batch is. engine/FORMAT.md argues each step.
 import path from 'node:path'
 import { type Checkpoint, readCheckpoint, removeCheckpoint } from './checkpoint.js'
-import type { Db } from './db.js'
+import type { DbCore } from './db-core.js'
 import { EngineError } from './errors.js'
 import { fsyncDir, io } from './io.js'
 import {
@@ -49,7 +49,7 @@ const HINT_NAME = /^seg-(\d{8})\.hint$/
 const LEFTOVER = /^(compact-\d{8}\.tmp|.*\.tmp)$/
 
 /** Rebuilds `db` from its directory. Returns what repair left out (empty without damage). */
-export function recover(db: Db, repair: boolean): { dropped: Dropped[]; kept: number } {
+export function recover(db: DbCore, repair: boolean): { dropped: Dropped[]; kept: number } {
   const dir = db.dir
   const names = io.readdirSync(dir)
   // Temporary files are only ever renamed into place once complete: a leftover is garbage.
@@ -284,7 +284,7 @@ interface Tail {
  * covers, with recover's rules for that log. Returns the entries read, or -1, having
  * changed nothing, when anything doubts the checkpoint (FORMAT.md, "CHECKPOINT").
  */
-function fromCheckpoint(db: Db, ck: Checkpoint, x: Found): number {
+function fromCheckpoint(db: DbCore, ck: Checkpoint, x: Found): number {
   const { dir } = x
   const rows = new Map(ck.segments.map((r) => [r.id, r]))
   // 1. Every segment it relies on is there, the same file, at least as long as it was.
@@ -590,7 +590,7 @@ function isCompactionOutput(dir: string, id: number): boolean {
  * twice. Returns them as the manifest keeps them.
  */
 function settleVersions(
-  db: Db,
+  db: DbCore,
   manifest: Manifest | undefined,
   maxVersion: number,
 ): [number, number][] {
@@ -607,7 +607,7 @@ function settleVersions(
 
 /** Applies one entry: the highest version of a key wins, a later entry on a tie. */
 function apply(
-  db: Db,
+  db: DbCore,
   tombs: Map<Namespace, Map<string, number>>,
   seg: Segment,
   type: number,
