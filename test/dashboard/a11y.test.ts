@@ -1,6 +1,6 @@
-// Every page at 375 and 1440 px: no sideways scrolling, one h1, every control named, text
-// contrast at WCAG AA, the keyboard reaching everything (skip link, dialogs, forms); and
-// the first load is small, compressed and from this origin only.
+// Every page at 375 and 1440 px: no sideways scrolling, one h1, every control named, no id
+// used twice, text contrast at WCAG AA, the keyboard reaching everything (skip link,
+// dialogs, forms); and the first load is small, compressed and from this origin only.
 import t from 'tap'
 import { startServer } from '../helpers/server.js'
 import {
@@ -44,6 +44,11 @@ function audit(): string[] {
   }
   for (const img of document.querySelectorAll('img'))
     if (!img.hasAttribute('alt')) problems.push('img without alt')
+  // A repeated id sends getElementById (the live region's announcements, a label's for) to
+  // whichever element comes first.
+  const ids = new Map<string, number>()
+  for (const el of document.querySelectorAll('[id]')) ids.set(el.id, (ids.get(el.id) ?? 0) + 1)
+  for (const [id, n] of ids) if (n > 1) problems.push(`id "${id}" on ${n} elements`)
 
   const parse = (c: string) => {
     const p = (/\(([^)]+)\)/.exec(c)?.[1] ?? '0,0,0,0')

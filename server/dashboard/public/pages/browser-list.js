@@ -83,7 +83,7 @@ export function keyList(base, { onOpen, onChange = () => {} }) {
 
   const liveBox = h('input', {
     type: 'checkbox',
-    id: 'live',
+    id: 'live-updates',
     name: 'live',
     checked: params.get('live') === '1',
   })
@@ -391,7 +391,7 @@ export function keyList(base, { onOpen, onChange = () => {} }) {
     h(
       'div',
       { class: 'live-row' },
-      h('label', { class: 'check', for: 'live' }, liveBox, 'Live updates'),
+      h('label', { class: 'check', for: 'live-updates' }, liveBox, 'Live updates'),
       liveStatus,
       resume,
     ),
