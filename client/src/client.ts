@@ -6,6 +6,7 @@ import { keyPath, namespacePath, query } from './paths.js'
 import { retryPolicy } from './retry.js'
 import { Transaction } from './transaction.js'
 import {
+  bare,
   describeValue,
   etag,
   expiresAtOf,
@@ -28,6 +29,7 @@ import type {
   EntriesPage,
   Entry,
   EntryWithMetadata,
+  GetOptions,
   IncrementOptions,
   IntegerLike,
   KeysOptions,
@@ -37,6 +39,7 @@ import type {
   ListPage,
   Metadata,
   NamespaceInfo,
+  NotModified,
   PatchOptions,
   PatchResult,
   PutOptions,
@@ -177,17 +180,34 @@ export class Cairn {
 
   /**
    * Reads a key. Integers beyond 2^53 come back per the `bigints` option (default: as `bigint`).
+   * With `ifNoneMatch` (a version the caller holds), an entry that still has that version is
+   * not sent again: the answer is `{ notModified: true, version }`.
    * @typeParam T The value's type as you expect it; it is not checked at run time.
    * @returns `{ value, version, expiresAt? }`, or null when the key does not exist (or has expired).
    * @throws NotFoundError when the namespace does not exist.
    */
+  get<T = unknown>(
+    namespace: string,
+    key: string,
+    options: GetOptions & { ifNoneMatch: string },
+  ): Promise<Entry<T> | NotModified | null>
+  get<T = unknown>(
+    namespace: string,
+    key: string,
+    options?: CallOptions & { ifNoneMatch?: undefined },
+  ): Promise<Entry<T> | null>
+  get<T = unknown>(
+    namespace: string,
+    key: string,
+    options?: GetOptions,
+  ): Promise<Entry<T> | NotModified | null>
   async get<T = unknown>(
     namespace: string,
     key: string,
-    options: CallOptions = {},
-  ): Promise<Entry<T> | null> {
+    options: GetOptions = {},
+  ): Promise<Entry<T> | NotModified | null> {
     const entry = await this.getRaw(namespace, key, options)
-    if (entry === null) return null
+    if (entry === null || 'notModified' in entry) return entry
     const out: Entry<T> = {
       value: parseJson(entry.raw, this.#bigints) as T,
       version: entry.version,
@@ -198,17 +218,35 @@ export class Cairn {
 
   /**
    * Reads a key's value as the exact JSON text the server stores, for callers that parse it
-   * themselves (a JSON library with decimal support, say).
+   * themselves (a JSON library with decimal support, say). `ifNoneMatch` as for {@link Cairn.get}.
    * @returns `{ raw, version, expiresAt? }`, or null when the key does not exist.
    * @throws NotFoundError when the namespace does not exist.
    */
+  getRaw(
+    namespace: string,
+    key: string,
+    options: GetOptions & { ifNoneMatch: string },
+  ): Promise<RawEntry | NotModified | null>
+  getRaw(
+    namespace: string,
+    key: string,
+    options?: CallOptions & { ifNoneMatch?: undefined },
+  ): Promise<RawEntry | null>
+  getRaw(
+    namespace: string,
+    key: string,
+    options?: GetOptions,
+  ): Promise<RawEntry | NotModified | null>
   async getRaw(
     namespace: string,
     key: string,
-    options: CallOptions = {},
-  ): Promise<RawEntry | null> {
+    options: GetOptions = {},
+  ): Promise<RawEntry | NotModified | null> {
     const reply = await this.#read(namespace, key, false, options)
     if (reply === null) return null
+    if (reply.status === 304) {
+      return { notModified: true, version: versionOf(reply) ?? bare(options.ifNoneMatch ?? '') }
+    }
     const out: RawEntry = { raw: rawValue(reply), version: versionOf(reply) ?? '' }
     const expires = expiresAtOf(reply)
     if (expires !== undefined) out.expiresAt = expires
@@ -251,14 +289,17 @@ export class Cairn {
     namespace: string,
     key: string,
     metadata: boolean,
-    options: CallOptions,
+    options: GetOptions,
   ): Promise<Reply | null> {
     const path =
       `/${namespacePath(namespace)}/${keyPath(key)}` + (metadata ? query({ metadata: 1 }) : '')
+    const headers =
+      options.ifNoneMatch === undefined ? undefined : { 'if-none-match': etag(options.ifNoneMatch) }
     try {
       return await send(this.#cfg, {
         method: 'GET',
         path,
+        headers,
         signal: options.signal,
         retry: 'idempotent',
       })

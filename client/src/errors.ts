@@ -169,6 +169,14 @@ export class WatchLimitError extends RateLimitError {
 export class ServerError extends CairnError {
   /** Always `'ServerError'`. */
   override name = 'ServerError'
+  /** Seconds the server asked to wait (`Retry-After`, sent with 503 `unavailable`), when it said. */
+  readonly retryAfter: number | undefined
+
+  /** Builds the error with the server's `Retry-After` in seconds. */
+  constructor(init: CairnErrorInit & { retryAfter?: number }) {
+    super(init)
+    this.retryAfter = init.retryAfter
+  }
 }
 
 /** No response arrived: DNS, refused or reset connection, CORS refusal in a browser. `status` is 0. */
@@ -233,6 +241,6 @@ export function errorForResponse(
   if (status === 409 || status === 412) return new ConflictError(init)
   if (status === 413) return new PayloadTooLargeError(init)
   if (status === 429) return new RateLimitError({ ...init, retryAfter })
-  if (status >= 500) return new ServerError(init)
+  if (status >= 500) return new ServerError({ ...init, retryAfter })
   return new CairnError(init)
 }

@@ -5,6 +5,7 @@ import { type BigIntMode, integerText, toBigInt, withBigIntMode } from './json.j
 import { send, type TransportConfig } from './transport.js'
 import type { CallOptions, Metadata } from './types.js'
 import {
+  bare,
   describeValue,
   invalid,
   metadataText,
@@ -297,10 +298,4 @@ export class Transaction<R extends TxResult[] = []> {
       results: results as R extends [] ? TxResult[] : R,
     }
   }
-}
-
-/** A version as the bare digits a JSON body takes, from a bare or quoted (ETag) one. */
-function bare(version: string): string {
-  const m = /^(?:W\/)?"(.*)"$/.exec(version)
-  return m ? m[1]! : version
 }

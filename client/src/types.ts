@@ -29,6 +29,22 @@ export interface CallOptions {
   signal?: AbortSignal
 }
 
+/** Options for {@link Cairn.get} and {@link Cairn.getRaw}. */
+export interface GetOptions extends CallOptions {
+  /**
+   * The version the caller already holds (`If-None-Match`): when the entry still has it, the
+   * answer is a 304 with no value, returned as `{ notModified: true, version }`.
+   */
+  ifNoneMatch?: string
+}
+
+/** A conditional read's answer when the entry still has the version the caller holds. */
+export interface NotModified {
+  notModified: true
+  /** The entry's version: the one sent as `ifNoneMatch`. */
+  version: string
+}
+
 /** Options for {@link Cairn.put}. */
 export interface PutOptions extends CallOptions {
   /** Seconds until the key expires (integer, at least 1). Not together with `expiresAt`. */
@@ -267,6 +283,14 @@ export interface OperationCounts {
   namespace: number
   /** Usage reports. */
   usage: number
+  /** Changes in place (PATCH). */
+  patch: number
+  /** Ops run by transactions: each op counts as one request. */
+  transaction: number
+  /** Deletes by prefix. */
+  deletePrefix: number
+  /** Watches opened. */
+  watch: number
 }
 
 /** One UTC day of usage. */
@@ -285,6 +309,8 @@ export interface UsageDay {
   bytesIn: number
   /** Response body bytes sent. */
   bytesOut: number
+  /** Watch events delivered, counted apart: outside `requests`, the rate limit and the quota. */
+  watchEvents: number
 }
 
 /** The account's plan limits; `null` means unlimited. */

@@ -11,6 +11,12 @@ export function etag(version: string): string {
   return /^(W\/)?".*"$/.test(version) ? version : `"${version}"`
 }
 
+/** A version as the bare digits a JSON body takes, from a bare or quoted (ETag) one. */
+export function bare(version: string): string {
+  const m = /^(?:W\/)?"(.*)"$/.exec(version)
+  return m ? m[1]! : version
+}
+
 export function versionOf(reply: Reply): string | undefined {
   const tag = reply.headers.get('etag')
   if (tag === null) return undefined

@@ -81,6 +81,27 @@ t.test('every method against a real server', async (t) => {
     )
   })
 
+  t.test('conditional reads: ifNoneMatch', async (t) => {
+    const w = await kv.put(ns, 'seen', { n: 1 })
+    t.same(
+      await kv.get(ns, 'seen', { ifNoneMatch: w.version }),
+      { notModified: true, version: w.version },
+      'the version held: 304, no value',
+    )
+    t.same(
+      await kv.getRaw(ns, 'seen', { ifNoneMatch: `"${w.version}"` }),
+      { notModified: true, version: w.version },
+      'a quoted ETag works too, and getRaw answers the same',
+    )
+    const w2 = await kv.put(ns, 'seen', { n: 2 })
+    t.same(
+      await kv.get(ns, 'seen', { ifNoneMatch: w.version }),
+      { value: { n: 2 }, version: w2.version },
+      'a newer version: the entry',
+    )
+    t.equal(await kv.get(ns, 'unseen', { ifNoneMatch: w.version }), null, 'missing: null')
+  })
+
   t.test('big integers and exact values', async (t) => {
     const text = '{"id":123456789012345678901234567890,"n":-9007199254740993,"small":42,"z":-0}'
     await kv.putRaw(ns, 'big', text)
@@ -150,6 +171,23 @@ t.test('every method against a real server', async (t) => {
     t.match(usage.today.date, /^\d{4}-\d{2}-\d{2}$/)
     t.ok(usage.today.requests > 0)
     t.ok(usage.today.operations.put > 0)
+    t.type(usage.today.watchEvents, 'number')
+    t.type(usage.today.operations.transaction, 'number')
+    const ops = usage.today.operations
+    t.equal(
+      ops.get +
+        ops.put +
+        ops.delete +
+        ops.list +
+        ops.namespace +
+        ops.usage +
+        ops.patch +
+        ops.transaction +
+        ops.deletePrefix +
+        ops.watch,
+      usage.today.requests,
+      'the typed operations add up to requests',
+    )
     t.equal(usage.days.length, 30)
     t.type(usage.storage.keys, 'number')
 

@@ -121,11 +121,17 @@ t.test('ESM, CommonJS and type declarations from the packed package', async (t) 
       const keys: string[] = page.keys
       const e: unknown = null
       if (e instanceof RateLimitError) { const s: number | undefined = e.retryAfter; void s }
+      const cached = await kv.get<{ user: number }>('sessions', 'abc', { ifNoneMatch: '7' })
+      const fresh = cached !== null && 'notModified' in cached ? undefined : cached?.value.user
+      const u = await kv.usage()
+      const counted: number = u.today.watchEvents + u.days[0]!.operations.transaction
+      // @ts-expect-error a plain get is never "not modified"
+      const never: { notModified: true } | null = await kv.get('sessions', 'abc')
       // @ts-expect-error ttl is a number
       await kv.put('sessions', 'abc', 1, { ttl: 'soon' })
       // @ts-expect-error get has no such option
       await kv.get('sessions', 'abc', { ttl: 1 })
-      return [n, keys]
+      return [n, keys, fresh, counted, never]
     }
     void main`
   fs.writeFileSync(

@@ -113,9 +113,10 @@ t.test('gateway errors and network errors', async (t) => {
   const d = await attempts(() => kv.delete(ns, 'k502'))
   t.same(d, { v: true, seen: 3 }, 'unconditional DELETE retried')
 
-  proxy.failNext(1, 503)
+  proxy.failNext(1, 503, { 'retry-after': '7' })
   const c = await attempts(() => kv.put(ns, 'k503', 'x', { ifMatch: '1' }))
   t.ok((c as any).e instanceof ServerError, 'conditional PUT: the 503 is thrown')
+  t.equal((c as any).e.retryAfter, 7, 'the thrown 503 carries its Retry-After')
   t.equal(c.seen, 1, 'conditional PUT is not retried after a 503')
   proxy.failNext(1, 502)
   const n = await attempts(() => kv.createNamespace(nsName('gw')))
