@@ -5,7 +5,12 @@ import type { Context } from '../context.js'
 import { ServiceError } from '../service-error.js'
 import type { Caller } from './guard.js'
 import { type Reply, type Req, jsonReply, readJson } from '../http/pipeline.js'
-import { type SessionStore, clearSessionCookie, sessionCookie } from './sessions.js'
+import {
+  type SessionStore,
+  clearPreSessionCookie,
+  clearSessionCookie,
+  sessionCookie,
+} from './sessions.js'
 import { Throttle } from './throttle.js'
 import { AddressLimiter } from '../limits.js'
 import { LRUCache } from 'lru-cache'
@@ -57,7 +62,7 @@ export class AuthApi {
         apiKey: { ...made.apiKey.key, secret: made.apiKey.secret },
         csrf: session.csrf,
       },
-      { setCookies: [sessionCookie(cookie, req.secure)] },
+      { setCookies: [sessionCookie(cookie, req.secure), clearPreSessionCookie(req.secure)] },
     )
   }
 
@@ -69,7 +74,7 @@ export class AuthApi {
     return jsonReply(
       200,
       { account: account.view(), csrf: session.csrf },
-      { setCookies: [sessionCookie(cookie, req.secure)] },
+      { setCookies: [sessionCookie(cookie, req.secure), clearPreSessionCookie(req.secure)] },
     )
   }
 

@@ -125,3 +125,8 @@ export function clearSessionCookie(secure: boolean): string {
 export function preSessionCookie(token: string, secure: boolean): string {
   return `${PRE_SESSION_COOKIE}=${token}; SameSite=Strict; Max-Age=3600${attrs(secure)}`
 }
+
+/** Once signed in, the session's own CSRF token takes over: the form's token goes. */
+export function clearPreSessionCookie(secure: boolean): string {
+  return `${PRE_SESSION_COOKIE}=; SameSite=Strict; Max-Age=0${attrs(secure)}`
+}

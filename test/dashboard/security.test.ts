@@ -132,6 +132,11 @@ t.test('the guards one by one, cookies, throttling', async (t) => {
       s.headers.getSetCookie()[0],
       /^cairn_session=[^;]+; SameSite=Lax; Max-Age=\d+; Path=\/; HttpOnly$/,
     )
+    t.match(
+      s.headers.getSetCookie()[1],
+      /^cairn_pre=; SameSite=Strict; Max-Age=0; Path=\/; HttpOnly$/,
+      "signed in, the log-in form's token is cleared",
+    )
     const pre = await preSession(base, { 'x-forwarded-proto': 'https' })
     t.notMatch(pre.setCookie, /Secure/, 'X-Forwarded-Proto is ignored without --trust-proxy')
     t.match(pre.setCookie, /SameSite=Strict/)
