@@ -14,7 +14,7 @@ import { openServices } from './services.js'
 import { type RepairReport, repairData } from './store/embedded.js'
 import { openStore } from './store/open.js'
 import { isRedisUrl, redact } from './store/url.js'
-import { type MigrateReport, migrate } from './migrate.js'
+import { type MigrateReport, PROGRESS_FILE, migrate } from './migrate.js'
 
 const HELP = `Usage: cairn <command> [options]
 
@@ -248,6 +248,10 @@ async function migrateCommand(flags: Map<string, string>): Promise<number> {
   }
   const ok = report.mismatched.length === 0
   if (json) process.stdout.write(`${JSON.stringify(report)}\n`)
+  else if (report.alreadyMigrated)
+    process.stdout.write(
+      `Already migrated to ${redact(to)}: nothing copied, so nothing written there since is overwritten. To copy again, delete ${path.join(dir, PROGRESS_FILE)} first.\n`,
+    )
   else
     process.stdout.write(
       `${ok ? 'Migrated' : 'Copied, but the counts disagree'}: ${report.accounts} accounts, ${report.keys} keys, ${report.namespaces} namespaces, ${report.entries} entries, ${report.sessions} sessions, ${report.usageDays} days of usage${report.resumed ? ' (resumed)' : ''}.\n${report.mismatched.map((m) => `  ${m.namespace}: ${m.source} keys here, ${m.target} there\n`).join('')}`,

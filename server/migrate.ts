@@ -4,7 +4,9 @@
 // with its value byte for byte, its TTL and its version (so ETags clients hold stay good).
 // Every write is idempotent, and progress (accounts done, and per namespace the last key
 // copied) is kept in <data>/migrate-progress.json, so a migration cut short runs again from
-// where it stopped. At the end, every namespace's keys are counted on both sides.
+// where it stopped. At the end, every namespace's keys are counted on both sides. The file
+// stays after a migration that ended well, marked done: the target is then in use, and the
+// same command run again copies nothing over what the front ends have written since.
 import fs from 'node:fs'
 import path from 'node:path'
 import type { AccountRecord, KeyRecord } from './account-model.js'
@@ -26,6 +28,8 @@ export interface MigrateReport {
   /** Namespaces whose key counts differ between source and target (empty when all agree). */
   mismatched: { namespace: string; source: number; target: number }[]
   resumed: boolean
+  /** An earlier run to this target ended well: nothing was copied or counted this time. */
+  alreadyMigrated: boolean
 }
 
 interface Progress {
@@ -33,6 +37,8 @@ interface Progress {
   accounts: string[]
   /** Per store namespace: the last key copied, or null once it is all copied. */
   namespaces: Record<string, string | null>
+  /** When a run ended with every count agreeing. */
+  done?: string
 }
 
 async function* everyRecord<T>(r: Records, kind: RecordKind, prefix: string) {
@@ -73,7 +79,6 @@ export async function migrate(
     }
   } catch {}
   const save = () => fs.writeFileSync(progressFile, JSON.stringify(progress), { mode: 0o600 })
-  const from = await openEmbeddedStore(fromDir, 'always')
   const report: MigrateReport = {
     accounts: 0,
     keys: 0,
@@ -83,7 +88,12 @@ export async function migrate(
     usageDays: 0,
     mismatched: [],
     resumed,
+    alreadyMigrated: progress.done !== undefined,
   }
+  // Copying again would put back accounts, usage and entries as they were here, over what
+  // the front ends have changed there since.
+  if (report.alreadyMigrated) return report
+  const from = await openEmbeddedStore(fromDir, 'always')
   try {
     const src = from.records
     const dst = to.records
@@ -137,7 +147,8 @@ export async function migrate(
           const got = await from.get(ns, key)
           if (got !== undefined) rows.push({ key, ...got })
         }
-        if (rows.length > 0) await to.restore(ns, rows)
+        // Even with no rows: the namespace's version moves on past its deletes.
+        await to.restore(ns, rows, page.version)
         report.entries += rows.length
         if (!page.next) break
         after = page.next
@@ -155,6 +166,9 @@ export async function migrate(
   } finally {
     await from.close()
   }
-  if (report.mismatched.length === 0) fs.rmSync(progressFile, { force: true })
+  if (report.mismatched.length === 0) {
+    progress.done = new Date().toISOString()
+    save()
+  }
   return report
 }

@@ -370,11 +370,13 @@ export interface Store extends Entries {
   /** On Redis: how the read lane has fared since start (for metrics). */
   readonly readLane?: () => ReadLaneStats
   /**
-   * Writes entries with the versions they had in another store and moves the namespace's
-   * version counter past them: `cairn migrate`'s way in. Stores that are only migrated
-   * from (the embedded one) leave it out.
+   * Writes entries with the versions they had in another store, and moves the namespace's
+   * version counter to `version` (the namespace's own there) or past the entries, never
+   * back: `cairn migrate`'s way in. An entry already here with a newer version (written
+   * since an earlier run) is kept. Stores that are only migrated from (the embedded one)
+   * leave it out.
    */
-  restore?(ns: string, rows: Restored[]): Promise<void>
+  restore?(ns: string, rows: Restored[], version: number): Promise<void>
   /** Makes what is buffered durable (the embedded engine's interval mode). */
   flush(): Promise<void>
   close(): Promise<void>

@@ -41,6 +41,9 @@ if (cluster) {
       await api1.put(`/prefs/${encodeKey(key)}`, body)
     }
     await api1.del('/prefs/k2')
+    // The last writes of a namespace may be deletes: its version is then above every entry's.
+    await api1.put('/empty/gone', '{"value":1}')
+    await api1.del('/empty/gone')
     await api2.put('/prefs/only', '{"value":"second account"}')
     for (const key of await api1.listAll('prefs')) {
       const got = await api1.get(`/prefs/${encodeKey(key)}`)
@@ -51,6 +54,7 @@ if (cluster) {
       })
     }
     const order = await api1.listAll('prefs')
+    const sourceVersion = Number((await api1.get('/prefs')).json.version)
     await sleep(600)
     const usageBefore = (await api1.get('/usage')).json.today.operations
     await embedded.terminate()
@@ -69,7 +73,9 @@ if (cluster) {
     t.equal(report.namespaces, 3)
     t.equal(report.entries, before.size + 1, 'every live entry of both accounts')
     t.same(report.mismatched, [], 'the key counts agree')
-    t.notOk(fs.existsSync(path.join(embedded.dataDir, 'migrate-progress.json')), 'no progress left')
+    t.equal(report.alreadyMigrated, false)
+    const progressFile = path.join(embedded.dataDir, 'migrate-progress.json')
+    t.match(JSON.parse(fs.readFileSync(progressFile, 'utf8')), { done: String }, 'marked done')
 
     const onRedis = await startServer({ plans, args: ['--store', cluster.url] })
     t.teardown(() => onRedis.stop())
@@ -92,11 +98,23 @@ if (cluster) {
     const names = (await r1.get('/namespaces')).json.namespaces.map((n: any) => n.name)
     t.same(names, ['empty', 'prefs'])
     const next = await r1.put('/prefs/user/0', '{"value":1}')
-    t.ok(
-      Number(JSON.parse(next.text).version) >
-        Math.max(...[...before.values()].map((b) => Number(JSON.parse(b.etag)))),
-      'a new write gets a version above every migrated one',
+    t.equal(
+      Number(JSON.parse(next.text).version),
+      sourceVersion + 1,
+      "a new write takes the version after the namespace's own, past its last delete",
     )
+
+    // The same command again, once the front ends write to Redis: nothing is copied over them.
+    const last = order[order.length - 1]!
+    const newer = await r1.put(`/prefs/${encodeKey(last)}`, '{"value":"written on Redis"}')
+    const rerun = json(
+      await cairn(['migrate', '--from-data', embedded.dataDir, '--to', cluster.url, '--json']),
+    )
+    t.equal(rerun.alreadyMigrated, true, 'a finished migration is not run again')
+    t.equal(rerun.entries, 0)
+    const kept = await r1.get(`/prefs/${encodeKey(last)}`)
+    t.equal(kept.json.value, 'written on Redis', "the front end's write stands")
+    t.equal(kept.headers.etag, `"${JSON.parse(newer.text).version}"`)
     const usage = (await r1.get('/usage')).json.today.operations
     t.ok(usage.put >= usageBefore.put, `usage carried over (${usage.put} puts)`)
     t.equal(
@@ -134,6 +152,14 @@ if (cluster) {
     t.equal(again.accounts, 2)
     t.ok(again.entries < before.size, `it copied only what was left (${again.entries})`)
     t.same(again.mismatched, [])
+    const after = await r1.get(`/prefs/${encodeKey(last)}`)
+    t.equal(after.json.value, 'written on Redis', 'a copy never replaces a newer entry')
+    t.equal(after.headers.etag, kept.headers.etag)
+    const listed = Number((await r1.get('/prefs')).json.version)
+    t.ok(listed >= Number(JSON.parse(newer.text).version), 'nor moves the version back')
+    // Last: a key written here would make the counts of a later run disagree.
+    const emptyNext = await r1.put('/empty/again', '{"value":1}')
+    t.equal(JSON.parse(emptyNext.text).version, '3', 'a namespace of deletes only: versions go on')
   })
 
   t.test(

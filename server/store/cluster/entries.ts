@@ -212,8 +212,8 @@ export class ClusterEntries implements Entries {
   }
 
   /** Writes entries with the versions they had elsewhere (cairn migrate). */
-  async restore(ns: string, rows: Restored[]): Promise<void> {
-    const args: (string | Buffer | number)[] = [meta(ns), Date.now()]
+  async restore(ns: string, rows: Restored[], version: number): Promise<void> {
+    const args: (string | Buffer | number)[] = [meta(ns), Date.now(), version]
     for (const r of rows)
       args.push(
         r.key,

@@ -445,19 +445,29 @@ return left
  */
 export const IMPORT = `${PRELUDE}
 local now = tonumber(ARGV[1])
-local top = tonumber(redis.call('HGET', meta, 'ver'))
-local i = 2
+-- The namespace's version where it came from: its last writes may have been deletes, which
+-- leave no entry to carry them.
+local top = tonumber(ARGV[2])
+local i = 3
 while i <= #ARGV do
   local k, v, n, x, m = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], ARGV[i + 4]
   i = i + 5
   if x == '' or tonumber(x) > now then
-    if redis.call('EXISTS', ent .. k) == 1 then forget(k) end
-    store(k, v, n, x, m)
+    local had = redis.call('HGET', ent .. k, 'n')
+    -- An entry written here since an earlier run is newer than the copy, and stays.
+    if not had or tonumber(had) <= tonumber(n) then
+      if had then forget(k) end
+      store(k, v, n, x, m)
+    end
     if tonumber(n) > top then top = tonumber(n) end
   end
 end
-redis.call('HSET', meta, 'ver', top, 'fv', top)
-return top
+-- Neither counter goes back: writes made here since an earlier run keep their versions, and
+-- their changes stay in the feed.
+local ver = math.max(tonumber(mv[2] or '0'), top)
+local fv = math.max(tonumber(mv[5] or '0'), top)
+redis.call('HSET', meta, 'ver', ver, 'fv', fv)
+return ver
 `
 
 /**

@@ -69,7 +69,7 @@ export async function openRedisStore(
     transact: (ns, ops) => entries.transact(ns, ops),
     feed,
     batch: (ns, ops, checks) => entries.batch(ns, ops, checks),
-    restore: (ns, rows) => entries.restore(ns, rows),
+    restore: (ns, rows, version) => entries.restore(ns, rows, version),
     health: () =>
       client.status === 'ready'
         ? { state: 'ok' }
