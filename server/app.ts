@@ -62,6 +62,7 @@ export async function serve(
     lifecycle: { ready: false, stopping: false, inflight: 0 },
     watches: new Watches(),
   }
+  svc.namespaces.onDropped((ns) => ctx.watches.endNamespace(ns))
 
   const app = uws.App()
   const v1 = v1Handler(ctx)

@@ -27,11 +27,18 @@ export function validNamespaceName(name: unknown): name is string {
 }
 
 export class Namespaces {
+  private dropHooks: ((storeName: string) => void)[] = []
+
   constructor(
     private store: Store,
     private accounts: Accounts,
     private plans: PlanBook,
   ) {}
+
+  /** Calls `fn` with the store name of each namespace dropped here (its watches end). */
+  onDropped(fn: (storeName: string) => void): void {
+    this.dropHooks.push(fn)
+  }
 
   async row(info: NamespaceInfo): Promise<NamespaceRow> {
     const s = await this.store.namespaceCounts(info.storeName)
@@ -89,6 +96,7 @@ export class Namespaces {
     account.namespaces.delete(name)
     const had = await this.store.records.delete('namespace', `${account.id}/${name}`)
     await this.store.dropNamespace(info.storeName)
+    for (const fn of this.dropHooks) fn(info.storeName)
     return had
   }
 

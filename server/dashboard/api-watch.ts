@@ -41,8 +41,10 @@ export class WatchApi {
         `The ${plan.id} plan allows ${plan.maxWatches} watches open at once. Close the live view in another tab, or stop a watch of your own.`,
       )
     const sink = new SseSink()
-    const session = new WatchSession(ctx, account, info.storeName, prefix, sink)
-    let ok: boolean
+    // Signed out, or every session ended by a password change: the live view ends too.
+    const signedIn = async () => (await ctx.sessions.get(c.cookie)) !== undefined
+    const session = new WatchSession(ctx, account, info.storeName, prefix, sink, signedIn)
+    let ok: true | string
     try {
       ok = await session.prepare(since)
     } catch (err) {
@@ -51,7 +53,7 @@ export class WatchApi {
         throw new ApiError('namespace_not_found')
       throw err
     }
-    if (!ok) throw new ApiError('history_expired')
+    if (ok !== true) throw new ApiError('history_expired', ok)
     // The request is counted when the stream opens; its events apart (usage.ts), as /v1 does.
     ctx.usage.record(account.id, OP.watch, 200, 0, 0, Date.now())
     return {

@@ -163,11 +163,16 @@ function writeHead(res: HttpResponse, reply: Reply): void {
   for (const c of reply.setCookies ?? []) res.writeHeader('Set-Cookie', c)
 }
 
-function write(res: HttpResponse, reply: Reply, close: boolean): void {
+function write(res: HttpResponse, reply: Reply, close: boolean, head: boolean): void {
   writeHead(res, reply)
   // No arguments: uWS then writes no Content-Length (given undefined it writes a bogus one).
   if (reply.status === 304) res.endWithoutBody()
-  else res.end(reply.body ?? '', close)
+  else if (head) {
+    // The body's length, never the body, or the client reads it as the next answer. Written
+    // by hand: this build of uWebSockets.js never ends a response given endWithoutBody(length).
+    res.writeHeader('Content-Length', String(Buffer.byteLength(reply.body ?? '')))
+    res.endWithoutBody()
+  } else res.end(reply.body ?? '', close)
 }
 
 /**
@@ -271,7 +276,7 @@ export function route(
         stream = streamOut(res, false, () => settle(reply.status))
         return reply.stream(stream)
       }
-      if (!aborted) res.cork(() => write(res, reply, close))
+      if (!aborted) res.cork(() => write(res, reply, close, req.method === 'HEAD'))
       settle(reply.status)
     }
     res.onAborted(() => {

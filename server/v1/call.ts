@@ -44,6 +44,10 @@ export class Call {
   done = false
   account: Account | undefined = undefined
   key: ApiKey | undefined = undefined
+  /** The API key as sent: a watch checks it again while it lasts (watch-session.ts). */
+  secret = ''
+  /** A HEAD request: answered with its status and headers, never a body (HTTP's framing). */
+  headOnly = false
   /** The usage operation (usage.ts OP), or -1 when the request is not counted. */
   op = -1
   /** Requests this call counts as (a transaction's ops). */
@@ -151,11 +155,18 @@ export class Call {
   /** Answers with a JSON body; `extra` holds further header lines (see headerLines). */
   send(status: number, body: string | Buffer, extra = '', close = false): void {
     if (this.done || this.aborted) return
+    const bytes = typeof body === 'string' ? Buffer.byteLength(body) : body.length
     this.res.cork(() => {
-      this.head(status, 'Content-Type', 'application/json', extra)
-      this.res.end(body, close)
+      if (!this.headOnly) {
+        this.head(status, 'Content-Type', 'application/json', extra)
+        return this.res.end(body, close)
+      }
+      // The length the body would have, written by hand: this build of uWebSockets.js never
+      // ends a response given endWithoutBody(length).
+      this.head(status, 'Content-Type', 'application/json', `${extra}\r\nContent-Length: ${bytes}`)
+      this.res.endWithoutBody()
     })
-    this.finish(status, typeof body === 'string' ? Buffer.byteLength(body) : body.length)
+    this.finish(status, this.headOnly ? 0 : bytes)
   }
 
   /** Answers without a body (304, 204). */

@@ -56,6 +56,7 @@ export function v1Handler(ctx: Context): (res: HttpResponse, req: HttpRequest) =
       preflight ? '' : origin,
       preflight ? R.preflight : (operation(route, method)?.metric ?? R.unmatched),
     )
+    if (method === 'head') call.headOnly = true
     if (method === 'put' || method === 'post' || method === 'patch') {
       // Ambiguous framing: refused before anything is applied, and the connection closed,
       // since where this request ends and the next begins is unknown.
@@ -144,6 +145,7 @@ export function v1Handler(ctx: Context): (res: HttpResponse, req: HttpRequest) =
     }
     const account = key.account
     call.key = key
+    call.secret = secret
     call.account = account
     if (now - key.lastUsedMs >= LAST_USED_STEP_MS) ctx.accounts.touch(key, now)
     const op = operation(route, method)!

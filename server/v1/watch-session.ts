@@ -3,8 +3,11 @@
 // so nothing falls between the two; every change is then passed on once, in version order,
 // by remembering the last version passed (a change the history and the live feed both hold
 // goes once). A consumer that cannot keep up is closed with too_slow and resumes with since.
-import type { Account } from '../accounts.js'
+// A watch lasts only as long as what let it open: its API key (revoked or rotated, the stream
+// ends within a second or two) and its namespace (dropped, it ends).
+import type { Account, ApiKey } from '../accounts.js'
 import type { Context } from '../context.js'
+import { ERRORS, type ErrorCode, type STREAM_CODES } from '../errors.js'
 import type { Change } from '../store/types.js'
 import { expirySeconds } from '../wire/expiry.js'
 
@@ -65,6 +68,15 @@ export function changeData(c: Change): string {
   return `${s}}`
 }
 
+/** A watch's `allowed` for an API key: it still authenticates, as the same account's. */
+export function keyWorks(ctx: Context, secret: string, account: Account) {
+  return (): boolean | Promise<boolean> => {
+    const same = (k: ApiKey | undefined) => k !== undefined && k.account.id === account.id
+    const k = ctx.accounts.authenticate(secret)
+    return k instanceof Promise ? k.then(same) : same(k)
+  }
+}
+
 export class WatchSession {
   /** The last version passed on (or passed over, for keys outside the prefix). */
   private last = 0
@@ -86,15 +98,24 @@ export class WatchSession {
     private ns: string,
     private prefix: string,
     private sink: WatchSink,
+    /**
+     * Whether what opened the watch (an API key, a dashboard session) still works: asked
+     * every second, and the watch ends with unauthorized when it no longer does.
+     */
+    private allowed: () => boolean | Promise<boolean>,
   ) {
-    this.untrack = ctx.watches.track(() => this.stop(true))
+    this.untrack = ctx.watches.track(ns, (gone) => {
+      if (gone) this.fail('namespace_not_found', 'The namespace was deleted.')
+      else this.stop(true)
+    })
   }
 
   /**
-   * Subscribes and reads the first page of history. false when history no longer reaches
-   * back to `since` (the caller answers 410 and nothing was sent).
+   * Subscribes and reads the first page of history. true, or why the watch cannot start from
+   * `since` (the caller answers 410 history_expired with it, and nothing was sent): history
+   * no longer reaches back to it, or it is past the namespace's latest version.
    */
-  async prepare(since: number | undefined): Promise<boolean> {
+  async prepare(since: number | undefined): Promise<true | string> {
     const feed = this.ctx.store.feed
     this.unsubscribe = feed.subscribe(this.ns, (changes) => this.live(changes))
     try {
@@ -102,11 +123,19 @@ export class WatchSession {
         this.last = await feed.version(this.ns)
         return true
       }
+      // A version the namespace has not reached: the namespace was deleted and made again
+      // since the client saw it (versions start over), or the number came from elsewhere.
+      // Waiting for it would pass over every change until then.
+      const current = await feed.version(this.ns)
+      if (since > current) {
+        this.stop(false)
+        return `since ${since} is past the namespace's latest version, ${current} (was it deleted and made again?); list again, then watch from the list's version.`
+      }
       this.last = since
       const page = await feed.read(this.ns, since, PAGE)
       if (page === 'expired') {
         this.stop(false)
-        return false
+        return ERRORS.history_expired.message
       }
       this.backlog = page
       return true
@@ -186,6 +215,10 @@ export class WatchSession {
   }
 
   private deliver(changes: Change[]): void {
+    // Where the answer is at hand (a key on the embedded store: its revocation is exact), a
+    // revoked key gets no change after the revocation; otherwise the next tick tells.
+    if (this.allowed() === false)
+      return this.fail('unauthorized', 'What this watch was opened with no longer works.')
     let events = 0
     let bytes = 0
     for (const c of changes) {
@@ -256,27 +289,47 @@ export class WatchSession {
   }
 
   private tooSlow(): void {
+    this.fail('too_slow', 'This watch fell too far behind; resume it with since.')
+  }
+
+  /** Ends the watch with an error event. */
+  private fail(code: ErrorCode | (typeof STREAM_CODES)[number], message: string): void {
     if (this.closed) return
-    this.sink.fail('too_slow', 'This watch fell too far behind; resume it with since.')
+    this.sink.fail(code, message)
     this.stop(false)
+  }
+
+  /** Ends the watch once what opened it no longer works (a key revoked, a session ended). */
+  private checkAllowed(): void {
+    const check = (ok: boolean) => {
+      if (!ok) this.fail('unauthorized', 'What this watch was opened with no longer works.')
+    }
+    const ok = this.allowed()
+    if (typeof ok === 'boolean') check(ok)
+    else ok.then(check, () => {})
   }
 
   private tick(): void {
     if (this.closed) return
+    this.checkAllowed()
     // A namespace dropped meanwhile ends the watch; otherwise, progress after a quiet spell.
     this.ctx.store.feed.version(this.ns).then(
       (v) => {
-        if (this.closed || Date.now() - this.lastSent < PROGRESS_MS) return
+        if (this.closed) return
+        // Versions only go up: a lower one is a namespace deleted and made again elsewhere.
+        if (v < this.last)
+          return this.fail(
+            'history_expired',
+            "The namespace's versions started over (it was deleted and made again); list again, then watch.",
+          )
+        if (Date.now() - this.lastSent < PROGRESS_MS) return
         if (v > this.last && this.queued === null) return // a change is on its way
         this.send('progress', `{"version":"${this.last}"}`, this.last)
         this.ctx.usage.watchEvents(this.account.id, 1, 0, Date.now())
       },
       (err) => {
-        if (this.closed) return
-        if ((err as { code?: string }).code === 'NAMESPACE_NOT_FOUND') {
-          this.sink.fail('namespace_not_found', 'The namespace was deleted.')
-          this.stop(false)
-        }
+        if ((err as { code?: string }).code === 'NAMESPACE_NOT_FOUND')
+          this.fail('namespace_not_found', 'The namespace was deleted.')
       },
     )
   }

@@ -12,7 +12,7 @@ import type { HttpRequest, HttpResponse } from '../http/uws.js'
 import { type Bucket, takeAccountToken } from '../limits.js'
 import { OP } from '../usage.js'
 import { Route, parsePath } from './paths.js'
-import { type WatchSink, WatchSession } from './watch-session.js'
+import { type WatchSink, WatchSession, keyWorks } from './watch-session.js'
 import { MAX_UNSENT } from './watch-sse.js'
 import { sinceOf } from './watch.js'
 
@@ -142,9 +142,17 @@ export function watchSockets(ctx: Context) {
         `The ${plan.id} plan allows ${plan.maxWatches} watches open at once.`,
       )
     ctx.usage.record(account.id, OP.watch, 200, 0, 0, now)
-    const session = new WatchSession(ctx, account, info.storeName, peer.prefix, sinkOf(ws))
+    const session = new WatchSession(
+      ctx,
+      account,
+      info.storeName,
+      peer.prefix,
+      sinkOf(ws),
+      keyWorks(ctx, secret, account),
+    )
     peer.session = session
-    if (!(await session.prepare(peer.since))) return fail(ws, 'history_expired')
+    const ready = await session.prepare(peer.since)
+    if (ready !== true) return fail(ws, 'history_expired', ready)
     if (peer.closed) return session.stop(false)
     await session.run()
   }

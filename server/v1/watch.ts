@@ -8,7 +8,7 @@ import { OP } from '../usage.js'
 import type { Call } from './call.js'
 import { withNamespace } from './entries.js'
 import type { Parsed } from './paths.js'
-import { WatchSession } from './watch-session.js'
+import { WatchSession, keyWorks } from './watch-session.js'
 import { responseOut } from '../http/stream-out.js'
 import { type SseOut, SseSink } from './watch-sse.js'
 
@@ -60,11 +60,18 @@ export function watchChanges(
       )
     call.async()
     const sink = new SseSink()
-    const session = new WatchSession(ctx, account, info.storeName, prefix, sink)
+    const session = new WatchSession(
+      ctx,
+      account,
+      info.storeName,
+      prefix,
+      sink,
+      keyWorks(ctx, call.secret, account),
+    )
     call.onAbort = () => session.stop(false)
     session.prepare(since).then(
       (ok) => {
-        if (!ok) return call.fail('history_expired')
+        if (ok !== true) return call.fail('history_expired', ok)
         if (call.aborted) return session.stop(false)
         // The request is counted when the stream opens; its events apart (usage.ts).
         ctx.usage.record(account.id, OP.watch, 200, call.bytesIn, 0, Date.now())

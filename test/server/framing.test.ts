@@ -111,6 +111,19 @@ t.test('pipelined reads in one packet are all answered', async (t) => {
   t.same(r.statuses, [200, 200, 200])
 })
 
+t.test('HEAD is answered without a body, so the next answer on the socket parses', async (t) => {
+  await api.mustPut('f', 'h', 'read me')
+  const get = `GET /v1/f/h HTTP/1.1\r\nHost: x\r\nx-api-key: ${key}\r\n\r\n`
+  for (const path of ['/v1/f/h', '/v1/f/missing', '/login', '/no/such/page']) {
+    const head = `HEAD ${path} HTTP/1.1\r\nHost: x\r\nx-api-key: ${key}\r\n\r\n`
+    const r = await exchange([head + get], 0, 10_000, 2)
+    t.equal(r.statuses.length, 2, `HEAD ${path}, then GET: two answers`)
+    const [first, second] = r.text.split(/(?=HTTP\/1\.1 )/)
+    t.match(first, /\r\n\r\n$/, `HEAD ${path}: headers only (${r.statuses[0]})`)
+    t.match(second, /^HTTP\/1\.1 200 [^]*\r\n\r\n\{"value":"read me"\}$/, 'the GET after it')
+  }
+})
+
 t.test('two Content-Length headers: 400, closed, nothing applied', async (t) => {
   const body = '{"value":3}'
   const payload = `PUT /v1/f/cl HTTP/1.1\r\nHost: x\r\nx-api-key: ${key}\r\ncontent-type: application/json\r\ncontent-length: ${body.length}\r\ncontent-length: 5\r\n\r\n${body}`

@@ -4,6 +4,7 @@
 import net from 'node:net'
 import t from 'tap'
 import WebSocket from 'ws'
+import { Client } from './http.js'
 import { freshNamespace, otherAccount, setup } from './setup.js'
 import { watch } from './sse.js'
 
@@ -312,4 +313,58 @@ t.test('the same watch over a WebSocket, with the key in the first message', asy
   bad.send(JSON.stringify({ apiKey: 'cairn_wrong' }))
   t.equal(await closed, 1008)
   t.match(msgs, [{ type: 'error', code: 'unauthorized' }])
+})
+
+t.test('a watch lasts only while its key works and its namespace exists', async (t) => {
+  const made = await srv.createAccount()
+  const owner = new Client(srv.baseUrl, made.apiKey)
+  await owner.createNamespace('kept')
+  await owner.createNamespace('gone')
+  const extra = await srv.operator('key.create', { email: made.email, name: 'temp' })
+  const sse = await watch(srv.baseUrl, '/kept?watch=1', extra.secret)
+  t.teardown(() => sse.close())
+  await sse.until(1)
+  const ws = new WebSocket(`${srv.baseUrl.replace(/^http/, 'ws')}/kept?watch=1`, {
+    headers: { 'x-api-key': extra.secret },
+  })
+  t.teardown(() => ws.terminate())
+  const got: any[] = []
+  ws.on('message', (m) => got.push(JSON.parse(String(m))))
+  const wsClosed = new Promise<number>((r) => ws.once('close', (code) => r(code)))
+  for (let i = 0; i < 100 && got.length < 1; i++) await new Promise((r) => setTimeout(r, 20))
+  t.match(got, [{ type: 'progress' }], 'both watches open')
+
+  await srv.operator('key.revoke', { email: made.email, id: extra.key.id })
+  // On the embedded store a revocation is exact at once: the next change goes to nobody.
+  await owner.put('/kept/after-revoke', { value: 'not for a revoked key' })
+  await sse.end(5000)
+  t.match(sse.events.at(-1), { event: 'error', data: { code: 'unauthorized' } })
+  t.equal(await wsClosed, 1008)
+  t.match(got.at(-1), { type: 'error', code: 'unauthorized' })
+  if (!process.env.CAIRN_TEST_STORE) {
+    const leaked = [...sse.events.map((e) => e.data?.key), ...got.map((m) => m.key)]
+    t.notOk(leaked.includes('after-revoke'), 'no change after the revocation reached it')
+  }
+
+  const before = await watch(srv.baseUrl, '/gone?watch=1', made.apiKey)
+  t.teardown(() => before.close())
+  await before.until(1)
+  t.equal((await owner.del('/namespaces/gone')).status, 200)
+  await before.end(2000)
+  t.match(before.events.at(-1), { event: 'error', data: { code: 'namespace_not_found' } })
+  await owner.createNamespace('gone')
+  await owner.put('/gone/new', { value: 1 })
+  t.match(before.events.at(-1), { event: 'error' }, 'the new namespace is not sent to it')
+})
+
+t.test('a since past the namespace’s latest version: 410 history_expired', async (t) => {
+  const ns = await freshNamespace(api)
+  await api.mustPut(ns, 'a', 1)
+  const ahead = await open(`/${ns}?watch=1&since=99`)
+  t.equal(ahead.status, 410)
+  t.equal(ahead.body.error.code, 'history_expired')
+  t.match(ahead.body.error.message, /past the namespace's latest version, 1/)
+  const level = await open(`/${ns}?watch=1&since=1`)
+  t.teardown(() => level.close())
+  t.equal(level.status, 200, 'its latest version itself is fine')
 })
