@@ -29,6 +29,28 @@ function txFailure(err: unknown): unknown {
   return err
 }
 
+/**
+ * The most bytes a transaction's op can add to the account, for the storage quota: a put's
+ * key, value and metadata; an increment's key and as many digits as it could add (it may
+ * create the key, or carry into a new digit); a patch's metadata.
+ */
+function mostAdded(op: TxOp): number {
+  const md = (m: Buffer | null | undefined) => m?.length ?? 0
+  switch (op.op) {
+    case 'put':
+      return Buffer.byteLength(op.key) + op.value.length + md(op.metadata)
+    case 'increment':
+      return Buffer.byteLength(op.key) + op.by.toString().length + 1
+    case 'patch':
+      return (
+        md(op.metadata) +
+        (op.by === undefined ? 0 : Buffer.byteLength(op.key) + op.by.toString().length + 1)
+      )
+    default:
+      return 0
+  }
+}
+
 const isConflict = (err: unknown) => (err as { code?: string }).code === 'CONFLICT'
 const isGone = (err: unknown) => (err as { code?: string }).code === 'NAMESPACE_NOT_FOUND'
 
@@ -99,23 +121,17 @@ export class Data {
       if (o.ifMatch !== undefined || o.ifNoneMatch !== undefined) ifVersion = v ?? null
     } else if (fast !== undefined) ifVersion = fast
     else if (o.ifNoneMatch === '*') ifVersion = null
-    if (quota !== null) {
-      const used = await this.namespaces.storageBytes(account)
-      const next = used - oldBytes + Buffer.byteLength(key) + json.length
-      if (next > quota && next > used) {
-        throw new ApiError(
-          'storage_quota_exceeded',
-          `This write would bring the account to ${next} bytes; the ${plan.id} plan allows ${quota}.`,
-        )
-      }
-    }
+    const delta = Buffer.byteLength(key) + json.length + (o.metadata?.length ?? 0) - oldBytes
+    if (quota !== null) await this.checkQuota(account, quota, delta, 'write')
     try {
-      return await this.store.put(info.storeName, key, json, {
+      const done = await this.store.put(info.storeName, key, json, {
         ttlMs: o.ttl !== undefined ? o.ttl * 1000 : undefined,
         expiresAt: o.expiresAt !== undefined ? o.expiresAt * 1000 : undefined,
         ifVersion,
         metadata: o.metadata,
       })
+      if (quota !== null) this.namespaces.wrote(account, delta)
+      return done
     } catch (err) {
       if (isConflict(err)) throw new ApiError('precondition_failed')
       if (isGone(err)) throw new ApiError('namespace_not_found')
@@ -164,21 +180,32 @@ export class Data {
   async transact(account: Account, info: NamespaceInfo, ops: TxOp[]): Promise<Transacted> {
     const quota = this.plans.get(account.rec.plan).maxStorageBytes
     if (quota !== null) {
-      let adds = 0
-      for (const op of ops) if (op.op === 'put') adds += Buffer.byteLength(op.key) + op.value.length
-      if (adds > 0) {
-        const used = await this.namespaces.storageBytes(account)
-        if (used + adds > quota)
-          throw new ApiError(
-            'storage_quota_exceeded',
-            `This transaction would bring the account to ${used + adds} bytes; the plan allows ${quota}.`,
-          )
-      }
+      const adds = ops.reduce((sum, op) => sum + mostAdded(op), 0)
+      if (adds > 0) await this.checkQuota(account, quota, adds, 'transaction')
     }
     try {
-      return await this.store.transact(info.storeName, ops)
+      const done = await this.store.transact(info.storeName, ops)
+      if (quota !== null) this.namespaces.wrote(account)
+      return done
     } catch (err) {
       throw txFailure(err)
+    }
+  }
+
+  /**
+   * Refuses a write that would take the account past its plan's storage quota: `delta` is
+   * what it adds. A write that adds nothing, or takes the account down, always goes. A total
+   * kept from a moment ago (a shared store's) is counted again before it refuses anything.
+   */
+  private async checkQuota(account: Account, quota: number, delta: number, what: string) {
+    if (delta <= 0) return
+    let used = await this.namespaces.storageBytes(account)
+    if (used + delta > quota) used = await this.namespaces.storageBytes(account, true)
+    if (used + delta > quota) {
+      throw new ApiError(
+        'storage_quota_exceeded',
+        `This ${what} would bring the account to ${used + delta} bytes; the ${this.plans.get(account.rec.plan).id} plan allows ${quota}.`,
+      )
     }
   }
 

@@ -4,6 +4,7 @@
 // namespace whose record is gone is no longer reachable while its entries are dropped.
 // After a crash between the two steps the record says what exists (the embedded store
 // reconciles at open; docs/redis.md says what Redis keeps).
+import { LRUCache } from 'lru-cache'
 import type { Account, Accounts, NamespaceInfo } from './accounts.js'
 import { NAMESPACE_NAME } from './account-model.js'
 import { ApiError } from './errors.js'
@@ -19,6 +20,13 @@ export interface NamespaceRow {
 }
 
 const RESERVED = new Set(['namespaces', 'usage'])
+/**
+ * On a shared store, how long an account's storage total is trusted before its namespaces
+ * are counted again: summing them is a read per namespace, on every master that holds one.
+ */
+const TOTAL_MS = 1000
+/** Accounts (totals) and namespaces (last counts) remembered for the storage quota. */
+const REMEMBERED = 100_000
 /** The most namespaces any account may hold, whatever its plan says. */
 const HARD_MAX = 10_000
 
@@ -28,6 +36,10 @@ export function validNamespaceName(name: unknown): name is string {
 
 export class Namespaces {
   private dropHooks: ((storeName: string) => void)[] = []
+  /** Shared stores: each account's storage total, and when it was counted. */
+  private totals = new LRUCache<string, { bytes: number; at: number }>({ max: REMEMBERED })
+  /** Shared stores: each namespace's last count, for when its master does not answer. */
+  private counted = new LRUCache<string, number>({ max: REMEMBERED })
 
   constructor(
     private store: Store,
@@ -53,12 +65,44 @@ export class Namespaces {
     )
   }
 
-  /** Bytes of keys plus values across the account's namespaces. */
-  async storageBytes(account: Account): Promise<number> {
+  /**
+   * Bytes of keys plus values across the account's namespaces, for the storage quota. The
+   * namespaces are counted together. On a shared store the total is kept for TOTAL_MS and
+   * moved by this front end's own writes (wrote), so a write costs no read per namespace;
+   * `fresh` counts again (a refusal is always confirmed so). A namespace whose master does
+   * not answer counts as it last did: the quota does not make writes elsewhere fail.
+   */
+  async storageBytes(account: Account, fresh = false): Promise<number> {
+    const shared = !this.store.soleWriter
+    const kept = shared && !fresh ? this.totals.get(account.id) : undefined
+    if (kept !== undefined && Date.now() - kept.at < TOTAL_MS) return kept.bytes
+    const at = Date.now()
+    const list = [...account.namespaces.values()]
+    const counts = await Promise.allSettled(
+      list.map((n) => this.store.namespaceCounts(n.storeName)),
+    )
     let total = 0
-    for (const n of account.namespaces.values())
-      total += (await this.store.namespaceCounts(n.storeName))?.bytes ?? 0
+    counts.forEach((r, i) => {
+      const ns = list[i]!.storeName
+      if (r.status === 'fulfilled') {
+        total += r.value?.bytes ?? 0
+        if (shared) this.counted.set(ns, r.value?.bytes ?? 0)
+        return
+      }
+      const last = this.counted.get(ns)
+      if (last === undefined) throw r.reason
+      total += last
+    })
+    if (shared) this.totals.set(account.id, { bytes: total, at })
     return total
+  }
+
+  /** A write here changed the account's bytes by `delta`; undefined: by an amount not known. */
+  wrote(account: Account, delta?: number): void {
+    const kept = this.totals.get(account.id)
+    if (kept === undefined) return
+    if (delta === undefined) this.totals.delete(account.id)
+    else kept.bytes += delta
   }
 
   async create(account: Account, name: unknown): Promise<NamespaceRow> {

@@ -19,7 +19,7 @@ export function storageFault(err: unknown): ApiError | undefined {
     case 'IO_ERROR':
       return new ApiError(
         'unavailable',
-        'Storage failed and is not taking writes; the server retries by itself. Try again shortly.',
+        'Storage cannot take this request for the moment (a failing disk, or a storage node down or failing over); try again shortly.',
         { 'Retry-After': String(STORAGE_RETRY_AFTER) },
       )
     case 'CORRUPT':

@@ -87,3 +87,30 @@ t.test('storage quota: writes past it are 403, reads and deletes keep working', 
   t.equal((await tiny.del('/s/k0')).status, 200, 'deletes still work')
   t.equal((await tiny.put('/s/small', { value: 1 })).status, 201, 'room again after a delete')
 })
+
+t.test('storage quota: increments, transactions and metadata are held to it too', async (t) => {
+  const tiny = await accountOn('tiny')
+  await tiny.createNamespace('q')
+  t.equal((await tiny.put('/q/fill', { value: 'x'.repeat(240) })).status, 201, '246 of 300 bytes')
+  const long = 'k'.repeat(60)
+  const refused = (res: { status: number; json: any }, what: string) => {
+    t.equal(res.status, 403, what)
+    t.equal(res.json?.error?.code, 'storage_quota_exceeded', what)
+  }
+  refused(
+    await tiny.req('PATCH', `/q/${long}`, { body: { increment: 1 } }),
+    'an increment that would create a key past the quota',
+  )
+  refused(
+    await tiny.post('/q', { ops: [{ op: 'increment', key: long, by: 1 }] }),
+    "a transaction's increment the same",
+  )
+  t.equal((await tiny.get(`/q/${long}`)).status, 404, 'neither made the key')
+  refused(
+    await tiny.req('PATCH', '/q/fill', { body: { metadata: { note: 'y'.repeat(100) } } }),
+    'metadata that would take the account past it',
+  )
+  t.equal((await tiny.get('/q/fill?metadata=1')).json.metadata, null, 'none was stored')
+  const small = await tiny.req('PATCH', '/q/n', { body: { increment: 1 } })
+  t.equal(small.status, 201, 'a small counter still fits')
+})
