@@ -83,20 +83,28 @@ export class Accounts {
   /** An account snapshot: its record and its namespaces. */
   private async read(rec: AccountRecord): Promise<Account> {
     const a = new Account(rec)
+    await this.readNamespaces(a)
+    return a
+  }
+
+  /**
+   * The account's namespaces as the store has them now. Where other front ends write too, a
+   * listing reads them so (not the snapshot, up to REFRESH_MS old), so a namespace made or
+   * dropped elsewhere shows at once; elsewhere the snapshot is exact.
+   */
+  async readNamespaces(a: Account): Promise<void> {
+    const found = new Map<string, NamespaceInfo>()
     let after: string | undefined
     do {
-      const page = await this.records.list<NamespaceRecord>('namespace', `${rec.id}/`, after)
+      const page = await this.records.list<NamespaceRecord>('namespace', `${a.id}/`, after)
       for (const [id, ns] of page.items) {
-        const name = id.slice(rec.id.length + 1)
-        a.namespaces.set(name, {
-          name,
-          storeName: userNamespace(rec.id, name),
-          createdAt: ns.createdAt,
-        })
+        const name = id.slice(a.id.length + 1)
+        found.set(name, { name, storeName: userNamespace(a.id, name), createdAt: ns.createdAt })
       }
       after = page.next
     } while (after)
-    return a
+    a.namespaces.clear()
+    for (const [name, info] of found) a.namespaces.set(name, info)
   }
 
   /** Secrets held in the authentication cache (a metric; bounded). */

@@ -57,7 +57,8 @@ export class Namespaces {
     return { name: info.name, keys: s?.keys ?? 0, bytes: s?.bytes ?? 0, createdAt: info.createdAt }
   }
 
-  list(account: Account): Promise<NamespaceRow[]> {
+  async list(account: Account): Promise<NamespaceRow[]> {
+    if (!this.store.soleWriter) await this.accounts.readNamespaces(account)
     return Promise.all(
       [...account.namespaces.values()]
         .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
@@ -109,7 +110,9 @@ export class Namespaces {
     if (!validNamespaceName(name)) throw new ApiError('invalid_namespace')
     const exists = () =>
       new ApiError('namespace_exists', `A namespace named "${name}" already exists.`)
-    if (account.namespaces.has(name)) throw exists()
+    // Only where this process is the only writer is the snapshot sure to be current: on a
+    // shared store another front end may have dropped it, and the record's create decides.
+    if (this.store.soleWriter && account.namespaces.has(name)) throw exists()
     const max = this.plans.get(account.rec.plan).maxNamespaces
     const info: NamespaceInfo = {
       name,

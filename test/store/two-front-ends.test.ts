@@ -52,6 +52,17 @@ if (cluster) {
     t.equal((await onA.del('/namespaces/fresh')).status, 200)
     const after = await onB.put('/fresh/y', { value: 2 })
     t.equal(after.status, 404, 'a namespace deleted on A refuses writes on B at once')
+    t.notOk(
+      (await onB.get('/namespaces')).json.namespaces.some((n: any) => n.name === 'fresh'),
+      'nor does B list it',
+    )
+    t.equal((await onB.post('/namespaces', { name: 'fresh' })).status, 201, 'B makes it again')
+    t.ok(
+      (await onA.get('/namespaces')).json.namespaces.some((n: any) => n.name === 'fresh'),
+      'and A lists it at once',
+    )
+    t.equal((await onA.put('/fresh/z', { value: 3 })).status, 201)
+    t.equal((await onB.get('/fresh/z')).json.value, 3)
   })
 
   t.test('a dashboard sign-up on one front end logs in and calls /v1 on the other', async (t) => {
