@@ -24,6 +24,12 @@ function txFailure(err: unknown): unknown {
   if (e.index === undefined) return isGone(err) ? new ApiError('namespace_not_found') : err
   if (e.code === 'CONFLICT') return opError('precondition_failed', e.index)
   if (e.code === 'NOT_A_NUMBER') return opError('not_a_number', e.index)
+  if (e.code === 'VALUE_TOO_LARGE')
+    return opError(
+      'value_too_large',
+      e.index,
+      'The increment would make the value larger than the plan allows.',
+    )
   if (e.code === 'KEY_NOT_FOUND')
     return opError('key_not_found', e.index, 'There is no such key in this namespace.')
   return err
@@ -178,7 +184,13 @@ export class Data {
    * add, as a PUT's is; the store applies all or nothing.
    */
   async transact(account: Account, info: NamespaceInfo, ops: TxOp[]): Promise<Transacted> {
-    const quota = this.plans.get(account.rec.plan).maxStorageBytes
+    const plan = this.plans.get(account.rec.plan)
+    // An increment's result is a value like any other: at most the plan's largest.
+    if (plan.maxValueBytes !== null)
+      for (const op of ops)
+        if (op.op === 'increment' || (op.op === 'patch' && op.by !== undefined))
+          op.maxBytes = plan.maxValueBytes
+    const quota = plan.maxStorageBytes
     if (quota !== null) {
       const adds = ops.reduce((sum, op) => sum + mostAdded(op), 0)
       if (adds > 0) await this.checkQuota(account, quota, adds, 'transaction')

@@ -116,6 +116,12 @@ function planTx(db: Db, ns: string, ops: TxOp[], writes: boolean): Plan {
           if (next === undefined)
             throw txError('NOT_A_NUMBER', i, `op ${i}: the value of ${op.key} is not an integer`)
           value = Buffer.from(next.toString(), 'latin1')
+          if (op.maxBytes !== undefined && value.length > op.maxBytes)
+            throw txError(
+              'VALUE_TOO_LARGE',
+              i,
+              `op ${i}: ${op.key} would pass ${op.maxBytes} bytes`,
+            )
         }
         let metadata = cur && metadataText(cur.stored)
         let expiresAt = cur?.expiresAt

@@ -4,7 +4,7 @@
 /** An integer as the contract's increment accepts it: no sign but `-`, no leading zeros. */
 export const INTEGER_TEXT = /^-?(0|[1-9][0-9]*)$/
 
-export type TxErrorCode = 'CONFLICT' | 'NOT_A_NUMBER' | 'KEY_NOT_FOUND'
+export type TxErrorCode = 'CONFLICT' | 'NOT_A_NUMBER' | 'KEY_NOT_FOUND' | 'VALUE_TOO_LARGE'
 
 export interface TxError extends Error {
   code: TxErrorCode

@@ -109,12 +109,20 @@ export type TxOp =
       ifVersion?: number | null
     }
   | { op: 'delete'; key: string; ifVersion?: number }
-  | { op: 'increment'; key: string; by: bigint }
+  | {
+      op: 'increment'
+      key: string
+      by: bigint
+      /** The most bytes the new value's text may be: past it, VALUE_TOO_LARGE. */
+      maxBytes?: number
+    }
   | {
       op: 'patch'
       key: string
       /** An increment; a missing key starts at 0 and is created. */
       by?: bigint
+      /** As for an increment. */
+      maxBytes?: number
       ttlMs?: number
       expiresAt?: number
       /** Removes the expiry. */
@@ -195,7 +203,8 @@ export interface NamespaceCounts {
  * Errors a store rejects with carry one of these codes (as `err.code`):
  * CONFLICT (a condition failed; from `transact`, err.index names the op), NAMESPACE_NOT_FOUND, NO_SPACE (storage full),
  * IO_ERROR (storage failing or unreachable; retry later), CORRUPT (damaged data),
- * CLOSED, INVALID_ARGUMENT. An IO_ERROR with `maybeApplied` true was sent and never answered
+ * CLOSED, INVALID_ARGUMENT, VALUE_TOO_LARGE (from `transact`: an increment's result past its
+ * op's maxBytes; err.index names the op). An IO_ERROR with `maybeApplied` true was sent and never answered
  * (mayHaveApplied): the change may be made yet, so it is not simply sent again.
  */
 export type StoreErrorCode =

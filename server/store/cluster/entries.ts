@@ -238,7 +238,12 @@ export class ClusterEntries implements Entries {
 
   async transact(ns: string, ops: TxOp[]): Promise<Transacted> {
     const now = Date.now()
-    const args: (string | Buffer | number)[] = [meta(ns), now]
+    // One limit for the whole script: the smallest any increment carries ('' for none).
+    let most = Number.POSITIVE_INFINITY
+    for (const op of ops)
+      if ((op.op === 'increment' || op.op === 'patch') && op.maxBytes !== undefined)
+        most = Math.min(most, op.maxBytes)
+    const args: (string | Buffer | number)[] = [meta(ns), now, Number.isFinite(most) ? most : '']
     const written = new Set<string>()
     for (const [i, op] of ops.entries()) {
       if (op.op !== 'check' && op.op !== 'get') {

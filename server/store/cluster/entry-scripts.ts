@@ -556,7 +556,8 @@ end
  * - 'a' patch: a the amount or '', x '' keep, 'p' persist or the expiry, mmode '' keep,
  *   's' set to m, 'r' remove; want the version or ''.
  * Every op is decided first, on the state before any write; the first that fails answers
- * "<CODE> <index>" (CONFLICT, NOT_A_NUMBER, KEY_NOT_FOUND) and nothing is written. Then
+ * "<CODE> <index>" (CONFLICT, NOT_A_NUMBER, KEY_NOT_FOUND, VALUE_TOO_LARGE: an increment's
+ * result longer than ARGV[2] bytes) and nothing is written. Then
  * the writes, each at the next version, each a change in the feed. Returns
  * { version, results... }: per op { 'c' }, { 'g' } (not found) or
  * { 'g', value, version, expiresAt or false, metadata or false }, { 'p', version, created },
@@ -564,9 +565,11 @@ end
  */
 export const TRANSACT = `${PRELUDE}${DECIMAL}
 local now = tonumber(ARGV[1])
+-- The most bytes an increment's result may be (the plan's largest value), or none.
+local most = tonumber(ARGV[2])
 prune(now, 16)
 local ops, plan = {}, {}
-local i = 2
+local i = 3
 while i <= #ARGV do
   ops[#ops + 1] = {ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], ARGV[i + 4], ARGV[i + 5], ARGV[i + 6]}
   i = i + 7
@@ -603,6 +606,7 @@ for j, o in ipairs(ops) do
       local n = integer(v)
       if not n then return fail('NOT_A_NUMBER', j) end
       v = add(n, a)
+      if most and #v > most then return fail('VALUE_TOO_LARGE', j) end
     end
     if kind == 'a' then
       if x == 'p' then ex = '' elseif x ~= '' then ex = x end

@@ -10,6 +10,7 @@ const OWN = new Set([
   'NAMESPACE_NOT_FOUND',
   'INVALID_ARGUMENT',
   'IO_ERROR',
+  'VALUE_TOO_LARGE',
 ])
 
 export function storeError(err: unknown): Error {

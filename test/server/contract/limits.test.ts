@@ -9,6 +9,7 @@ const { srv, api } = await setup(t, {
     { id: 'slow', ratePerSecond: 1, burst: 3 },
     { id: 'daily', requestsPerDay: 5 },
     { id: 'tiny', maxStorageBytes: 300 },
+    { id: 'narrow', maxValueBytes: 20 },
   ),
 })
 
@@ -113,4 +114,25 @@ t.test('storage quota: increments, transactions and metadata are held to it too'
   t.equal((await tiny.get('/q/fill?metadata=1')).json.metadata, null, 'none was stored')
   const small = await tiny.req('PATCH', '/q/n', { body: { increment: 1 } })
   t.equal(small.status, 201, 'a small counter still fits')
+})
+
+t.test("an increment's result is a value: past maxValueBytes it is 413", async (t) => {
+  const narrow = await accountOn('narrow')
+  await narrow.createNamespace('v')
+  t.equal((await narrow.put('/v/n', '{"value":99999999999999999999}')).status, 201, '20 digits')
+  const patch = await narrow.req('PATCH', '/v/n', { body: { increment: 1 } })
+  t.equal(patch.status, 413)
+  t.equal(patch.json?.error?.code, 'value_too_large')
+  const tx = await narrow.post('/v', {
+    ops: [
+      { op: 'put', key: 'other', value: 1 },
+      { op: 'increment', key: 'n', by: 1 },
+    ],
+  })
+  t.equal(tx.status, 413)
+  t.match(tx.json?.error, { code: 'value_too_large', index: 1 })
+  t.equal((await narrow.get('/v/n')).text, '{"value":99999999999999999999}', 'unchanged')
+  t.equal((await narrow.get('/v/other')).status, 404, 'nothing of the transaction applied')
+  const down = await narrow.req('PATCH', '/v/n', { body: { increment: -1 } })
+  t.equal(down.status, 200, 'an increment that keeps it in bounds goes')
 })
