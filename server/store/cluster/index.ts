@@ -25,7 +25,11 @@ export async function openRedisStore(
     await new Promise<void>((resolve, reject) => {
       const timer = setTimeout(
         () =>
-          reject(new Error(`Redis Cluster at ${redact(url)} not ready in ${READY_MS / 1000} s`)),
+          reject(
+            new Error(
+              `Redis Cluster at ${redact(url)} not ready in ${READY_MS / 1000} s${parsed.tls ? ' (rediss:// speaks TLS: do the nodes take TLS on these ports?)' : ''}`,
+            ),
+          ),
         READY_MS,
       )
       client.once('ready', () => {
