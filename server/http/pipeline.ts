@@ -8,7 +8,7 @@
 // wire rules.)
 import type { Context } from '../context.js'
 import { ApiError } from '../errors.js'
-import { R } from '../metrics.js'
+import { R, ROUTES } from '../metrics.js'
 import { ServiceError } from '../service-error.js'
 import { storageFault } from '../storage-faults.js'
 import { jsonContentType } from '../wire/content-type.js'
@@ -260,6 +260,7 @@ export function route(
     const settle = (status: number) => {
       ctx.lifecycle.inflight--
       ctx.metrics.observe(metric, status, (performance.now() - started) / 1000)
+      if (ctx.debug) ctx.log.debug({ status, route: ROUTES[metric], path: req.path }, 'request')
     }
     const finish = (reply: Reply, close = false) => {
       if (reply.stream && done) {

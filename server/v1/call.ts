@@ -13,6 +13,7 @@ import type { Context } from '../context.js'
 import { ApiError, type ErrorCode, errorStatus, errorText } from '../errors.js'
 import { statusLine } from '../http/status.js'
 import type { HttpResponse } from '../http/uws.js'
+import { ROUTES } from '../metrics.js'
 import { storageFault } from '../storage-faults.js'
 import { EXPOSE, allowOrigin } from './cors.js'
 import type { Entry } from '../store/types.js'
@@ -236,7 +237,8 @@ export class Call {
     }
     ctx.metrics.observe(this.route, status, (performance.now() - this.started) / 1000)
     if (status >= 500 && status !== 503)
-      ctx.log.warn({ reqId: this.id, status, route: this.route }, 'server error')
-    else if (ctx.debug) ctx.log.debug({ reqId: this.id, status, route: this.route }, 'request')
+      ctx.log.warn({ reqId: this.id, status, route: ROUTES[this.route] }, 'server error')
+    else if (ctx.debug)
+      ctx.log.debug({ reqId: this.id, status, route: ROUTES[this.route] }, 'request')
   }
 }

@@ -61,6 +61,7 @@ t.test('logs are JSON lines with the request id, and never hold a secret', async
   const res = await api.get('/l/nothing', { headers: { 'x-request-id': 'trace-ops-1' } })
   t.equal(res.headers['x-request-id'], 'trace-ops-1')
   await api.get('/l/x', { key: `${acct.apiKey.slice(0, -1)}Z` })
+  await fetch(`${srv.url}/login`)
   await sleep(200)
   const lines = srv.lines.filter(Boolean)
   t.ok(lines.length > 3)
@@ -69,6 +70,14 @@ t.test('logs are JSON lines with the request id, and never hold a secret', async
   t.ok(
     lines.some((l) => JSON.parse(l).reqId === 'trace-ops-1'),
     'the request id is in the log',
+  )
+  t.ok(
+    lines.some((l) => l.includes('"reqId":"trace-ops-1"') && l.includes('"route":"get_value"')),
+    'a /v1 request is logged with its route by name',
+  )
+  t.ok(
+    lines.some((l) => l.includes('"route":"dashboard"') && l.includes('"path":"/login"')),
+    'a dashboard request is logged too',
   )
   const all = lines.join('\n') + srv.stderr
   const token = fs.readFileSync(path.join(srv.dataDir, 'operator.token'), 'utf8').trim()
