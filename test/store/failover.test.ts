@@ -171,9 +171,28 @@ if (cluster) {
     t.same(missing, [], `every acknowledged write is there after the failover (${acked.size})`)
     if (how === 'frozen') {
       // Woken, it rejoins as a replica: the tests after this one find every master backed.
+      // It copies the new master's data first (a full copy, which Redis starts only after
+      // repl-diskless-sync-delay), and acknowledges no WAIT meanwhile: writes are taken
+      // all the same, as with no replica, not refused for as long as the copy takes.
       victim!.proc.kill('SIGCONT')
+      let copying = true
+      const during: number[] = []
+      const meanwhile = (async () => {
+        for (let n = 0; copying; n++) {
+          during.push(await put(a.url, acct.apiKey, `f/woken-${n}`, 'w'))
+          await sleep(100)
+        }
+      })()
       await cluster.waitHealthy()
       await cluster.waitReplicated()
+      copying = false
+      await meanwhile
+      t.ok(during.length > 0, `writes while the woken master copied (${during.length})`)
+      t.same(
+        during.filter((s) => s !== 201),
+        [],
+        'every one acknowledged: a replica still copying is not waited on',
+      )
     }
   }
 

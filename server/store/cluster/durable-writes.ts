@@ -40,10 +40,17 @@ export interface Write extends LaneCall {
   to?: string
 }
 
-/** A master's connected replicas from its INFO replication; -1 if not a master; NaN if unsaid. */
-function replicasIn(info: string): number {
+/**
+ * A master's replicas in step, from its INFO replication; -1 if not a master; NaN if unsaid.
+ * A replica still copying the master's data (state wait_bgsave or send_bulk: one that has
+ * just come back, say a master woken after its failover) acknowledges no WAIT until the copy
+ * is done, and cannot be promoted meanwhile: it is not counted, so writes are not refused
+ * for as long as the copy takes.
+ */
+export function replicasIn(info: string): number {
   if (!/^role:master\r?$/m.test(info)) return /^role:/m.test(info) ? -1 : Number.NaN
-  return Number(/^connected_slaves:(\d+)\r?$/m.exec(info)?.[1] ?? Number.NaN)
+  if (!/^connected_slaves:\d+\r?$/m.test(info)) return Number.NaN
+  return (info.match(/^slave\d+:.*\bstate=online\b/gm) ?? []).length
 }
 
 /**
@@ -196,7 +203,7 @@ export class DurableWrites {
     let unconfirmed: Error | undefined
     if (wait && group.length > 0) {
       // A WAIT that failed says nothing. One that answered 0 is enough only if this node,
-      // still a master, has no replica connected: then its AOF is all there is. Never
+      // still a master, has no replica in step: then its AOF is all there is. Never
       // asked of another node: a new master would say 0 of writes it never had.
       const acked = waited![0] === null ? Number(waited![1]) : Number.NaN
       const now = info![0] === null ? replicasIn(String(info![1])) : Number.NaN
