@@ -216,9 +216,9 @@ export class WatchSession {
 
   private deliver(changes: Change[]): void {
     // Where the answer is at hand (a key on the embedded store: its revocation is exact), a
-    // revoked key gets no change after the revocation; otherwise the next tick tells.
-    if (this.allowed() === false)
-      return this.fail('unauthorized', 'What this watch was opened with no longer works.')
+    // revoked key gets no change after the revocation; otherwise it comes a moment later.
+    this.checkAllowed()
+    if (this.closed) return
     let events = 0
     let bytes = 0
     for (const c of changes) {
