@@ -5,11 +5,15 @@ import type { HttpRequest } from '../http/uws.js'
 import type { Call } from './call.js'
 import { canUse, withNamespace } from './entries.js'
 import type { Parsed } from './paths.js'
+import { parseQuery } from '../wire/query.js'
 
 export function deleteByPrefix(call: Call, req: HttpRequest, parsed: Parsed): void {
   const ns = parsed.ns
   if (!canUse(call, ns, true)) return
-  const prefix = new URLSearchParams(req.getQuery() ?? '').get('prefix')
+  const q = parseQuery(req.getQuery() ?? '')
+  if (!(q instanceof URLSearchParams))
+    return call.fail(q.name === 'prefix' ? 'invalid_prefix' : 'invalid_request', q.message)
+  const prefix = q.get('prefix')
   if (prefix === null || prefix === '') return call.fail('invalid_prefix')
   withNamespace(call, ns, (info) =>
     call.applyLater(() =>

@@ -12,6 +12,7 @@ import { matches, parseTags } from '../wire/conditions.js'
 import { type PutBody, parsePutBody } from '../wire/json-body.js'
 import { expirySeconds } from '../wire/expiry.js'
 import { decodeKey } from '../wire/keys.js'
+import { parseQuery } from '../wire/query.js'
 import type { Parsed } from './paths.js'
 
 const HEAD = Buffer.from('{"value":')
@@ -125,8 +126,11 @@ export function getEntry(call: Call, req: HttpRequest, parsed: Parsed): void {
   if (key === undefined) return
   const inm = req.getHeader('if-none-match')
   // ?metadata=1 asks for the metadata beside the value.
-  const q = req.getQuery()
-  const meta = q !== undefined && q !== '' && new URLSearchParams(q).get('metadata') === '1'
+  const raw = req.getQuery()
+  const q = raw === undefined || raw === '' ? undefined : parseQuery(raw)
+  if (q !== undefined && !(q instanceof URLSearchParams))
+    return call.fail('invalid_request', q.message)
+  const meta = q?.get('metadata') === '1'
   withNamespace(call, ns, (info) => readEntry(call, info, key, inm, meta))
 }
 
@@ -223,9 +227,10 @@ export function deleteEntry(call: Call, req: HttpRequest, parsed: Parsed): void 
   const key = keyOf(call, parsed)
   if (key === undefined) return
   const ifMatch = parseTags(req.getHeader('if-match'))
+  const ifNoneMatch = parseTags(req.getHeader('if-none-match'))
   withNamespace(call, ns, (info) =>
     call.applyLater(() =>
-      call.ctx.data.delete(info, key, ifMatch).then(
+      call.ctx.data.delete(info, key, ifMatch, ifNoneMatch).then(
         (deleted) => {
           if (!deleted) return call.fail('key_not_found', 'There is no such key in this namespace.')
           call.send(200, '{"deleted":true}')

@@ -7,6 +7,7 @@ import type { Plan } from '../plans.js'
 import type { ListOptions, Listed, ListedEntry } from '../store/types.js'
 import { decodeCursor, encodeCursor, walkOf } from '../wire/cursor.js'
 import { expirySeconds } from '../wire/expiry.js'
+import { parseQuery } from '../wire/query.js'
 import type { Call } from './call.js'
 import { canUse, withNamespace } from './entries.js'
 import type { Parsed } from './paths.js'
@@ -37,7 +38,9 @@ function includeOf(text: string | null): string | undefined {
 export function listKeys(call: Call, req: HttpRequest, parsed: Parsed, plan: Plan): void {
   const ns = parsed.ns
   if (!canUse(call, ns, false)) return
-  const q = new URLSearchParams(req.getQuery() ?? '')
+  const q = parseQuery(req.getQuery() ?? '')
+  if (!(q instanceof URLSearchParams))
+    return call.fail(q.name === 'cursor' ? 'invalid_cursor' : 'invalid_request', q.message)
   if (q.get('watch') === '1') return watchChanges(call, req, parsed, plan, q)
 
   let include = includeOf(q.get('include'))

@@ -11,6 +11,7 @@ import { statusLine } from '../http/status.js'
 import type { HttpRequest, HttpResponse } from '../http/uws.js'
 import { type Bucket, takeAccountToken } from '../limits.js'
 import { OP } from '../usage.js'
+import { parseQuery } from '../wire/query.js'
 import { Route, parsePath } from './paths.js'
 import { type WatchSink, WatchSession, keyWorks } from './watch-session.js'
 import { MAX_UNSENT } from './watch-sse.js'
@@ -197,7 +198,8 @@ export function watchSockets(ctx: Context) {
     maxBackpressure: 4 * MAX_UNSENT,
     upgrade(res: HttpResponse, req: HttpRequest, context: unknown): void {
       const parsed = parsePath(req.getUrl(), { route: Route.NotFound, ns: '', rawKey: '' })
-      const q = new URLSearchParams(req.getQuery() ?? '')
+      const q = parseQuery(req.getQuery() ?? '')
+      if (!(q instanceof URLSearchParams)) return refuse(res, 'invalid_request', q.message)
       if (parsed.route !== Route.Keys || q.get('watch') !== '1')
         return refuse(
           res,

@@ -107,6 +107,34 @@ t.test('malformed requests get clear 4xx answers', async (t) => {
   await stillServing(t)
 })
 
+t.test('a query that is not percent-encoded UTF-8, or names a parameter twice: 400', async (t) => {
+  await api.mustPut('h', '%zz-literal', 1)
+  await api.mustPut('h', 'a-1', 1)
+  for (const query of [
+    'prefix=%zz',
+    'prefix=%',
+    'prefix=%FF',
+    'prefix=%ED%A0%80',
+    'prefix=a&prefix=b',
+  ]) {
+    for (const method of ['GET', 'DELETE']) {
+      const res = await api.req(method, `/h?${query}`)
+      t.equal(res.status, 400, `${method} ?${query}`)
+      const code = method === 'DELETE' ? 'invalid_prefix' : 'invalid_request'
+      t.equal(res.json?.error?.code, code, `${method} ?${query}`)
+    }
+  }
+  t.equal((await api.get('/h/a-1?metadata=1&metadata=1')).status, 400, 'a GET the same')
+  t.equal(
+    (await api.get('/h/%25zz-literal')).status,
+    200,
+    'the key a literal prefix would match stays',
+  )
+  const listed = await api.get('/h?prefix=%25zz')
+  t.same(listed.json.keys, ['%zz-literal'], 'an encoded % is a %')
+  t.same((await api.get('/h?prefix=a%2D')).json.keys, ['a-1'])
+})
+
 t.test('garbage that is not HTTP does not hurt the server', async (t) => {
   await exchange([Buffer.from([0, 1, 2, 3, 255, 254, 13, 10, 13, 10])])
   await exchange([
