@@ -145,17 +145,28 @@ export class Data {
     }
   }
 
-  /** true when a key was deleted, false when there was none; ApiError on a failed condition. */
-  async delete(info: NamespaceInfo, key: string, ifMatch?: Tags): Promise<boolean> {
+  /**
+   * true when a key was deleted, false when there was none; ApiError on a failed condition.
+   * `ifNoneMatch` is HTTP's: `*` (or the key's version) present refuses the delete.
+   */
+  async delete(
+    info: NamespaceInfo,
+    key: string,
+    ifMatch?: Tags,
+    ifNoneMatch?: Tags,
+  ): Promise<boolean> {
     let ifVersion: number | undefined
-    if (ifMatch !== undefined) {
-      const fast = singleVersion(ifMatch)
-      if (fast !== undefined) ifVersion = fast
-      else {
-        const cur = await this.stat(info, key)
-        if (!matches(ifMatch, cur?.version)) throw new ApiError('precondition_failed')
-        ifVersion = cur!.version
-      }
+    const fast =
+      ifMatch !== undefined && ifNoneMatch === undefined ? singleVersion(ifMatch) : undefined
+    if (fast !== undefined) ifVersion = fast
+    else if (ifMatch !== undefined || ifNoneMatch !== undefined) {
+      const v = (await this.stat(info, key))?.version
+      if (ifMatch !== undefined && !matches(ifMatch, v)) throw new ApiError('precondition_failed')
+      if (ifNoneMatch !== undefined && matches(ifNoneMatch, v))
+        throw new ApiError('precondition_failed')
+      if (v === undefined) return false
+      // The store checks again at the moment of the write, so nothing can slip in between.
+      ifVersion = v
     }
     try {
       return await this.store.delete(

@@ -1,4 +1,4 @@
-// GET and DELETE /{ns}/{key}: bodies, ETag, 304, X-Expires-At, 404s and If-Match.
+// GET and DELETE /{ns}/{key}: bodies, ETag, 304, X-Expires-At, 404s, If-Match and If-None-Match.
 import t from 'tap'
 import { freshNamespace, setup } from './setup.js'
 
@@ -82,6 +82,20 @@ t.test('DELETE with If-Match', async (t) => {
   const missing = await api.del(`/${ns}/dm`, { headers: { 'if-match': `"${v}"` } })
   t.equal(missing.status, 412, 'If-Match on a missing key')
   t.equal(missing.json.error.code, 'precondition_failed')
+})
+
+t.test('DELETE with If-None-Match: refused while the key (or that version) is there', async (t) => {
+  const v = (await api.put(`/${ns}/dn`, { value: 1 })).json.version
+  for (const tag of ['*', `"${v}"`]) {
+    const refused = await api.del(`/${ns}/dn`, { headers: { 'if-none-match': tag } })
+    t.equal(refused.status, 412, `If-None-Match: ${tag}`)
+    t.equal(refused.json.error.code, 'precondition_failed')
+  }
+  t.equal((await api.get(`/${ns}/dn`)).status, 200, 'the key stays')
+  const other = await api.del(`/${ns}/dn`, { headers: { 'if-none-match': '"999999"' } })
+  t.equal(other.status, 200, 'another version: deleted')
+  const gone = await api.del(`/${ns}/dn`, { headers: { 'if-none-match': '*' } })
+  t.equal(gone.status, 404, 'nothing there: key_not_found, as without a condition')
 })
 
 t.test('read-your-writes across many interleaved writes', async (t) => {
