@@ -27,6 +27,12 @@ const RESERVED = new Set(['namespaces', 'usage'])
 const TOTAL_MS = 1000
 /** Accounts (totals) and namespaces (last counts) remembered for the storage quota. */
 const REMEMBERED = 100_000
+/**
+ * How long a namespace counted before is waited for before its last count stands in: a
+ * master that stalls or fails over would otherwise hold every write of its accounts,
+ * wherever the written namespace lives, until its commands time out.
+ */
+const COUNT_WAIT_MS = 250
 /** The most namespaces any account may hold, whatever its plan says. */
 const HARD_MAX = 10_000
 
@@ -71,31 +77,35 @@ export class Namespaces {
    * namespaces are counted together. On a shared store the total is kept for TOTAL_MS and
    * moved by this front end's own writes (wrote), so a write costs no read per namespace;
    * `fresh` counts again (a refusal is always confirmed so). A namespace whose master does
-   * not answer counts as it last did: the quota does not make writes elsewhere fail.
+   * not answer (at once, or within COUNT_WAIT_MS) counts as it last did: the quota does not
+   * make writes elsewhere fail or wait.
    */
   async storageBytes(account: Account, fresh = false): Promise<number> {
     const shared = !this.store.soleWriter
     const kept = shared && !fresh ? this.totals.get(account.id) : undefined
     if (kept !== undefined && Date.now() - kept.at < TOTAL_MS) return kept.bytes
     const at = Date.now()
-    const list = [...account.namespaces.values()]
-    const counts = await Promise.allSettled(
-      list.map((n) => this.store.namespaceCounts(n.storeName)),
+    const counts = await Promise.all(
+      [...account.namespaces.values()].map((n) => this.bytesOf(n.storeName, shared)),
     )
-    let total = 0
-    counts.forEach((r, i) => {
-      const ns = list[i]!.storeName
-      if (r.status === 'fulfilled') {
-        total += r.value?.bytes ?? 0
-        if (shared) this.counted.set(ns, r.value?.bytes ?? 0)
-        return
-      }
-      const last = this.counted.get(ns)
-      if (last === undefined) throw r.reason
-      total += last
-    })
+    const total = counts.reduce((sum, n) => sum + n, 0)
     if (shared) this.totals.set(account.id, { bytes: total, at })
     return total
+  }
+
+  /** A namespace's bytes; on a shared store its last count stands in for a slow or failing master. */
+  private bytesOf(ns: string, shared: boolean): Promise<number> {
+    const asked = this.store.namespaceCounts(ns).then((c) => {
+      if (shared) this.counted.set(ns, c?.bytes ?? 0)
+      return c?.bytes ?? 0
+    })
+    const last = shared ? this.counted.get(ns) : undefined
+    if (last === undefined) return asked
+    let timer: NodeJS.Timeout | undefined
+    const waited = new Promise<number>((resolve) => {
+      timer = setTimeout(() => resolve(last), COUNT_WAIT_MS)
+    })
+    return Promise.race([asked.catch(() => last), waited]).finally(() => clearTimeout(timer))
   }
 
   /** A write here changed the account's bytes by `delta`; undefined: by an amount not known. */

@@ -75,4 +75,59 @@ else {
     const r2 = await requests()
     t.equal(r2 - r1, perRound, 'the requests made before the stall count once')
   })
+
+  t.test(
+    "a stalled master holding one of an account's namespaces holds no write elsewhere",
+    async (t) => {
+      const srv = await startServer({
+        plans: plansFile({ id: 'quota', maxStorageBytes: 1_000_000 }),
+        args: ['--store', cluster.url],
+      })
+      t.teardown(() => srv.stop())
+      // A plan with a storage quota: each write counts the account's namespaces.
+      const acct = await srv.createAccount(undefined, { plan: 'quota' })
+      const client = new Redis.Cluster(
+        cluster.nodes.map((n) => ({ host: '127.0.0.1', port: n.port })),
+      )
+      t.teardown(() => client.disconnect())
+      const ranges = (await client.cluster('SLOTS')) as [number, number, [string, number]][]
+      const portOf = async (key: string) => {
+        const slot = Number(await client.cluster('KEYSLOT', key))
+        return ranges.find(([from, to]) => slot >= from && slot <= to)![2][1]
+      }
+      // The account's own records (its key, its bucket) stay answered: only a namespace's
+      // master stalls, which the storage quota's count of the account would otherwise ask.
+      const records = await portOf(`{${acct.accountId}}`)
+      const where = new Map<string, number>()
+      const api = (method: string, path: string, body?: unknown) =>
+        fetch(`${srv.baseUrl}${path}`, {
+          method,
+          headers: { 'x-api-key': acct.apiKey, 'content-type': 'application/json' },
+          body: body === undefined ? undefined : JSON.stringify(body),
+        }).then(async (r) => ({ status: r.status, text: await r.text() }))
+      for (let i = 0; where.size < 8 && i < 40; i++) {
+        const name = `q${i}`
+        t.equal((await api('POST', '/namespaces', { name })).status, 201)
+        where.set(name, await portOf(`c:{n:u/${acct.accountId}/${name}}:m`))
+      }
+      for (const name of where.keys()) await api('PUT', `/${name}/seed`, { value: 1 })
+      const stalled = [...where.values()].find((p) => p !== records)
+      const elsewhere = [...where].filter(([, p]) => p !== stalled).map(([n]) => n)
+      t.ok(stalled !== undefined && elsewhere.length > 0, 'namespaces on two masters')
+      const victim = cluster.nodes.find((n) => n.port === stalled)!
+      await sleep(1200) // past the second a front end keeps the account's total
+      victim.proc.kill('SIGSTOP')
+      try {
+        for (const name of elsewhere.slice(0, 3)) {
+          const started = Date.now()
+          const res = await api('PUT', `/${name}/during`, { value: 2 })
+          const ms = Date.now() - started
+          t.equal(res.status, 201, `a write to ${name} is taken`)
+          t.ok(ms < ANSWER_MS, `in ${ms} ms, not after the stalled master's timeout`)
+        }
+      } finally {
+        victim.proc.kill('SIGCONT')
+      }
+    },
+  )
 }
