@@ -3,8 +3,11 @@
 // pass to the day's record in the store every couple of seconds and at shutdown, and reads
 // back the record's totals, so several front ends on one store count into one total and the
 // daily quota sees all of them (within a pass). A crash loses at most one interval's counts.
+// Each pass's addition carries a token of its own; one whose answer was lost is sent again
+// as it was, under the same token, and the store makes it once (types.ts, Records.add).
+import { randomBytes } from 'node:crypto'
 import type { Account, Accounts } from './accounts.js'
-import { type Store, mayHaveApplied } from './store/types.js'
+import type { Store } from './store/types.js'
 
 export const OPS = [
   'get',
@@ -65,10 +68,12 @@ type DayRecord = Partial<Record<(typeof FIELDS)[number] | 'storageBytes', number
 
 /** One account's counters for one day: the store's totals as last read, plus what is new here. */
 export class DayCounters {
-  /** Totals: the store's as of the last pass plus `pending`. */
+  /** Totals: the store's as of the last pass plus `pending` (and `unconfirmed`). */
   readonly total = new Float64Array(FIELDS.length)
   /** Counted here since the last pass. */
   readonly pending = new Float64Array(FIELDS.length)
+  /** An addition sent whose answer did not come: sent again as it is, under its token. */
+  unconfirmed: { token: string; counts: Float64Array } | undefined = undefined
   storageBytes = 0
   dirty = false
   /** The store's record has been read in (on a shared store that happens in the background). */
@@ -88,8 +93,9 @@ export class DayCounters {
   /** Takes in the store's record: its totals plus what is still pending here. */
   settle(rec: DayRecord | undefined): void {
     this.loaded = true
+    const held = this.unconfirmed?.counts
     FIELDS.forEach((f, i) => {
-      this.total[i] = Number(rec?.[f] ?? 0) + this.pending[i]!
+      this.total[i] = Number(rec?.[f] ?? 0) + this.pending[i]! + (held?.[i] ?? 0)
     })
     this.storageBytes = Number(rec?.storageBytes ?? this.storageBytes)
   }
@@ -121,9 +127,15 @@ export function emptyDay(day: number): DayUsage {
   return new DayCounters('', day).toDay()
 }
 
+/** Names this front end's additions: tokens are `<this>.<sequence>`. */
+const FRONT_END = randomBytes(9).toString('base64url')
+
 export class Usage {
   /** Today's counters of the accounts seen since the last pass (and of those still dirty). */
   private counters = new Map<string, DayCounters>()
+  /** A past day's counters with counts still to add (the day turned before a pass). */
+  private leftovers: DayCounters[] = []
+  private sequence = 0
   private flushing: Promise<void> | null = null
   private prunedDay = dayOf(Date.now())
 
@@ -138,6 +150,7 @@ export class Usage {
     const day = dayOf(now)
     let c = this.counters.get(accountId)
     if (c === undefined || c.day !== day) {
+      if (c?.dirty) this.leftovers.push(c)
       c = new DayCounters(accountId, day)
       this.counters.set(accountId, c)
       this.load(c)
@@ -210,48 +223,58 @@ export class Usage {
 
   private async writeDirty(): Promise<void> {
     let failed: unknown
-    for (const [id, c] of [...this.counters]) {
+    const past = this.leftovers
+    this.leftovers = []
+    for (const c of [...past, ...this.counters.values()]) {
+      const id = c.accountId
       if (!c.dirty) {
         // Idle for a whole pass: read afresh when it is next needed.
-        this.counters.delete(id)
+        if (this.counters.get(id) === c) this.counters.delete(id)
         continue
       }
       const a = await this.accounts.get(id)
       if (a === undefined || a.deleted) {
-        this.counters.delete(id)
+        if (this.counters.get(id) === c) this.counters.delete(id)
         continue
       }
       c.dirty = false
-      const delta: Record<string, number> = {}
-      FIELDS.forEach((f, i) => {
-        if (c.pending[i] !== 0) delta[f] = c.pending[i]!
-      })
-      const sent = Float64Array.from(c.pending)
-      c.pending.fill(0)
-      let adding = false
       try {
         c.storageBytes = await this.storageOf(a)
-        adding = true
-        c.settle(
-          await this.store.records.add('usage', recordId(id, c.day), delta, {
-            storageBytes: c.storageBytes,
-          }),
-        )
+        // What was sent before and not confirmed goes first, unchanged, under its token.
+        if (c.unconfirmed !== undefined) await this.add(c, c.unconfirmed)
+        if (c.pending.some((n) => n !== 0)) {
+          const batch = { token: `${FRONT_END}.${++this.sequence}`, counts: c.pending.slice() }
+          c.pending.fill(0)
+          c.unconfirmed = batch
+          await this.add(c, batch)
+        }
       } catch (err) {
-        // A full disk or an unreachable store: keep the counts for a later pass rather than
-        // lose them (an add that failed added nothing). But an add sent and never answered
-        // may be made yet (a Redis master that stalled runs it when it resumes): sent again,
-        // it would count twice.
-        if (!(adding && mayHaveApplied(err)))
-          sent.forEach((n, i) => {
-            c.pending[i]! += n
-          })
+        // A full disk or an unreachable store: the counts stay for a later pass, sent as
+        // they were (an add made already is not made twice; one that failed added nothing).
         c.dirty = true
         failed = err
       }
+      if (c.dirty && this.counters.get(id) !== c) this.leftovers.push(c)
     }
     if (failed !== undefined) throw failed
     await this.prune()
+  }
+
+  /** Adds one batch to the day's record, and takes in the totals; the batch is then done. */
+  private async add(c: DayCounters, batch: { token: string; counts: Float64Array }) {
+    const delta: Record<string, number> = {}
+    FIELDS.forEach((f, i) => {
+      if (batch.counts[i] !== 0) delta[f] = batch.counts[i]!
+    })
+    const totals = await this.store.records.add(
+      'usage',
+      recordId(c.accountId, c.day),
+      delta,
+      { storageBytes: c.storageBytes },
+      batch.token,
+    )
+    if (c.unconfirmed === batch) c.unconfirmed = undefined
+    c.settle(totals)
   }
 
   /** Once a day, removes the records of active accounts that fell out of the kept window. */

@@ -104,6 +104,10 @@ export class EmbeddedRecords implements Records {
     )
   }
 
+  /**
+   * The token is not needed here: an add the engine refused was not made, and one it
+   * acknowledged is not sent again (types.ts).
+   */
   add(
     kind: 'usage',
     id: string,

@@ -204,8 +204,9 @@ export interface NamespaceCounts {
  * CONFLICT (a condition failed; from `transact`, err.index names the op), NAMESPACE_NOT_FOUND, NO_SPACE (storage full),
  * IO_ERROR (storage failing or unreachable; retry later), CORRUPT (damaged data),
  * CLOSED, INVALID_ARGUMENT, VALUE_TOO_LARGE (from `transact`: an increment's result past its
- * op's maxBytes; err.index names the op). An IO_ERROR with `maybeApplied` true was sent and never answered
- * (mayHaveApplied): the change may be made yet, so it is not simply sent again.
+ * op's maxBytes; err.index names the op). An IO_ERROR from a shared store may come for a
+ * change that is made all the same (sent, its answer lost): data writes say so to the
+ * client (a 503 may have applied), and usage additions carry a token (Records.add).
  */
 export type StoreErrorCode =
   | 'CONFLICT'
@@ -219,10 +220,8 @@ export type StoreErrorCode =
   | 'CORRUPT'
   | 'CLOSED'
   | 'INVALID_ARGUMENT'
-
-/** Whether a store's error leaves its change unknown: sent, never answered (see above). */
-export const mayHaveApplied = (err: unknown): boolean =>
-  (err as { maybeApplied?: unknown } | null)?.maybeApplied === true
+  /** A transaction's increment whose result would pass its op's maxBytes (err.index). */
+  | 'VALUE_TOO_LARGE'
 
 /** Whether the store takes writes, and if not, why. */
 export type StoreHealth =
@@ -321,13 +320,17 @@ export interface Records {
   batch(ops: RecordOp[]): Promise<void>
   /**
    * Adds to numeric fields of a counter record, creating it (usage counters), and sets the
-   * fields in `set`; resolves with every field's value after the change.
+   * fields in `set`; resolves with every field's value after the change. `token` names the
+   * addition: one already made under that token (within two days) is not made again, so an
+   * add sent again after its answer was lost (a timeout, a connection closed, a failover,
+   * ioredis resending it) counts once.
    */
   add(
     kind: 'usage',
     id: string,
     fields: Record<string, number>,
     set?: Record<string, number>,
+    token?: string,
   ): Promise<Record<string, number>>
 }
 

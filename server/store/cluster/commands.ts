@@ -41,7 +41,7 @@ const SCRIPTS: Record<string, { keys: number; lua: string }> = {
   cairnRecDelete: { keys: 2, lua: R.DELETE },
   cairnRecBatch: { keys: 1, lua: R.BATCH },
   cairnRecList: { keys: 1, lua: R.LIST },
-  cairnRecAdd: { keys: 2, lua: R.ADD },
+  cairnRecAdd: { keys: 3, lua: R.ADD },
   cairnBucket: { keys: 1, lua: R.BUCKET },
 }
 

@@ -24,9 +24,6 @@ export function storeError(err: unknown): Error {
   const out = Object.assign(new Error(code === 'IO_ERROR' ? `redis: ${message}` : message), {
     code,
   })
-  // Sent and never answered: the command waits on its connection, and a master that resumes
-  // runs it (types.ts, mayHaveApplied).
-  if (timedOut(err)) Object.assign(out, { maybeApplied: true })
   if (code !== 'IO_ERROR' && /^\d+$/.test(words[1] ?? ''))
     Object.assign(out, { index: Number(words[1]), message: `${code} at op ${words[1]}` })
   return out

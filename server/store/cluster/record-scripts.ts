@@ -86,12 +86,17 @@ return out
 `
 
 /**
- * add: KEYS record (a hash), index; ARGV id, the number of fields to add, field n ..., then
- * the fields to set, field n ... Returns every field and value after the change.
+ * add: KEYS record (a hash), index, the token's marker; ARGV id, token ('' for none), the
+ * number of fields to add, field n ..., then the fields to set, field n ... Returns every
+ * field and value after the change (or as they are, when the token was seen before).
  */
 export const ADD = `
-local n = tonumber(ARGV[2])
-local i = 3
+-- An addition made once under its token is not made again (kept two days).
+if ARGV[2] ~= '' and not redis.call('SET', KEYS[3], 1, 'NX', 'EX', 172800) then
+  return redis.call('HGETALL', KEYS[1])
+end
+local n = tonumber(ARGV[3])
+local i = 4
 for _ = 1, n do
   redis.call('HINCRBY', KEYS[1], ARGV[i], ARGV[i + 1])
   i = i + 2

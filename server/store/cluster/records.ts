@@ -171,13 +171,16 @@ export class ClusterRecords implements Records {
     id: string,
     fields: Record<string, number>,
     set: Record<string, number> = {},
+    token = '',
   ): Promise<Record<string, number>> {
     checkId(id)
     const adds = Object.entries(fields)
     const args: (string | number)[] = [
       recordKey(kind, id),
       indexKey(kind, groupOf(id)),
+      `c:{${groupOf(id)}}:added:${token}`,
       id,
+      token,
       adds.length,
     ]
     for (const [f, n] of adds) args.push(f, Math.round(n))
