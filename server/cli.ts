@@ -250,7 +250,7 @@ async function migrateCommand(flags: Map<string, string>): Promise<number> {
   if (json) process.stdout.write(`${JSON.stringify(report)}\n`)
   else if (report.alreadyMigrated)
     process.stdout.write(
-      `Already migrated to ${redact(to)}: nothing copied, so nothing written there since is overwritten. To copy again, delete ${path.join(dir, PROGRESS_FILE)} first.\n`,
+      `Already migrated to ${redact(to)}: nothing copied, so nothing written there since is overwritten. Copying again (after deleting ${path.join(dir, PROGRESS_FILE)}) would bring back keys deleted there since; do it only into a cluster nothing has used.\n`,
     )
   else
     process.stdout.write(
