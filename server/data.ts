@@ -36,12 +36,14 @@ function txFailure(err: unknown): unknown {
 }
 
 /**
- * The most bytes a transaction's op can add to the account, for the storage quota: a put's
- * key, value and metadata; an increment's key and as many digits as it could add (it may
- * create the key, or carry into a new digit); a patch's metadata.
+ * The most bytes a transaction's op can add to the account, for the storage quota, as the
+ * store counts them (`metadataOverhead`: -1 where metadata is not counted): a put's key,
+ * value and metadata; an increment's key and as many digits as it could add (it may create
+ * the key, or carry into a new digit); a patch's metadata.
  */
-function mostAdded(op: TxOp): number {
-  const md = (m: Buffer | null | undefined) => m?.length ?? 0
+function mostAdded(op: TxOp, metadataOverhead: number): number {
+  const md = (m: Buffer | null | undefined) =>
+    metadataOverhead < 0 || !m ? 0 : m.length + metadataOverhead
   switch (op.op) {
     case 'put':
       return Buffer.byteLength(op.key) + op.value.length + md(op.metadata)
@@ -127,7 +129,9 @@ export class Data {
       if (o.ifMatch !== undefined || o.ifNoneMatch !== undefined) ifVersion = v ?? null
     } else if (fast !== undefined) ifVersion = fast
     else if (o.ifNoneMatch === '*') ifVersion = null
-    const delta = Buffer.byteLength(key) + json.length + (o.metadata?.length ?? 0) - oldBytes
+    const overhead = this.store.metadataOverhead
+    const md = overhead < 0 || o.metadata === undefined ? 0 : o.metadata.length + overhead
+    const delta = Buffer.byteLength(key) + json.length + md - oldBytes
     if (quota !== null) await this.checkQuota(account, quota, delta, 'write')
     try {
       const done = await this.store.put(info.storeName, key, json, {
@@ -203,8 +207,9 @@ export class Data {
           op.maxBytes = plan.maxValueBytes
     const quota = plan.maxStorageBytes
     if (quota !== null) {
-      const adds = ops.reduce((sum, op) => sum + mostAdded(op), 0)
-      if (adds > 0) await this.checkQuota(account, quota, adds, 'transaction')
+      const adds = ops.reduce((sum, op) => sum + mostAdded(op, this.store.metadataOverhead), 0)
+      const what = ops.length === 1 && ops[0]!.op === 'patch' ? 'change' : 'transaction'
+      if (adds > 0) await this.checkQuota(account, quota, adds, what)
     }
     try {
       const done = await this.store.transact(info.storeName, ops)

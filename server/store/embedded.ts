@@ -12,7 +12,7 @@ import { EmbeddedRecords } from './embedded-records.js'
 import { reconcileNamespaces } from './embedded-reconcile.js'
 import { EmbeddedFeed } from './embedded-feed.js'
 import { transact } from './embedded-tx.js'
-import { hasMetadata, metadataText, valueText, wrap } from './envelope.js'
+import { METADATA_HEAD, hasMetadata, metadataText, valueText, wrap } from './envelope.js'
 import type { Bucket, Entry, Limiter, ListOptions, Listed, ListedEntry, Store } from './types.js'
 
 /** Accounts whose buckets are held at most; an evicted one comes back full (docs/configuration.md). */
@@ -119,6 +119,7 @@ function embeddedStore(db: Db, records: EmbeddedRecords): Store {
   return {
     kind: 'embedded',
     soleWriter: true,
+    metadataOverhead: METADATA_HEAD,
     records,
     limiter: new MemoryLimiter(),
     admin: {

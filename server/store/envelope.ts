@@ -10,7 +10,9 @@
 // metadata existed reads back unchanged.
 
 const MARK = 0x00
-const HEAD = 5
+/** The bytes ahead of the metadata: a mark and its length. */
+export const METADATA_HEAD = 5
+const HEAD = METADATA_HEAD
 
 /** The bytes the engine stores for a value and its (optional) metadata. */
 export function wrap(value: Buffer, metadata: Buffer | undefined): Buffer {

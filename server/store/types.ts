@@ -372,6 +372,12 @@ export interface Store extends Entries {
   readonly kind: 'embedded' | 'redis'
   /** Whether this process is the store's only writer (the embedded engine holds a lock). */
   readonly soleWriter: boolean
+  /**
+   * Bytes an entry's metadata adds to its namespace's count, beyond the metadata's own
+   * length (the embedded store keeps it inside the value, behind a 5-byte header), or -1
+   * when metadata is not counted at all (Redis: keys plus values only).
+   */
+  readonly metadataOverhead: number
   readonly records: Records
   readonly limiter: Limiter
   readonly feed: Feed

@@ -58,6 +58,7 @@ export async function openRedisStore(
   return {
     kind: 'redis',
     soleWriter: false,
+    metadataOverhead: -1,
     records: new ClusterRecords(cmd),
     limiter: new LeasedBuckets(cmd),
     admin: undefined,
