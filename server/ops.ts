@@ -2,44 +2,37 @@
 // /metrics (Prometheus text).
 import type { Context } from './context.js'
 import { statusLine } from './http/status.js'
-import type { TemplatedApp } from './http/uws.js'
+import { endHead } from './http/head.js'
+import type { HttpResponse, TemplatedApp } from './http/uws.js'
 import { R } from './metrics.js'
 
 export function mountOps(app: TemplatedApp, ctx: Context): void {
-  app.get('/healthz', (res) => {
-    res.cork(() =>
-      res
-        .writeStatus('200 OK')
-        .writeHeader('Content-Type', 'application/json')
-        .end('{"status":"ok"}'),
-    )
-    ctx.metrics.observe(R.ops, 200, 0)
-  })
-  app.get('/readyz', (res) => {
-    const { status, body } = readiness(ctx)
-    res.cork(() =>
-      res
-        .writeStatus(statusLine(status))
-        .writeHeader('Content-Type', 'application/json')
-        .end(JSON.stringify(body)),
-    )
+  /** Answers GET and HEAD (the same, without the body) of `path`. */
+  const both = (path: string, fn: (res: HttpResponse, head: boolean) => void) => {
+    app.get(path, (res) => fn(res, false))
+    app.head(path, (res) => fn(res, true))
+  }
+  const answer = (res: HttpResponse, head: boolean, status: number, type: string, body: string) => {
+    res.cork(() => {
+      res.writeStatus(statusLine(status)).writeHeader('Content-Type', type)
+      if (head) endHead(res, Buffer.byteLength(body))
+      else res.end(body)
+    })
     ctx.metrics.observe(R.ops, status, 0)
+  }
+  both('/healthz', (res, head) => answer(res, head, 200, 'application/json', '{"status":"ok"}'))
+  both('/readyz', (res, head) => {
+    const { status, body } = readiness(ctx)
+    answer(res, head, status, 'application/json', JSON.stringify(body))
   })
-  app.get('/metrics', (res) => {
+  both('/metrics', (res, head) => {
     let aborted = false
     res.onAborted(() => {
       aborted = true
     })
     ctx.metrics.text().then(
       (text) => {
-        if (aborted) return
-        res.cork(() =>
-          res
-            .writeStatus('200 OK')
-            .writeHeader('Content-Type', 'text/plain; version=0.0.4; charset=utf-8')
-            .end(text),
-        )
-        ctx.metrics.observe(R.ops, 200, 0)
+        if (!aborted) answer(res, head, 200, 'text/plain; version=0.0.4; charset=utf-8', text)
       },
       (err) => {
         ctx.log.error({ err: (err as Error).message }, 'metrics failed')

@@ -129,7 +129,7 @@ export function mountDashboard(app: TemplatedApp, ctx: Context): void {
   route(app, ctx, 'get', '/favicon.ico', SMALL_BODY, (req) => assets.serve(req, 'icon.svg')!)
   // Every other path: a page that says so, in the dashboard's own look.
   route(app, ctx, 'any', '/*', SMALL_BODY, (req) =>
-    req.method === 'GET'
+    req.method === 'GET' || req.method === 'HEAD'
       ? shell(assets, 'Not found', '', 404)
       : fail(404, 'not_found', 'Not found.'),
   )

@@ -14,6 +14,7 @@ import { storageFault } from '../storage-faults.js'
 import { jsonContentType } from '../wire/content-type.js'
 import { clientAddress } from './address.js'
 import { bodyFraming } from './framing.js'
+import { endHead } from './head.js'
 import { statusLine } from './status.js'
 import { type ResponseOut, responseOut } from './stream-out.js'
 import type { HttpRequest, HttpResponse, TemplatedApp } from './uws.js'
@@ -167,12 +168,8 @@ function write(res: HttpResponse, reply: Reply, close: boolean, head: boolean): 
   writeHead(res, reply)
   // No arguments: uWS then writes no Content-Length (given undefined it writes a bogus one).
   if (reply.status === 304) res.endWithoutBody()
-  else if (head) {
-    // The body's length, never the body, or the client reads it as the next answer. Written
-    // by hand: this build of uWebSockets.js never ends a response given endWithoutBody(length).
-    res.writeHeader('Content-Length', String(Buffer.byteLength(reply.body ?? '')))
-    res.endWithoutBody()
-  } else res.end(reply.body ?? '', close)
+  else if (head) endHead(res, Buffer.byteLength(reply.body ?? ''))
+  else res.end(reply.body ?? '', close)
 }
 
 /**
@@ -235,7 +232,7 @@ export function route(
   metric: number = R.dashboard,
 ): void {
   const paramCount = (pattern.match(/\/:/g) ?? []).length
-  app[method](pattern, (res: HttpResponse, uwsReq: HttpRequest) => {
+  const serve = (res: HttpResponse, uwsReq: HttpRequest) => {
     const started = performance.now()
     const headers: Record<string, string> = {}
     for (const h of HEADERS_WANTED) headers[h] = uwsReq.getHeader(h)
@@ -263,8 +260,17 @@ export function route(
       if (ctx.debug) ctx.log.debug({ status, route: ROUTES[metric], path: req.path }, 'request')
     }
     const finish = (reply: Reply, close = false) => {
-      if (reply.stream && done) {
-        // The client left before the stream opened: the handler still lets go of its hold.
+      if (reply.stream && (done || req.method === 'HEAD')) {
+        // The client left before the stream opened, or asked for its head only: the
+        // handler still lets go of its hold.
+        if (!done && !aborted) {
+          res.cork(() => {
+            writeHead(res, reply)
+            res.endWithoutBody()
+          })
+          settle(reply.status)
+        }
+        done = true
         const gone = streamOut(res, true, () => {})
         reply.stream(gone)
         return gone.abort()
@@ -326,5 +332,8 @@ export function route(
         setImmediate(run)
       }
     })
-  })
+  }
+  app[method](pattern, serve)
+  // HEAD is GET without the body (write, endHead).
+  if (method === 'get') app.head(pattern, serve)
 }

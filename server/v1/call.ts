@@ -14,6 +14,7 @@ import { ApiError, type ErrorCode, errorStatus, errorText } from '../errors.js'
 import { statusLine } from '../http/status.js'
 import type { HttpResponse } from '../http/uws.js'
 import { ROUTES } from '../metrics.js'
+import { endHead } from '../http/head.js'
 import { storageFault } from '../storage-faults.js'
 import { EXPOSE, allowOrigin } from './cors.js'
 import type { Entry } from '../store/types.js'
@@ -158,14 +159,9 @@ export class Call {
     if (this.done || this.aborted) return
     const bytes = typeof body === 'string' ? Buffer.byteLength(body) : body.length
     this.res.cork(() => {
-      if (!this.headOnly) {
-        this.head(status, 'Content-Type', 'application/json', extra)
-        return this.res.end(body, close)
-      }
-      // The length the body would have, written by hand: this build of uWebSockets.js never
-      // ends a response given endWithoutBody(length).
-      this.head(status, 'Content-Type', 'application/json', `${extra}\r\nContent-Length: ${bytes}`)
-      this.res.endWithoutBody()
+      this.head(status, 'Content-Type', 'application/json', extra)
+      if (this.headOnly) endHead(this.res, bytes)
+      else this.res.end(body, close)
     })
     this.finish(status, this.headOnly ? 0 : bytes)
   }

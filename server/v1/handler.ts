@@ -43,7 +43,9 @@ export function v1Handler(ctx: Context): (res: HttpResponse, req: HttpRequest) =
   const shared = !ctx.store.soleWriter
 
   function handle(res: HttpResponse, req: HttpRequest): void {
-    const method = req.getMethod()
+    const asked = req.getMethod()
+    // HEAD is GET without the body (Call.headOnly): the same route, checks and headers.
+    const method = asked === 'head' ? 'get' : asked
     parsePath(req.getUrl(), parsed)
     const route = parsed.route
     const preflight = method === 'options'
@@ -56,7 +58,7 @@ export function v1Handler(ctx: Context): (res: HttpResponse, req: HttpRequest) =
       preflight ? '' : origin,
       preflight ? R.preflight : (operation(route, method)?.metric ?? R.unmatched),
     )
-    if (method === 'head') call.headOnly = true
+    if (asked === 'head') call.headOnly = true
     if (method === 'put' || method === 'post' || method === 'patch') {
       // Ambiguous framing: refused before anything is applied, and the connection closed,
       // since where this request ends and the next begins is unknown.

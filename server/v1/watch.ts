@@ -41,6 +41,12 @@ export function watchChanges(
   q: URLSearchParams,
 ): void {
   call.op = OP.watch
+  if (call.headOnly)
+    return call.fail(
+      'method_not_allowed',
+      'A watch is a stream: open it with GET.',
+      '\r\nAllow: GET',
+    )
   if (!req.getHeader('accept').includes('text/event-stream'))
     return call.fail(
       'invalid_request',

@@ -111,17 +111,38 @@ t.test('pipelined reads in one packet are all answered', async (t) => {
   t.same(r.statuses, [200, 200, 200])
 })
 
-t.test('HEAD is answered without a body, so the next answer on the socket parses', async (t) => {
+t.test('HEAD is GET without the body, so the next answer on the socket parses', async (t) => {
   await api.mustPut('f', 'h', 'read me')
-  const get = `GET /v1/f/h HTTP/1.1\r\nHost: x\r\nx-api-key: ${key}\r\n\r\n`
-  for (const path of ['/v1/f/h', '/v1/f/missing', '/login', '/no/such/page']) {
-    const head = `HEAD ${path} HTTP/1.1\r\nHost: x\r\nx-api-key: ${key}\r\n\r\n`
-    const r = await exchange([head + get], 0, 10_000, 2)
+  for (const path of [
+    '/v1/f/h',
+    '/v1/f/missing',
+    '/v1/usage',
+    '/login',
+    '/no/such/page',
+    '/readyz',
+  ]) {
+    const one = (method: string) =>
+      `${method} ${path} HTTP/1.1\r\nHost: x\r\nx-api-key: ${key}\r\n\r\n`
+    const r = await exchange([one('HEAD') + one('GET')], 0, 10_000, 2)
     t.equal(r.statuses.length, 2, `HEAD ${path}, then GET: two answers`)
-    const [first, second] = r.text.split(/(?=HTTP\/1\.1 )/)
-    t.match(first, /\r\n\r\n$/, `HEAD ${path}: headers only (${r.statuses[0]})`)
-    t.match(second, /^HTTP\/1\.1 200 [\s\S]*\r\n\r\n\{"value":"read me"\}$/, 'the GET after it')
+    const [head, get] = r.text.split(/(?=HTTP\/1\.1 )/) as [string, string]
+    t.match(head, /\r\n\r\n$/, `HEAD ${path}: headers only`)
+    t.equal(r.statuses[0], r.statuses[1], `HEAD ${path}: GET's status (${r.statuses[1]})`)
+    const header = (text: string, name: string) =>
+      new RegExp(`^${name}: (.*)\r$`, 'im').exec(text)?.[1]
+    const body = get.slice(get.indexOf('\r\n\r\n') + 4)
+    t.equal(header(head, 'content-length'), String(Buffer.byteLength(body, 'latin1')), 'its length')
+    if (path === '/v1/f/h') t.equal(header(head, 'etag'), header(get, 'etag'), 'and its ETag')
   }
+  const watch = await exchange(
+    [
+      `HEAD /v1/f?watch=1 HTTP/1.1\r\nHost: x\r\nx-api-key: ${key}\r\naccept: text/event-stream\r\n\r\n`,
+    ],
+    0,
+    10_000,
+    1,
+  )
+  t.same(watch.statuses, [405], 'a watch is a stream: HEAD of it is refused')
 })
 
 t.test('two Content-Length headers: 400, closed, nothing applied', async (t) => {
