@@ -1,7 +1,8 @@
 // One process per directory. The LOCK file is created exclusively (O_EXCL) and holds the
 // owner's pid, so of two processes starting together only one gets it. A LOCK whose pid no
-// longer runs (the owner was killed) is stale and taken over. Within one process a set of
-// open directories catches a second open, since the pid would be our own.
+// longer runs (the owner was killed) is stale and taken over, by one process at a time
+// (LOCK.takeover, also created exclusively). Within one process a set of open directories
+// catches a second open, since the pid would be our own.
 import fs from 'node:fs'
 import path from 'node:path'
 import { EngineError } from './errors.js'
@@ -18,39 +19,85 @@ function alive(pid: number): boolean {
   }
 }
 
+/** A takeover file this old, whose process is gone, was left by a crash mid-takeover. */
+const TAKEOVER_STALE_MS = 10_000
+
+/** Creates `file` exclusively holding our pid; false when it exists. */
+function createHolding(file: string, dir: string): boolean {
+  let fd: number
+  try {
+    fd = io.openSync(file, 'wx')
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'EEXIST') return false
+    throw err
+  }
+  const pid = Buffer.from(String(process.pid))
+  try {
+    io.writeAllSync(fd, pid, 0, pid.length, 0)
+    io.fsyncSync(fd)
+  } finally {
+    io.closeSync(fd)
+  }
+  fsyncDir(dir)
+  return true
+}
+
+/** The pid a lock file names (0 when it names none: empty from a crash while writing it). */
+function holder(file: string): number | undefined {
+  let text: string
+  try {
+    text = io.readFileSync(file).toString('utf8').trim()
+  } catch {
+    return undefined // removed meanwhile
+  }
+  const pid = Number(text)
+  return Number.isInteger(pid) && pid > 0 ? pid : 0
+}
+
 export function acquireLock(dir: string): () => void {
   const real = fs.realpathSync(dir)
   if (openHere.has(real)) {
     throw new EngineError('LOCKED', `${dir} is already open in this process`)
   }
   const file = path.join(real, 'LOCK')
+  const takeover = path.join(real, 'LOCK.takeover')
+  const inUse = (pid: number) =>
+    new EngineError('LOCKED', `${dir} is in use by process ${pid} (see ${file})`)
   for (let attempt = 0; ; attempt++) {
-    try {
-      const fd = io.openSync(file, 'wx')
-      const pid = Buffer.from(String(process.pid))
+    if (attempt > 3) throw new EngineError('LOCKED', `${dir} could not be locked (see ${file})`)
+    if (createHolding(file, real)) break
+    const pid = holder(file)
+    if (pid === undefined) continue // removed meanwhile: try again
+    if (pid !== 0 && pid !== process.pid && alive(pid)) throw inUse(pid)
+    // Stale: its process is gone. Taking it over is remove-then-create, and two processes
+    // that both saw it stale must not both do that (the second would remove the lock the
+    // first just made), so the one that creates LOCK.takeover does it, and the other waits
+    // its turn or finds the lock held.
+    if (!createHolding(takeover, real)) {
+      const other = holder(takeover)
+      if (other !== undefined && other !== 0 && other !== process.pid && alive(other))
+        throw new EngineError('LOCKED', `${dir} is being opened by process ${other}`)
+      let age = 0
       try {
-        io.writeAllSync(fd, pid, 0, pid.length, 0)
-        io.fsyncSync(fd)
-      } finally {
-        io.closeSync(fd)
+        age = Date.now() - fs.statSync(takeover).mtimeMs
+      } catch {}
+      if (age > TAKEOVER_STALE_MS) io.rmSync(takeover)
+      else if (other !== undefined) {
+        // Its process is gone, moments ago: wait, rather than race another remover.
+        Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 50)
       }
-      fsyncDir(real)
-      break
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'EEXIST' || attempt > 2) throw err
+      continue
     }
-    let held = ''
     try {
-      held = io.readFileSync(file).toString('utf8').trim()
-    } catch {
-      continue // removed meanwhile: try again
+      // Still the stale holder (or gone): ours to replace. Anything else won meanwhile.
+      const now = holder(file)
+      if (now === pid || now === undefined) {
+        io.rmSync(file)
+        if (createHolding(file, real)) break
+      }
+    } finally {
+      io.rmSync(takeover)
     }
-    const pid = Number(held)
-    if (Number.isInteger(pid) && pid > 0 && pid !== process.pid && alive(pid)) {
-      throw new EngineError('LOCKED', `${dir} is in use by process ${pid} (see ${file})`)
-    }
-    // Stale (its process is gone, or the file is empty from a crash while writing it).
-    io.rmSync(file)
   }
   openHere.add(real)
   return () => {

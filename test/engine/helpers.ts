@@ -93,6 +93,7 @@ export function compareUtf8(a: string, b: string): number {
 }
 
 export interface Child {
+  pid: number
   lines: string[]
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>
   kill(signal?: NodeJS.Signals): void
@@ -135,6 +136,7 @@ export function runChild(script: string, args: string[]): Child {
     proc.on('close', (code, signal) => resolve({ code, signal }))
   })
   return {
+    pid: proc.pid!,
     lines,
     exited,
     kill: (signal = 'SIGKILL') => {

@@ -1,4 +1,5 @@
 // One process per directory: a second open fails with LOCKED, a killed holder does not block.
+import fs from 'node:fs'
 import path from 'node:path'
 import t from 'tap'
 import { open } from '../../engine/index.js'
@@ -40,4 +41,30 @@ t.test('another process holding the directory blocks open; killing it frees it',
   )
   await other.exited
   await db.close()
+})
+
+t.test('processes racing for a stale lock: exactly one gets it', async (t) => {
+  // A pid that no longer runs: a child's, once it has exited.
+  const gone = runChild(holder, [tempDir(t, 'lock-gone')])
+  await gone.waitFor((l) => l === 'ready' || l.startsWith('error'))
+  gone.kill('SIGKILL')
+  await gone.exited
+  const deadPid = String(gone.pid)
+  for (let round = 0; round < 6; round++) {
+    const dir = tempDir(t, 'lock-race')
+    fs.writeFileSync(path.join(dir, 'LOCK'), deadPid)
+    const at = Date.now() + 2500
+    const racers = Array.from({ length: 3 }, () => runChild(holder, [dir, String(at)]))
+    const said = await Promise.all(
+      racers.map((c) => c.waitFor((l) => l === 'ready' || l.startsWith('error'))),
+    )
+    for (const c of racers) c.kill('SIGKILL')
+    await Promise.all(racers.map((c) => c.exited))
+    t.equal(said.filter((l) => l === 'ready').length, 1, `round ${round}: ${said.join(', ')}`)
+    t.same(
+      said.filter((l) => l !== 'ready'),
+      ['error LOCKED', 'error LOCKED'],
+      'the others are told LOCKED',
+    )
+  }
 })
