@@ -225,11 +225,13 @@ export class Db implements Engine, DbCore {
 
   private ns(name: string): Namespace {
     const n = this.keydir.byName.get(name)
-    if (!n)
+    if (!n) {
+      if (typeof name !== 'string') fail('INVALID_ARGUMENT', 'a namespace name is a string')
       throw new EngineError(
         'NAMESPACE_NOT_FOUND',
         `namespace ${JSON.stringify(name)} does not exist`,
       )
+    }
     return n
   }
 
@@ -1002,6 +1004,9 @@ function checkName(ns: string): void {
   if (typeof ns !== 'string' || ns.length === 0 || Buffer.byteLength(ns) > MAX_NAMESPACE_BYTES) {
     fail('INVALID_ARGUMENT', `a namespace name is 1 to ${MAX_NAMESPACE_BYTES} UTF-8 bytes`)
   }
+  // Stored as UTF-8 (NAMESPACES): a lone surrogate has no UTF-8 form, and would come back
+  // as U+FFFD, another name.
+  if (!isWellFormed(ns)) fail('INVALID_ARGUMENT', 'a namespace name holds a lone surrogate')
 }
 
 function keyBytes(key: string): number {

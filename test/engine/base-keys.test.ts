@@ -291,6 +291,13 @@ t.test('a lone surrogate is no key, prefix or cursor', async (t) => {
   t.equal(await errorCode(db.list('n', { prefix: '\uD83D' })), 'INVALID_ARGUMENT')
   t.equal(await errorCode(db.list('n', { after: '\uD83D' })), 'INVALID_ARGUMENT')
   t.same((await db.list('n')).keys, ['\uFFFD', '\u{1F600}'], 'the others list as before')
+  t.equal(await errorCode(db.createNamespace('m\uD800')), 'INVALID_ARGUMENT', 'nor a namespace')
+  t.equal(await errorCode(db.get(7 as unknown as string, 'k')), 'INVALID_ARGUMENT')
+  t.same(
+    db.namespaces().map((n) => n.name),
+    ['n'],
+    'none was made',
+  )
 })
 
 t.test(
