@@ -4,7 +4,7 @@ import path from 'node:path'
 import { writeCheckpoint } from './checkpoint.js'
 import { compactAll } from './compaction.js'
 import type { CommittedChange, DbCore } from './db-core.js'
-import { EngineError, fail } from './errors.js'
+import { EngineError, asEngineError, fail } from './errors.js'
 import { fsyncDir, io } from './io.js'
 import { NAMESPACES_FILE, type NamespaceTable, writeNamespaces } from './namespaces-file.js'
 import { type Namespace, type Segment, type Staged, hintFile, noteVersion } from './parts.js'
@@ -808,7 +808,9 @@ export class Db implements Engine, DbCore {
           if (this.closed) return
           if (this.damaged) throw this.damaged
           this.compactionEpoch++
-          freed = await compactAll(this, whole)
+          freed = await compactAll(this, whole).catch((err) => {
+            throw asEngineError(err, 'compaction')
+          })
         } while (this.compactAgain && !this.closed)
       } finally {
         this.compacting = null

@@ -1,6 +1,7 @@
 // The engine's public entry point: `open`, `repair` and the public types. See engine/README.md for
 // the API and engine/FORMAT.md for the files it keeps.
 import { type Db as DbClass, Db, type RepairReport } from './db.js'
+import { asEngineError } from './errors.js'
 import { fsyncDir, io } from './io.js'
 import { acquireLock } from './lock.js'
 import { checkOptions, recover } from './recovery.js'
@@ -22,6 +23,14 @@ export type { CommittedChange } from './db-core.js'
  */
 export async function open(dir: string, options: OpenOptions = {}): Promise<DbClass> {
   checkOptions(options)
+  try {
+    return openLocked(dir, options)
+  } catch (err) {
+    throw asEngineError(err, 'open')
+  }
+}
+
+function openLocked(dir: string, options: OpenOptions): DbClass {
   io.mkdirSync(dir)
   io.makePrivate(dir)
   const release = acquireLock(dir)

@@ -201,6 +201,8 @@ t.test('a fault during compaction leaves every key readable and nothing lost', a
     injectFault({ op, code, path: /compact|\.hint|seg-|MANIFEST|COMPACTED/, nth: 2, times: 1 })
     const res = await errorCode(db.compact())
     t.comment(`${op} ${code}: compact ${res}`)
+    if (res !== 'RESOLVED')
+      t.match(res, /^(IO_ERROR|NO_SPACE)$/, `${op} ${code}: an engine error, not a bare errno`)
     await check(t, db, model, `${op} ${code}: after the failed compaction`)
     clearFaults()
     t.ok(await healed(db), `${op} ${code}: healthy again`)
@@ -230,3 +232,26 @@ t.test('close works while storage is failing, and lets go of the directory', asy
   t.equal(await again.get('f', 'lost'), undefined)
   await again.close()
 })
+
+t.test(
+  'a disk that fails at open: NO_SPACE or IO_ERROR, and everything there once it works',
+  async (t) => {
+    const dir = tempDir(t, 'faults-open')
+    t.teardown(clearFaults)
+    const db = await open(dir, OPTIONS)
+    await db.createNamespace('o')
+    await db.put('o', 'kept', 1)
+    await db.close()
+    for (const [op, code, expected] of [
+      ['write', 'ENOSPC', 'NO_SPACE'],
+      ['fsync', 'EIO', 'IO_ERROR'],
+    ] as const) {
+      injectFault({ op, code, times: Number.POSITIVE_INFINITY })
+      t.equal(await errorCode(open(dir, OPTIONS)), expected, `${op} ${code} at open`)
+      clearFaults()
+      const again = await open(dir, OPTIONS)
+      t.equal((await again.get('o', 'kept'))?.value, 1, `${op} ${code}: the data is there after`)
+      await again.close()
+    }
+  },
+)
