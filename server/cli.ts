@@ -4,7 +4,7 @@
 // opening its data directory directly, and on Redis Cluster (--store) directly.
 import fs from 'node:fs'
 import path from 'node:path'
-import { type AdminArgs, runAdmin } from './admin.js'
+import { type AdminArgs, COMMANDS, runAdmin } from './admin.js'
 import { SERVER_FILE, TOKEN_FILE, serve } from './app.js'
 import { ConfigError, parseArgs, serveConfig } from './config.js'
 import { createLogger, errFields } from './log.js'
@@ -66,6 +66,8 @@ function adminCommand(
 ): { command: string; args: AdminArgs } {
   const [group, verb, extra] = words
   const command = verb && group !== 'backup' ? `${group}.${verb}` : String(group)
+  if (!(COMMANDS as readonly string[]).includes(command))
+    throw new UsageError(`there is no command "${words.slice(0, 2).join(' ')}"`)
   const args: AdminArgs = {}
   for (const [name, names] of Object.entries(ARGS)) {
     for (const f of names) if (flags.has(f)) args[name] = flags.get(f)

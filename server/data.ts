@@ -208,7 +208,7 @@ export class Data {
     const quota = plan.maxStorageBytes
     if (quota !== null) {
       const adds = ops.reduce((sum, op) => sum + mostAdded(op, this.store.metadataOverhead), 0)
-      const what = ops.length === 1 && ops[0]!.op === 'patch' ? 'change' : 'transaction'
+      const what = ops.some((op) => op.op === 'patch') ? 'change' : 'transaction'
       if (adds > 0) await this.checkQuota(account, quota, adds, what)
     }
     try {

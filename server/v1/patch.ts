@@ -3,7 +3,8 @@
 import type { HttpRequest } from '../http/uws.js'
 import type { Plan } from '../plans.js'
 import type { TxOp } from '../store/types.js'
-import { singleVersion, parseTags } from '../wire/conditions.js'
+import { ApiError } from '../errors.js'
+import { matches, parseTags, singleVersion } from '../wire/conditions.js'
 import { parsePatchBody } from '../wire/patch-body.js'
 import { acceptsJson, readRequestBody } from './body.js'
 import type { Call } from './call.js'
@@ -17,6 +18,7 @@ export function patchEntry(call: Call, req: HttpRequest, parsed: Parsed, plan: P
   if (key === undefined) return
   if (!acceptsJson(call, req)) return
   const ifMatch = parseTags(req.getHeader('if-match'))
+  const ifNoneMatch = parseTags(req.getHeader('if-none-match'))
   if (missingNow(call, ns)) return
   readRequestBody(call, req, bodyLimit(plan), (body) => {
     let op: TxOp & { op: 'patch' }
@@ -34,20 +36,30 @@ export function patchEntry(call: Call, req: HttpRequest, parsed: Parsed, plan: P
     withNamespace(call, ns, (info) =>
       call.applyLater(async () => {
         try {
+          const ops: TxOp[] = [op]
           if (ifMatch !== undefined) {
             // One version goes to the store as is; '*' or a list is settled against the key's
             // current version, which the store then checks again at the moment of the write.
             const one = singleVersion(ifMatch)
             if (one !== undefined) op.ifVersion = one
             else {
-              const cur = await call.ctx.data.get(info, key)
-              const v = cur?.version
-              op.ifVersion =
-                v !== undefined && (ifMatch === '*' || ifMatch.includes(String(v))) ? v : -1
+              const v = (await call.ctx.data.get(info, key))?.version
+              op.ifVersion = v !== undefined && matches(ifMatch, v) ? v : -1
             }
           }
-          const done = await call.ctx.data.transact(call.account!, info, [op])
-          const r = done.results[0] as { version: number; value?: bigint; created?: boolean }
+          if (ifNoneMatch !== undefined) {
+            // HTTP's, as on PUT and DELETE: refused while the key (or that version) is there.
+            // A check of the state seen goes ahead of the change, so nothing slips between.
+            const v = (await call.ctx.data.get(info, key))?.version
+            if (matches(ifNoneMatch, v)) throw new ApiError('precondition_failed')
+            ops.unshift({ op: 'check', key, version: v ?? null })
+          }
+          const done = await call.ctx.data.transact(call.account!, info, ops)
+          const r = done.results[ops.length - 1] as {
+            version: number
+            value?: bigint
+            created?: boolean
+          }
           const v = String(r.version)
           call.send(
             r.created ? 201 : 200,

@@ -7,6 +7,7 @@ import type { ApiKey } from '../accounts.js'
 import type { Context } from '../context.js'
 import { ERRORS, type ErrorCode } from '../errors.js'
 import { requestAddress } from '../http/address.js'
+import { requestId } from '../http/request-id.js'
 import { statusLine } from '../http/status.js'
 import type { HttpRequest, HttpResponse } from '../http/uws.js'
 import { type Bucket, takeAccountToken } from '../limits.js'
@@ -226,6 +227,11 @@ export function watchSockets(ctx: Context) {
         session: null,
         timer: null,
       }
+      // Every answer carries X-Request-Id, the 101 too: its status goes first, or uWebSockets.js
+      // writes 200 ahead of the header.
+      res
+        .writeStatus('101 Switching Protocols')
+        .writeHeader('X-Request-Id', requestId(req.getHeader('x-request-id')))
       res.upgrade(
         peer,
         req.getHeader('sec-websocket-key'),

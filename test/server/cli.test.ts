@@ -97,6 +97,11 @@ t.test('with the server stopped, the commands work on the data directory', async
   const usage = await cairn(['key', 'rotate', '--email', 'ops@example.com', '--data', dir])
   t.equal(usage.code, 2, 'a missing flag is a usage error')
   t.match(usage.stderr, /--id/)
+  for (const words of [['frobnicate'], ['account', 'frob']]) {
+    const unknown = await cairn([...words, '--data', dir])
+    t.equal(unknown.code, 2, `${words.join(' ')}: an unknown command is a usage error`)
+    t.match(unknown.stderr, /there is no command/)
+  }
 
   // The key made offline works once the server runs on the directory.
   const srv = await startServer({ dataDir: dir })

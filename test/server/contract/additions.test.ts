@@ -97,6 +97,16 @@ t.test('PATCH: increments exact at any size, expiry and metadata in place', asyn
   const v = (await api.get(`/${ns}/s`)).headers.etag
   t.equal((await patch(`/${ns}/s`, { metadata: { b: 2 } }, { 'if-match': '"1"' })).status, 412)
   t.equal((await patch(`/${ns}/s`, { metadata: { b: 2 } }, { 'if-match': v! })).status, 200)
+  // If-None-Match, as on PUT and DELETE: refused while the key (or that version) is there.
+  const inm = await patch(`/${ns}/s`, { increment: 1 }, { 'if-none-match': '*' })
+  t.equal(inm.status, 412, 'If-None-Match: * on a key that exists')
+  t.equal(inm.json.error.code, 'precondition_failed')
+  t.notOk('index' in inm.json.error, 'one op: no index')
+  const now = (await api.get(`/${ns}/s`)).headers.etag
+  t.equal((await patch(`/${ns}/s`, { ttl: 60 }, { 'if-none-match': now! })).status, 412)
+  t.equal((await patch(`/${ns}/s`, { ttl: 60 }, { 'if-none-match': '"999999"' })).status, 200)
+  const fresh = await patch(`/${ns}/inm-new`, { increment: 5 }, { 'if-none-match': '*' })
+  t.same([fresh.status, fresh.json.value], [201, 5], 'a missing key: made')
   for (const body of [
     {},
     { nope: 1 },

@@ -291,11 +291,17 @@ t.test('a WebSocket watch owed more history than a socket buffers gets all of it
 t.test('the same watch over a WebSocket, with the key in the first message', async (t) => {
   const ns = await freshNamespace(api)
   await api.mustPut(ns, 'a', 1)
-  const ws = new WebSocket(`${srv.baseUrl.replace(/^http/, 'ws')}/${ns}?watch=1&since=0`)
+  const ws = new WebSocket(`${srv.baseUrl.replace(/^http/, 'ws')}/${ns}?watch=1&since=0`, {
+    headers: { 'x-request-id': 'ws-upgrade-1' },
+  })
   t.teardown(() => ws.close())
+  const upgraded = new Promise<string | undefined>((r) =>
+    ws.once('upgrade', (res) => r(res.headers['x-request-id'] as string | undefined)),
+  )
   const got: any[] = []
   ws.on('message', (m) => got.push(JSON.parse(String(m))))
   await new Promise((r) => ws.once('open', r))
+  t.equal(await upgraded, 'ws-upgrade-1', 'the 101 carries X-Request-Id')
   ws.send(JSON.stringify({ apiKey: api.key }))
   for (let i = 0; i < 100 && got.length < 2; i++) await new Promise((r) => setTimeout(r, 20))
   await api.mustPut(ns, 'b', 2)
