@@ -8,10 +8,13 @@ import {
   REC_HEADER,
   SEG_HEADER,
   type SegmentHeader,
+  SEG_COMPACTED,
   checkRecord,
   entryInfo,
   readSegmentHeader,
+  segmentHeader,
 } from './record.js'
+import { SEGMENT_NAME } from './parts.js'
 
 export interface Dropped {
   file: string
@@ -64,8 +67,14 @@ export function scanSegment(
   unsealed = false,
 ): ScanResult {
   const name = path.basename(file)
-  const header = readSegmentHeader(buf)
+  let header = readSegmentHeader(buf)
   const dropped: Dropped[] = []
+  if (!header && repair && rebuildHeader(name, buf)) {
+    // Its records are intact: dropping them with the header would bring back what they
+    // overwrote or deleted. The rebuilt header is reported, though nothing is left out.
+    header = readSegmentHeader(buf)
+    dropped.push({ file: name, from: 0, to: 0, reason: 'damaged segment header, rebuilt' })
+  }
   if (!header) {
     // A segment created just before a crash may not even hold its whole header yet.
     // Nor, zero-filled ahead before its header reached the disk, hold more than zeros.
@@ -135,6 +144,25 @@ export function scanSegment(
     p = next
   }
   return { header, entries, validEnd, dropped }
+}
+
+/**
+ * Writes a new header over a damaged one, in `buf`, when records after it check out: the id
+ * from the file name, the base version and the compaction flag from the old bytes where they
+ * still read as such (one damaged byte rarely touches them), else 0. True when it did.
+ */
+function rebuildHeader(name: string, buf: Buffer): boolean {
+  const id = SEGMENT_NAME.exec(name)?.[1]
+  if (id === undefined || buf.length < SEG_HEADER + REC_HEADER + ENTRY_HEADER) return false
+  if (findNextRecord(buf, SEG_HEADER, buf.length) < 0) return false
+  const base = buf.readDoubleLE(16)
+  const flags = buf.readUInt32LE(28)
+  segmentHeader(
+    Number(id),
+    Number.isInteger(base) && base >= 0 ? base : 0,
+    flags === SEG_COMPACTED ? SEG_COMPACTED : 0,
+  ).copy(buf, 0)
+  return true
 }
 
 const SECTOR = 512
