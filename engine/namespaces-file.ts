@@ -1,37 +1,72 @@
 // The list of live namespaces and their ids, rewritten whole on create and drop (rare), via
-// a temporary file, fsync and rename. Records name a namespace by id, and ids are never
-// reused, so records of a dropped namespace are dead the moment this file stops listing it.
+// a temporary file, fsync and rename, and then its copy the same way. Records name a
+// namespace by id, and ids are never reused, so records of a dropped namespace are dead the
+// moment this file stops listing it. Names are kept nowhere else, hence the copy.
 import path from 'node:path'
 import { crc32 } from 'node:zlib'
 import { EngineError } from './errors.js'
 import { fsyncDir, io } from './io.js'
 
 export const NAMESPACES_FILE = 'NAMESPACES'
+/** The same table, written after NAMESPACES each time. */
+export const NAMESPACES_COPY = 'NAMESPACES.copy'
 
 export interface NamespaceTable {
   nextId: number
   list: [number, string][]
 }
 
+/**
+ * The table as NAMESPACES holds it, or as its copy does when NAMESPACES is damaged (the copy
+ * is then written back over it). Only both damaged is CORRUPT: the names live nowhere else.
+ */
 export function readNamespaces(dir: string): NamespaceTable {
-  const file = path.join(dir, NAMESPACES_FILE)
+  const primary = parse(path.join(dir, NAMESPACES_FILE))
+  const copy = parse(path.join(dir, NAMESPACES_COPY))
+  if (primary !== 'damaged') {
+    // A directory from before the copy gets one.
+    if (primary !== undefined && copy === undefined) {
+      writeOne(dir, NAMESPACES_COPY, primary)
+      fsyncDir(dir)
+    }
+    return primary ?? { nextId: 1, list: [] }
+  }
+  if (copy === 'damaged' || copy === undefined)
+    throw new EngineError(
+      'CORRUPT',
+      `${NAMESPACES_FILE}: checksum mismatch at offset 0, and ${NAMESPACES_COPY} ${copy === undefined ? 'is missing' : 'is damaged too'}: the namespaces' names are lost; restore the directory from a backup`,
+    )
+  writeOne(dir, NAMESPACES_FILE, copy)
+  fsyncDir(dir)
+  return copy
+}
+
+/** The table a file holds; undefined when there is no file; 'damaged' when it does not check out. */
+function parse(file: string): NamespaceTable | undefined | 'damaged' {
   let text: string
   try {
     text = io.readFileSync(file).toString('utf8')
   } catch {
-    return { nextId: 1, list: [] }
+    return undefined
   }
   const nl = text.indexOf('\n')
   const body = text.slice(nl + 1)
-  if (nl < 0 || Number(text.slice(0, nl)) !== crc32(body)) {
-    throw new EngineError('CORRUPT', `${NAMESPACES_FILE}: checksum mismatch at offset 0`)
+  if (nl < 0 || Number(text.slice(0, nl)) !== crc32(body)) return 'damaged'
+  try {
+    return JSON.parse(body) as NamespaceTable
+  } catch {
+    return 'damaged'
   }
-  return JSON.parse(body) as NamespaceTable
 }
 
+/** Writes NAMESPACES, then its copy: a damaged byte in one file loses no name. */
 export function writeNamespaces(dir: string, table: NamespaceTable): void {
-  const file = path.join(dir, NAMESPACES_FILE)
-  const body = JSON.stringify(table)
-  io.writeFileAtomicSync(file, Buffer.from(`${crc32(body)}\n${body}`))
+  writeOne(dir, NAMESPACES_FILE, table)
+  writeOne(dir, NAMESPACES_COPY, table)
   fsyncDir(dir)
+}
+
+function writeOne(dir: string, name: string, table: NamespaceTable): void {
+  const body = JSON.stringify(table)
+  io.writeFileAtomicSync(path.join(dir, name), Buffer.from(`${crc32(body)}\n${body}`))
 }

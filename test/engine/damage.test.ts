@@ -233,3 +233,33 @@ t.test(
     t.same(stale, [], 'no overwritten value or deleted key came back, nothing else changed')
   },
 )
+
+t.test('a damaged NAMESPACES is read from its copy; both damaged is named', async (t) => {
+  const dir = tempDir(t, 'damage-names')
+  await fill(dir)
+  const flip = (name: string) => {
+    const file = path.join(dir, name)
+    const bytes = fs.readFileSync(file)
+    bytes[bytes.length - 3] = bytes[bytes.length - 3]! ^ 0x01
+    fs.writeFileSync(file, bytes)
+  }
+  flip('NAMESPACES')
+  const res = await survey(dir)
+  t.same([res.missing, res.wrong], [[], []], 'opened from the copy, every key there')
+  const db = await open(dir, OPTIONS)
+  t.same(
+    db.namespaces().map((n) => n.name),
+    ['d'],
+  )
+  await db.close()
+  t.same(
+    fs.readFileSync(path.join(dir, 'NAMESPACES')),
+    fs.readFileSync(path.join(dir, 'NAMESPACES.copy')),
+    'and NAMESPACES written back whole',
+  )
+  flip('NAMESPACES')
+  flip('NAMESPACES.copy')
+  const err = await caught(open(dir, OPTIONS))
+  t.equal(err?.code, 'CORRUPT')
+  t.match(err?.message, /NAMESPACES.copy is damaged too/)
+})
