@@ -1040,6 +1040,8 @@ function utf8Length(s: string): number {
 }
 
 function expiry(ttlMs: number | undefined, expiresAt: number | undefined): number {
+  if (ttlMs !== undefined && expiresAt !== undefined)
+    fail('INVALID_ARGUMENT', 'give ttlMs or expiresAt, not both')
   if (ttlMs !== undefined) {
     if (typeof ttlMs !== 'number' || !Number.isFinite(ttlMs) || ttlMs <= 0) {
       fail('INVALID_ARGUMENT', 'ttlMs must be a positive number of milliseconds')

@@ -27,6 +27,12 @@ t.test('expiresAt is reported for ttlMs and for an absolute expiresAt', async (t
   }
   await db.put('t', 'rel', 'replaced')
   t.equal((await db.get('t', 'rel'))?.expiresAt, undefined, 'a put without TTL clears the TTL')
+  t.equal(
+    await errorCode(db.put('t', 'both', 'v', { ttlMs: 1000, expiresAt: abs })),
+    'INVALID_ARGUMENT',
+    'ttlMs and expiresAt together: which one is meant is not for the engine to guess',
+  )
+  t.equal(await db.get('t', 'both'), undefined)
   await db.close()
 })
 
