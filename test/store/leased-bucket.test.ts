@@ -4,18 +4,14 @@
 // the bucket holds; what a front end leased and did not spend goes back.
 import { Cluster } from 'ioredis'
 import t from 'tap'
-import { openRedisStore } from '../../server/store/cluster/index.js'
 import { LEASE_MS } from '../../server/store/cluster/leased-bucket.js'
 import type { Bucket, Store } from '../../server/store/types.js'
 import { clusterFor } from '../helpers/redis-cluster.js'
+import { twoStores } from '../helpers/two-stores.js'
 
 const cluster = await clusterFor(t)
 if (cluster) {
-  const open = () => openRedisStore(cluster.url, { durability: 'always' })
-  const a: Store = await open()
-  t.teardown(() => a.close())
-  const b: Store = await open()
-  t.teardown(() => b.close())
+  const [a, b] = await twoStores(t, cluster)
   const probe = new Cluster([{ host: '127.0.0.1', port: cluster.nodes[0]!.port }])
   t.teardown(() => probe.quit())
 

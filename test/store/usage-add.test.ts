@@ -2,17 +2,12 @@
 // again after its answer was lost (a timeout, a closed connection that ioredis resends on,
 // a failover) is made once. Two stores on one real Redis Cluster stand for two front ends.
 import t from 'tap'
-import { openRedisStore } from '../../server/store/cluster/index.js'
-import type { Store } from '../../server/store/types.js'
 import { clusterFor } from '../helpers/redis-cluster.js'
+import { twoStores } from '../helpers/two-stores.js'
 
 const cluster = await clusterFor(t)
 if (cluster) {
-  const open = () => openRedisStore(cluster.url, { durability: 'always' })
-  const a: Store = await open()
-  t.teardown(() => a.close())
-  const b: Store = await open()
-  t.teardown(() => b.close())
+  const [a, b] = await twoStores(t, cluster)
 
   t.test('an addition made under a token is made once, whoever sends it again', async (t) => {
     const id = `acct_tok${Date.now()}/2026-11-26`
