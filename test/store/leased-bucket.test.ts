@@ -5,6 +5,7 @@
 import { Cluster } from 'ioredis'
 import t from 'tap'
 import { LEASE_MS } from '../../server/store/cluster/leased-bucket.js'
+import { BUCKET } from '../../server/store/cluster/record-scripts.js'
 import type { Bucket, Store } from '../../server/store/types.js'
 import { clusterFor } from '../helpers/redis-cluster.js'
 import { twoStores } from '../helpers/two-stores.js'
@@ -121,4 +122,30 @@ if (cluster) {
     t.same(got, ['IO_ERROR', 'IO_ERROR', 'IO_ERROR'], 'all three are refused')
     t.equal((await scriptCalls()) - before, 1, 'by the one call they waited on')
   })
+
+  t.test(
+    'a bucket call sent again (ioredis resends one lost with its connection) counts once',
+    async (t) => {
+      const id = `acct_resent${Date.now()}`
+      const key = `c:{${id}}:bucket`
+      // rate 100/s, burst 1000, cost 1, nothing given back, a lease of up to 50 asked.
+      const call = (marker: string) =>
+        probe.eval(BUCKET, 2, key, `c:{${id}}:bucket:${marker}`, 100, 1000, 1, 0, 50) as Promise<
+          number[]
+        >
+      const first = await call('fe.1')
+      const tokens = await tokensInRedis(id)
+      const again = await call('fe.1')
+      t.same(again, first, 'the same answer')
+      t.ok(
+        Math.abs((await tokensInRedis(id)) - tokens) < 2,
+        'and the bucket as it was: no tokens taken, leased or given back twice',
+      )
+      await call('fe.2')
+      t.ok(
+        Math.abs((await tokensInRedis(id)) - tokens) >= 2,
+        'a call of its own changes the bucket (gives back, takes, leases)',
+      )
+    },
+  )
 }

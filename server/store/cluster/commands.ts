@@ -42,7 +42,7 @@ const SCRIPTS: Record<string, { keys: number; lua: string }> = {
   cairnRecBatch: { keys: 1, lua: R.BATCH },
   cairnRecList: { keys: 1, lua: R.LIST },
   cairnRecAdd: { keys: 3, lua: R.ADD },
-  cairnBucket: { keys: 1, lua: R.BUCKET },
+  cairnBucket: { keys: 2, lua: R.BUCKET },
 }
 
 export type ScriptName = keyof typeof SCRIPTS

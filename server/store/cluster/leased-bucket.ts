@@ -6,6 +6,7 @@
 // bucket; a lease is at most an eighth of what is left (none once the bucket runs low, when
 // every request asks Redis again), so a burst split across front ends gets about one burst.
 // Unspent tokens go back with the next call. Layout and rules: docs/redis.md.
+import { randomBytes } from 'node:crypto'
 import { LRUCache } from 'lru-cache'
 import type { Bucket, Limiter } from '../types.js'
 import type { Commands } from './commands.js'
@@ -16,6 +17,9 @@ export const LEASE_MS = 250
 export const LEASE_MAX = 128
 /** Accounts whose leases a front end holds at once; the least recent is forgotten. */
 const ACCOUNTS_MAX = 100_000
+/** Names this front end's bucket calls: `<this>.<sequence>` (the script's marker, BUCKET). */
+const CALLER = randomBytes(9).toString('base64url')
+let calls = 0
 
 interface Lease {
   /** Tokens taken from the shared bucket and not spent yet. */
@@ -96,7 +100,16 @@ export class LeasedBuckets implements Limiter {
     const want = Math.min(LEASE_MAX, Math.floor(rate / 20))
     // Should the call fail, the tokens given back may or may not have reached Redis: they
     // are not held here either way.
-    const call = this.cmd.read('cairnBucket', [`c:{${id}}:bucket`, rate, burst, cost, back, want])
+    const marker = `c:{${id}}:bucket:${CALLER}.${++calls}`
+    const call = this.cmd.read('cairnBucket', [
+      `c:{${id}}:bucket`,
+      marker,
+      rate,
+      burst,
+      cost,
+      back,
+      want,
+    ])
     const n = ++lease.calls
     const done = call.then(([ok, left, , retry, leased]: number[]) => {
       lease.held += Number(leased ?? 0)

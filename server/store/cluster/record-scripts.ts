@@ -110,14 +110,18 @@ return redis.call('HGETALL', KEYS[1])
 `
 
 /**
- * bucket: KEYS the bucket (a hash: tokens, at); ARGV rate per second, burst, cost, tokens a
- * front end gives back from its last lease, tokens it would lease. Time is the Redis
- * server's, so front ends whose clocks disagree still share one bucket fairly. A lease is at
- * most an eighth of what is left after the request (leased-bucket.ts). An idle bucket expires
- * once it would be full again. Returns ok (1/0), remaining, reset seconds, retry-after
- * seconds, tokens leased.
+ * bucket: KEYS the bucket (a hash: tokens, at), the call's marker; ARGV rate per second,
+ * burst, cost, tokens a front end gives back from its last lease, tokens it would lease.
+ * Time is the Redis server's, so front ends whose clocks disagree still share one bucket
+ * fairly. A lease is at most an eighth of what is left after the request (leased-bucket.ts).
+ * An idle bucket expires once it would be full again. Returns ok (1/0), remaining, reset
+ * seconds, retry-after seconds, tokens leased. The answer is kept 10 s under the call's
+ * marker, and a call that finds one answers it again, changing nothing: ioredis sends a call
+ * lost with its connection again, and run twice it would give a lease's tokens back twice.
  */
 export const BUCKET = `
+local seen = redis.call('GET', KEYS[2])
+if seen then return cjson.decode(seen) end
 local rate, burst = tonumber(ARGV[1]), tonumber(ARGV[2])
 local cost = tonumber(ARGV[3] or '1')
 local t = redis.call('TIME')
@@ -140,5 +144,7 @@ else
 end
 redis.call('HSET', KEYS[1], 'tokens', tostring(tokens), 'at', now)
 redis.call('PEXPIRE', KEYS[1], math.ceil(burst / rate * 1000) + 1000)
-return {ok, math.floor(tokens), math.ceil((burst - tokens) / rate), retry, lease}
+local out = {ok, math.floor(tokens), math.ceil((burst - tokens) / rate), retry, lease}
+redis.call('SET', KEYS[2], cjson.encode(out), 'PX', 10000)
+return out
 `
