@@ -342,6 +342,7 @@ main(process.argv.slice(2)).then(
       `cairn: ${known ? err.message : ((err as Error).message ?? String(err))}\n`,
     )
     if (err instanceof UsageError) process.stderr.write('Run `cairn help` for the commands.\n')
-    process.exitCode = err instanceof UsageError ? 2 : 1
+    // A flag without its value, or a setting out of range, is how the command was given.
+    process.exitCode = err instanceof UsageError || err instanceof ConfigError ? 2 : 1
   },
 )

@@ -44,11 +44,24 @@ export function keyPath(key: string): string {
   }
 }
 
-/** A query string from defined parameters, `%20` for spaces (never `+`). */
+/**
+ * A query string from defined parameters, `%20` for spaces (never `+`). Text that is not
+ * valid Unicode (an unpaired surrogate, in a prefix say) throws BadRequestError, as the
+ * server would answer.
+ */
 export function query(params: Record<string, string | number | undefined>): string {
   const parts: string[] = []
   for (const [name, v] of Object.entries(params)) {
-    if (v !== undefined) parts.push(`${name}=${encodeURIComponent(String(v))}`)
+    if (v === undefined) continue
+    try {
+      parts.push(`${name}=${encodeURIComponent(String(v))}`)
+    } catch {
+      throw new BadRequestError({
+        status: 400,
+        code: 'invalid_request',
+        message: `${name} ${JSON.stringify(v)} is not valid Unicode (unpaired surrogate).`,
+      })
+    }
   }
   return parts.length ? `?${parts.join('&')}` : ''
 }

@@ -23,6 +23,10 @@ export class WatchApi {
     // A watch holds one of the plan's slots and counts as a request: only this site's own
     // pages may open one (the cookie alone does not say where the request came from).
     checkSameOrigin(req)
+    if (req.method === 'HEAD')
+      throw new ServiceError(405, 'method_not_allowed', 'A watch is a stream: open it with GET.', {
+        Allow: 'GET',
+      })
     const since = sinceOf(req.headers['last-event-id']!, req.query.get('since'))
     if (since === null)
       throw new ServiceError(

@@ -22,6 +22,11 @@ const NULL = Buffer.from('null')
 const CLOSE = Buffer.from('}')
 /** Room for the body's envelope and whitespace around a value of the plan's largest size. */
 const SLACK = 64 * 1024
+/** At least this much room, whatever the plan: metadata alone may be 1 KiB. */
+const MIN_SLACK = 4 * 1024
+
+/** The envelope's room beside a value of `max` bytes. */
+const slackFor = (max: number) => Math.min(Math.max(max, MIN_SLACK), SLACK)
 /** The most a body may be when the plan sets no value limit. */
 const UNLIMITED_BODY = 256 * 1024 * 1024
 
@@ -56,7 +61,7 @@ const etag = (version: number) => `"${version}"`
 /** Room for a body of the plan's largest value and its envelope. */
 export function bodyLimit(plan: Plan): number {
   const max = plan.maxValueBytes
-  return max === null ? UNLIMITED_BODY : max + Math.min(max, SLACK)
+  return max === null ? UNLIMITED_BODY : max + slackFor(max)
 }
 
 /** What a transaction's body may hold beyond the plan's largest value (the contract's rule). */
@@ -72,7 +77,7 @@ export function largestBody(ctx: Context): number {
   let most = 0
   for (const p of ctx.plans.info().plans) {
     if (p.maxValueBytes === null) return UNLIMITED_BODY
-    most = Math.max(most, p.maxValueBytes + Math.min(p.maxValueBytes, SLACK))
+    most = Math.max(most, p.maxValueBytes + slackFor(p.maxValueBytes))
   }
   return most
 }

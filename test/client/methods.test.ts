@@ -81,6 +81,10 @@ t.test('every method against a real server', async (t) => {
     )
   })
 
+  t.test('a prefix that is not valid Unicode is a BadRequestError, not a URIError', async (t) => {
+    await t.rejects(kv.list(ns, { prefix: '\uD800' }), { name: 'BadRequestError', status: 400 })
+  })
+
   t.test('conditional reads: ifNoneMatch', async (t) => {
     const w = await kv.put(ns, 'seen', { n: 1 })
     t.same(

@@ -151,6 +151,11 @@ t.test('the guards one by one, cookies, throttling', async (t) => {
     const login = await fetch(`${base}/login`)
     t.equal(login.headers.get('x-frame-options'), 'DENY')
     t.match(login.headers.get('content-security-policy'), "script-src 'self'")
+    const head = await fetch(`${base}/dashboard/api/namespaces/a1/watch`, {
+      method: 'HEAD',
+      headers: { cookie: s.cookie!, origin: base },
+    })
+    t.equal(head.status, 405, 'HEAD of the live view: a watch is a stream')
     const lost = await fetch(`${base}/no/such/page`)
     t.equal(lost.status, 404)
     t.match(lost.headers.get('content-type'), 'text/html')

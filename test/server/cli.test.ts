@@ -97,6 +97,9 @@ t.test('with the server stopped, the commands work on the data directory', async
   const usage = await cairn(['key', 'rotate', '--email', 'ops@example.com', '--data', dir])
   t.equal(usage.code, 2, 'a missing flag is a usage error')
   t.match(usage.stderr, /--id/)
+  const valueless = await cairn(['account', 'list', '--data'])
+  t.equal(valueless.code, 2, 'a flag without its value is a usage error')
+  t.match(valueless.stderr, /--data needs a value/)
   for (const words of [['frobnicate'], ['account', 'frob']]) {
     const unknown = await cairn([...words, '--data', dir])
     t.equal(unknown.code, 2, `${words.join(' ')}: an unknown command is a usage error`)

@@ -144,4 +144,11 @@ t.test("an increment's result is a value: past maxValueBytes it is 413", async (
   t.equal((await narrow.get('/v/other')).status, 404, 'nothing of the transaction applied')
   const down = await narrow.req('PATCH', '/v/n', { body: { increment: -1 } })
   t.equal(down.status, 200, 'an increment that keeps it in bounds goes')
+  const meta = { note: 'm'.repeat(1000) }
+  const withMeta = await narrow.put('/v/m', { value: 1, metadata: meta })
+  t.equal(
+    withMeta.status,
+    201,
+    'a small value takes its 1 KiB of metadata, on a plan of small values',
+  )
 })
