@@ -129,8 +129,18 @@ export class Accounts {
       const account = this.byId.get(rec.accountId)
       if (account !== undefined) return this.remember(secret, new ApiKey(rec, account))
     }
-    return this.loadKey(secret, hash)
+    // Requests (and a watch's checks, watch-session.ts) that miss together share one load,
+    // as when a busy key's cached copy runs out on a shared store.
+    let loading = this.loading.get(secret)
+    if (loading === undefined) {
+      loading = this.loadKey(secret, hash).finally(() => this.loading.delete(secret))
+      this.loading.set(secret, loading)
+    }
+    return loading
   }
+
+  /** Loads under way, by secret: as many as the requests in flight, at most. */
+  private loading = new Map<string, Promise<ApiKey | undefined>>()
 
   private async loadKey(secret: string, hash: string): Promise<ApiKey | undefined> {
     const id = await this.records.get<string>('keyhash', hash)
