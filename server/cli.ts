@@ -11,7 +11,7 @@ import { createLogger, errFields } from './log.js'
 import { DEFAULT_PLANS_FILE, PlanBook, PlanError } from './plans.js'
 import { ServiceError } from './service-error.js'
 import { openServices } from './services.js'
-import { type RepairReport, repairData } from './store/embedded.js'
+import { type RepairReport, dataDirHolder, repairData } from './store/embedded.js'
 import { openStore } from './store/open.js'
 import { isRedisUrl, redact } from './store/url.js'
 import { type MigrateReport, PROGRESS_FILE, migrate } from './migrate.js'
@@ -141,7 +141,10 @@ async function directly(
   }
 }
 
-/** Whether server.json names a process that is still running (the data directory's holder). */
+/**
+ * Whether server.json names the process holding the data directory: a running server. The
+ * pid alone would not say, since after a kill -9 and a reboot it may be another program's.
+ */
 function serverRunning(dataDir: string): boolean {
   let pid: number
   try {
@@ -149,12 +152,7 @@ function serverRunning(dataDir: string): boolean {
   } catch {
     return false
   }
-  try {
-    process.kill(pid, 0)
-    return true
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM'
-  }
+  return pid === dataDirHolder(dataDir)
 }
 
 function show(command: string, out: any): string {

@@ -1,4 +1,6 @@
 // One process per directory: a second open fails with LOCKED, a killed holder does not block.
+import { spawn } from 'node:child_process'
+import { once } from 'node:events'
 import fs from 'node:fs'
 import path from 'node:path'
 import t from 'tap'
@@ -68,3 +70,50 @@ t.test('processes racing for a stale lock: exactly one gets it', async (t) => {
     )
   }
 })
+
+t.test(
+  'a LOCK naming a reused pid is stale: the start time and boot it names decide',
+  async (t) => {
+    const bootFile = '/proc/sys/kernel/random/boot_id'
+    if (!fs.existsSync(bootFile)) {
+      t.skip('no /proc here: a LOCK names a pid only')
+      return
+    }
+    const boot = fs.readFileSync(bootFile, 'utf8').trim()
+    // A live process that is not a database: what a pid in an old LOCK often is after a reboot
+    // or in a new container.
+    const other = spawn('sleep', ['60'], { stdio: 'ignore' })
+    t.teardown(() => other.kill('SIGKILL'))
+    await once(other, 'spawn')
+    const pid = other.pid!
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8')
+    const start = stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19]
+    const tryLock = async (text: string) => {
+      const dir = tempDir(t, 'lock-reused')
+      fs.writeFileSync(path.join(dir, 'LOCK'), text)
+      try {
+        const db = await open(dir)
+        const now = fs.readFileSync(path.join(dir, 'LOCK'), 'utf8')
+        await db.close()
+        return `opened, LOCK ${now.split(' ')[0] === String(process.pid) ? 'ours' : now}`
+      } catch (err) {
+        return `error ${(err as { code?: string }).code}`
+      }
+    }
+    t.equal(await tryLock(`${pid} ${start} ${boot}`), 'error LOCKED', 'its own start: held')
+    t.equal(
+      await tryLock(`${pid} ${Number(start) + 1} ${boot}`),
+      'opened, LOCK ours',
+      'another start',
+    )
+    t.equal(await tryLock(`${pid} ${start} not-this-boot`), 'opened, LOCK ours', 'another boot')
+    t.equal(
+      await tryLock(String(pid)),
+      'error LOCKED',
+      'a pid alone (an older LOCK): held while it runs',
+    )
+    other.kill('SIGKILL')
+    await once(other, 'exit')
+    t.equal(await tryLock(`${pid} ${start} ${boot}`), 'opened, LOCK ours', 'its process gone')
+  },
+)

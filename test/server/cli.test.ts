@@ -1,5 +1,7 @@
 // The `cairn` command line, as an operator uses it: on a stopped server's data directory
 // (it opens the storage itself) and on a running one (through the operator endpoint).
+import { spawn } from 'node:child_process'
+import { once } from 'node:events'
 import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
@@ -224,3 +226,38 @@ t.test('the operator endpoint refuses requests without the token or through a pr
   t.ok(Number(refused?.headers.get('retry-after')) >= 1, 'with Retry-After')
   t.equal((await post({ 'x-operator-token': token })).status, 200, 'the right token still works')
 })
+
+t.test(
+  'after a kill -9, files naming a pid now used by another program hold nothing',
+  async (t) => {
+    const bootFile = '/proc/sys/kernel/random/boot_id'
+    if (!fs.existsSync(bootFile)) {
+      t.skip('no /proc here: a LOCK names a pid only')
+      return
+    }
+    const srv = await startServer()
+    t.teardown(() => srv.stop())
+    const dir = srv.dataDir
+    await srv.createAccount('before@example.com')
+    await srv.kill()
+    // What a reboot can leave: the killed server's pid now belongs to an unrelated program.
+    // Stand-in: a live process, named in LOCK and server.json with a start time not its own.
+    const other = spawn('sleep', ['60'], { stdio: 'ignore' })
+    t.teardown(() => other.kill('SIGKILL'))
+    await once(other, 'spawn')
+    const boot = fs.readFileSync(bootFile, 'utf8').trim()
+    fs.writeFileSync(path.join(dir, 'LOCK'), `${other.pid} 1 ${boot}`)
+    const info = JSON.parse(fs.readFileSync(path.join(dir, 'server.json'), 'utf8'))
+    fs.writeFileSync(path.join(dir, 'server.json'), JSON.stringify({ ...info, pid: other.pid }))
+
+    const listed = await cairn(['account', 'list', '--data', dir, '--json'])
+    t.equal(listed.code, 0, `the command opens the directory itself: ${listed.stderr}`)
+    t.same(
+      json(listed).accounts.map((a: { email: string }) => a.email),
+      ['before@example.com'],
+    )
+    await srv.start()
+    const made = await cairn(['account', 'create', '--email', 'after@example.com', '--data', dir])
+    t.equal(made.code, 0, `the server starts again, and commands reach it: ${made.stderr}`)
+  },
+)
