@@ -10,7 +10,7 @@ import { ServiceError } from '../service-error.js'
 import { OP } from '../usage.js'
 import { WatchSession } from '../v1/watch-session.js'
 import { SseSink } from '../v1/watch-sse.js'
-import { sinceOf } from '../v1/watch.js'
+import { BAD_SINCE, WATCH_HEAD, sinceOf } from '../wire/watch-start.js'
 import { type Caller, checkSameOrigin } from './guard.js'
 
 /** How long an EventSource waits before it reconnects after the stream ends. */
@@ -24,16 +24,11 @@ export class WatchApi {
     // pages may open one (the cookie alone does not say where the request came from).
     checkSameOrigin(req)
     if (req.method === 'HEAD')
-      throw new ServiceError(405, 'method_not_allowed', 'A watch is a stream: open it with GET.', {
+      throw new ServiceError(405, 'method_not_allowed', WATCH_HEAD, {
         Allow: 'GET',
       })
     const since = sinceOf(req.headers['last-event-id']!, req.query.get('since'))
-    if (since === null)
-      throw new ServiceError(
-        400,
-        'invalid_request',
-        'since (or Last-Event-ID) is a version: digits.',
-      )
+    if (since === null) throw new ServiceError(400, 'invalid_request', BAD_SINCE)
     const prefix = req.query.get('prefix') ?? ''
     const ctx = this.ctx
     const account = c.account

@@ -16,7 +16,7 @@ import { parseQuery } from '../wire/query.js'
 import { Route, parsePath } from './paths.js'
 import { type WatchSink, WatchSession, keyWorks } from './watch-session.js'
 import { MAX_UNSENT } from './watch-sse.js'
-import { sinceOf } from './watch.js'
+import { BAD_SINCE, sinceOf } from '../wire/watch-start.js'
 
 interface Peer {
   /** The client's address, for the per-address limit on wrong keys. */
@@ -209,8 +209,7 @@ export function watchSockets(ctx: Context) {
         )
       if (ctx.lifecycle.stopping) return refuse(res, 'unavailable')
       const since = sinceOf(req.getHeader('last-event-id'), q.get('since'))
-      if (since === null)
-        return refuse(res, 'invalid_request', 'since (or Last-Event-ID) is a version: digits.')
+      if (since === null) return refuse(res, 'invalid_request', BAD_SINCE)
       const auth = BEARER.exec(req.getHeader('authorization'))
       const secret = req.getHeader('x-api-key') || (auth ? auth[1]! : '')
       const address = requestAddress(res, req, ctx.config.trustProxy)

@@ -11,15 +11,7 @@ import type { Parsed } from './paths.js'
 import { WatchSession, keyWorks } from './watch-session.js'
 import { responseOut } from '../http/stream-out.js'
 import { type SseOut, SseSink } from './watch-sse.js'
-
-const VERSION = /^(0|[1-9][0-9]{0,15})$/
-
-/** Where a watch starts: Last-Event-ID (an EventSource's reconnection) before since. */
-export function sinceOf(lastEventId: string, since: string | null): number | undefined | null {
-  const text = lastEventId !== '' ? lastEventId.trim() : since
-  if (text === null || text === '') return undefined
-  return VERSION.test(text) ? Number(text) : null
-}
+import { BAD_SINCE, WATCH_HEAD, sinceOf } from '../wire/watch-start.js'
 
 /** The call's response as a stream for SseSink, counting the bytes it sends. */
 function callOut(call: Call): SseOut {
@@ -41,20 +33,14 @@ export function watchChanges(
   q: URLSearchParams,
 ): void {
   call.op = OP.watch
-  if (call.headOnly)
-    return call.fail(
-      'method_not_allowed',
-      'A watch is a stream: open it with GET.',
-      '\r\nAllow: GET',
-    )
+  if (call.headOnly) return call.fail('method_not_allowed', WATCH_HEAD, '\r\nAllow: GET')
   if (!req.getHeader('accept').includes('text/event-stream'))
     return call.fail(
       'invalid_request',
       'watch=1 streams Server-Sent Events: send Accept: text/event-stream, or open a WebSocket on this URL.',
     )
   const since = sinceOf(req.getHeader('last-event-id'), q.get('since'))
-  if (since === null)
-    return call.fail('invalid_request', 'since (or Last-Event-ID) is a version: digits.')
+  if (since === null) return call.fail('invalid_request', BAD_SINCE)
   const prefix = q.get('prefix') ?? ''
   const ctx = call.ctx
   const account = call.account!
