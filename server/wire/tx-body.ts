@@ -82,7 +82,7 @@ function parseOp(
   if (m === undefined) throw bad('an op is a JSON object.')
   const kindSpan = m.get('op')
   const kind = kindSpan && spanString(body, kindSpan)
-  if (kind === undefined || !(kind in FIELDS))
+  if (kind === undefined || !Object.hasOwn(FIELDS, kind))
     throw bad('"op" names check, get, put, delete or increment.')
   for (const name of m.keys())
     if (!FIELDS[kind]!.includes(name))

@@ -243,6 +243,12 @@ t.test('invalid_transaction, with the index of the op to blame', async (t) => {
     },
     1,
   )
+  // Names every object has (Object.prototype's) are no ops either.
+  for (const op of ['constructor', 'toString', '__proto__', 'hasOwnProperty'])
+    await bad(
+      JSON.parse(`{"ops":[{"op":"get","key":"k"},{"op":${JSON.stringify(op)},"key":"k"}]}`),
+      1,
+    )
   await bad({ ops: [{ op: 'get' }] }, 0)
   await bad({ ops: [{ op: 'put', key: 'k' }] }, 0)
   await bad({ ops: [{ op: 'get', key: 'k', extra: 1 }] }, 0)
