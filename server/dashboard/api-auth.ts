@@ -49,11 +49,13 @@ export class AuthApi {
     const wait = this.signups.retryAfter(req.ip)
     if (wait) throw tooMany(wait)
     // Checked here as well: an account made without a password could never log in.
-    const made = await this.ctx.accounts.create({
-      email: normalizeEmail(body.email),
-      password: checkNewPassword(body.password),
-    })
+    const email = normalizeEmail(body.email)
+    const password = checkNewPassword(body.password)
+    // Counted before the account is made, not after: sign-ups sent together would otherwise
+    // all pass the check above while the first ones are still hashing. An email already
+    // taken counts too, so asking which emails have accounts is as slow as signing up.
     this.signups.fail(req.ip)
+    const made = await this.ctx.accounts.create({ email, password })
     const { cookie, session } = await this.sessions.create(made.account.id)
     return jsonReply(
       201,

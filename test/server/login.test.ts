@@ -133,3 +133,42 @@ async function rss(): Promise<number> {
   const text = await (await fetch(`${srv.url}/metrics`)).text()
   return Number(/cairn_process_resident_memory_bytes (\d+)/.exec(text)?.[1])
 }
+
+/** A sign-up as the dashboard's page sends it, from `address`. */
+async function signUp(email: string, address: string): Promise<number> {
+  const pre = await fetch(`${base}/signup`, { headers: from(address) })
+  const cookie = pre.headers.getSetCookie().find((c) => c.startsWith('cairn_pre='))!
+  const token = /name="csrf-token" content="([^"]+)"/.exec(await pre.text())![1]!
+  const res = await fetch(`${base}/dashboard/api/signup`, {
+    method: 'POST',
+    headers: {
+      origin: base,
+      cookie: cookie.split(';')[0]!,
+      'x-csrf-token': token,
+      'content-type': 'application/json',
+      ...from(address),
+    },
+    body: JSON.stringify({ email, password: 'long enough password' }),
+  })
+  await res.arrayBuffer()
+  return res.status
+}
+
+t.test('sign-ups sent together from one address: still 20 an hour', async (t) => {
+  // Two waves of 15 (under the 16 password hashes let run at once, which refuse the rest
+  // with 429 by themselves).
+  const wave = (n: number) =>
+    Promise.all(
+      Array.from({ length: 15 }, (_, i) => signUp(`burst${n}-${i}@example.com`, '192.0.2.50')),
+    )
+  const statuses = [...(await wave(1)), ...(await wave(2))]
+  const made = statuses.filter((s) => s === 201).length
+  t.equal(made, 20, `20 accounts made (${statuses.join(',')})`)
+  t.equal(statuses.filter((s) => s === 429).length, 10, 'the rest refused with 429')
+  // Asking which emails have accounts counts the same as signing up.
+  const taken = await Promise.all(
+    Array.from({ length: 25 }, () => signUp(acct.email, '192.0.2.51')),
+  )
+  t.equal(taken.filter((s) => s === 409).length, 20, 'an email already taken: 409, counted')
+  t.equal(taken.filter((s) => s === 429).length, 5, 'then 429')
+})
