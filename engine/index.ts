@@ -10,7 +10,7 @@ import type { OpenOptions } from './types.js'
 
 export type * from './types.js'
 export { EngineError } from './errors.js'
-export { lockHolder } from './lock.js'
+export { nameRuns, ownName } from './process-name.js'
 export type { Db } from './db.js'
 export type { CommitListener, RepairReport } from './db.js'
 export type { CommittedChange } from './db-core.js'

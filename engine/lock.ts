@@ -4,74 +4,17 @@
 // (LOCK.takeover, also created exclusively). Within one process a set of open directories
 // catches a second open, since the pid would be our own.
 //
-// The owner is named by its pid, its start time and the boot it started in, where the
-// system says them (Linux's /proc): a pid alone is reused, after a reboot or in a new
-// container, by processes that have nothing to do with us, and a LOCK naming one of those
-// would keep the database shut until someone removed it by hand.
+// The owner is named by its pid, its start time and the boot it started in (process-name.ts):
+// a pid alone is reused, after a reboot or in a new container, by processes that have
+// nothing to do with us, and a LOCK naming one of those would keep the database shut until
+// someone removed it by hand.
 import fs from 'node:fs'
 import path from 'node:path'
 import { EngineError } from './errors.js'
 import { fsyncDir, io } from './io.js'
+import { type Owner, ownName, parseName, runs } from './process-name.js'
 
 const openHere = new Set<string>()
-
-/** Who holds a lock file: a pid and, when it was written where /proc is, when and in which boot it started. */
-interface Owner {
-  pid: number
-  start?: string
-  boot?: string
-}
-
-function readText(file: string): string | undefined {
-  try {
-    return fs.readFileSync(file, 'utf8').trim()
-  } catch {
-    return undefined
-  }
-}
-
-/** The boot this system is in (Linux), or undefined. */
-const bootId = readText('/proc/sys/kernel/random/boot_id')
-
-/** When process `pid` started, in clock ticks since boot (field 22 of /proc/PID/stat), or undefined. */
-function startOf(pid: number): string | undefined {
-  const stat = readText(`/proc/${pid}/stat`)
-  if (stat === undefined) return undefined
-  // The command name (field 2) is in parentheses and may hold spaces and parentheses itself.
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
-  return fields[19]
-}
-
-/** Our own name in a lock file: `pid`, or `pid start boot` where /proc tells them. */
-function ownName(): string {
-  const start = startOf(process.pid)
-  return start !== undefined && bootId !== undefined
-    ? `${process.pid} ${start} ${bootId}`
-    : String(process.pid)
-}
-
-function pidRuns(pid: number): boolean {
-  try {
-    process.kill(pid, 0)
-    return true
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM'
-  }
-}
-
-/** Whether the process a lock file names still runs (and is not us). */
-function runs(owner: Owner): boolean {
-  if (owner.pid === 0 || owner.pid === process.pid) return false
-  if (owner.boot !== undefined && bootId !== undefined && owner.boot !== bootId) return false
-  if (owner.start !== undefined) {
-    const now = startOf(owner.pid)
-    // No /proc entry where the file was written with one: the process is gone, unless this
-    // system has no /proc to look in.
-    if (now !== undefined) return now === owner.start
-    if (bootId !== undefined) return false
-  }
-  return pidRuns(owner.pid)
-}
 
 /** A takeover file this old, whose process is gone, was left by a crash mid-takeover. */
 const TAKEOVER_STALE_MS = 10_000
@@ -96,11 +39,7 @@ function createHolding(file: string, dir: string): boolean {
   return true
 }
 
-/**
- * Who a lock file names (pid 0 when it names nobody: empty from a crash while writing it),
- * or undefined when it is gone. A file holding only a pid is from before start times were
- * written, and is judged by its pid alone.
- */
+/** Who a lock file names, or undefined when it is gone (see parseName). */
 function holder(file: string): (Owner & { text: string }) | undefined {
   let text: string
   try {
@@ -108,16 +47,7 @@ function holder(file: string): (Owner & { text: string }) | undefined {
   } catch {
     return undefined // removed meanwhile
   }
-  const [p, start, boot] = text.split(' ')
-  const pid = Number(p)
-  if (!Number.isInteger(pid) || pid <= 0) return { pid: 0, text }
-  return { pid, start, boot, text }
-}
-
-/** The pid of another running process holding `dir`, or undefined when none does. */
-export function lockHolder(dir: string): number | undefined {
-  const owner = holder(path.join(dir, 'LOCK'))
-  return owner !== undefined && runs(owner) ? owner.pid : undefined
+  return { ...parseName(text), text }
 }
 
 export function acquireLock(dir: string): () => void {

@@ -1,6 +1,7 @@
 // `cairn serve`: opens storage, builds the services, mounts /v1, the operator endpoint,
 // the health and metrics routes and the dashboard on one uWebSockets.js app, and stops
 // cleanly on SIGTERM or SIGINT.
+import { ownName } from './process-name.js'
 import fs from 'node:fs'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -106,6 +107,7 @@ export async function serve(
     path.join(config.dataDir, SERVER_FILE),
     JSON.stringify({
       pid: process.pid,
+      owner: ownName(),
       host: config.host,
       port,
       startedAt: new Date().toISOString(),

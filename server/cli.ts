@@ -2,6 +2,7 @@
 // The `cairn` command line: `serve` runs the server; the account, key, plan and backup
 // commands work on a running server through its operator endpoint, on a stopped one by
 // opening its data directory directly, and on Redis Cluster (--store) directly.
+import { nameRuns } from './process-name.js'
 import fs from 'node:fs'
 import path from 'node:path'
 import { type AdminArgs, COMMANDS, runAdmin } from './admin.js'
@@ -11,7 +12,7 @@ import { createLogger, errFields } from './log.js'
 import { DEFAULT_PLANS_FILE, PlanBook, PlanError } from './plans.js'
 import { ServiceError } from './service-error.js'
 import { openServices } from './services.js'
-import { type RepairReport, dataDirHolder, repairData } from './store/embedded.js'
+import { type RepairReport, repairData } from './store/embedded.js'
 import { openStore } from './store/open.js'
 import { isRedisUrl, redact } from './store/url.js'
 import { type MigrateReport, PROGRESS_FILE, migrate } from './migrate.js'
@@ -142,17 +143,18 @@ async function directly(
 }
 
 /**
- * Whether server.json names the process holding the data directory: a running server. The
- * pid alone would not say, since after a kill -9 and a reboot it may be another program's.
+ * Whether server.json names a running server. By its process's full name where it has one:
+ * after a kill -9 and a reboot, the pid alone may be another program's.
  */
 function serverRunning(dataDir: string): boolean {
-  let pid: number
+  let info: { pid?: unknown; owner?: unknown }
   try {
-    pid = JSON.parse(fs.readFileSync(path.join(dataDir, SERVER_FILE), 'utf8')).pid
+    info = JSON.parse(fs.readFileSync(path.join(dataDir, SERVER_FILE), 'utf8'))
   } catch {
     return false
   }
-  return pid === dataDirHolder(dataDir)
+  const name = typeof info.owner === 'string' ? info.owner : String(info.pid)
+  return nameRuns(name)
 }
 
 function show(command: string, out: any): string {

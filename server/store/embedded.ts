@@ -4,7 +4,7 @@
 // here), and token buckets in memory (a restart starts them full, as a new front end would).
 import fs from 'node:fs'
 import { LRUCache } from 'lru-cache'
-import { type RepairReport, lockHolder, open, repair } from '../../engine/index.js'
+import { type RepairReport, open, repair } from '../../engine/index.js'
 import type { Db } from '../../engine/index.js'
 import type { Durability, ListResult } from '../../engine/types.js'
 import { takeToken } from './token-bucket.js'
@@ -166,8 +166,3 @@ export function repairData(dir: string): Promise<RepairReport> {
   return repair(dir)
 }
 export type { RepairReport }
-
-/** The pid of the running process that holds a data directory, or undefined. */
-export function dataDirHolder(dir: string): number | undefined {
-  return lockHolder(dir)
-}

@@ -248,7 +248,10 @@ t.test(
     const boot = fs.readFileSync(bootFile, 'utf8').trim()
     fs.writeFileSync(path.join(dir, 'LOCK'), `${other.pid} 1 ${boot}`)
     const info = JSON.parse(fs.readFileSync(path.join(dir, 'server.json'), 'utf8'))
-    fs.writeFileSync(path.join(dir, 'server.json'), JSON.stringify({ ...info, pid: other.pid }))
+    fs.writeFileSync(
+      path.join(dir, 'server.json'),
+      JSON.stringify({ ...info, pid: other.pid, owner: `${other.pid} 1 ${boot}` }),
+    )
 
     const listed = await cairn(['account', 'list', '--data', dir, '--json'])
     t.equal(listed.code, 0, `the command opens the directory itself: ${listed.stderr}`)
