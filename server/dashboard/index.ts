@@ -13,14 +13,21 @@ import { NamespacesApi } from './api-namespaces.js'
 import { WatchApi } from './api-watch.js'
 import { Assets } from './assets.js'
 import { type Caller, checkCsrf, checkSameOrigin, currentCaller } from './guard.js'
-import { type Method, type Reply, type Req, errorReply, fail, route } from '../http/pipeline.js'
+import {
+  type BodyLimit,
+  type Method,
+  type Reply,
+  type Req,
+  errorReply,
+  fail,
+  route,
+} from '../http/pipeline.js'
+import { bodyLimit } from '../wire/body-limits.js'
 import { PRIVATE_PAGES, PUBLIC_PAGES, page, shell } from './pages.js'
 
 type ApiHandler = (req: Req, caller: Caller) => Promise<Reply>
 
 const SMALL_BODY = 64 * 1024
-const SLACK = 64 * 1024
-const UNLIMITED_BODY = 256 * 1024 * 1024
 
 export function mountDashboard(app: TemplatedApp, ctx: Context): void {
   const assets = new Assets()
@@ -39,20 +46,25 @@ export function mountDashboard(app: TemplatedApp, ctx: Context): void {
   const namespaces = new NamespacesApi(ctx)
   const data = new DataApi(ctx)
   const watch = new WatchApi(ctx)
-  // A value body may be as large as /v1 takes for the largest plan (looked up per request:
-  // plans reload on SIGHUP); each account's own plan is held to in the handler, as /v1 does.
-  const valueBody = () => {
-    let largest = 0
-    for (const p of ctx.plans.info().plans)
-      largest = Math.max(largest, p.maxValueBytes === null ? UNLIMITED_BODY : p.maxValueBytes)
-    return Math.min(UNLIMITED_BODY, largest + Math.min(largest, SLACK))
+  // A value's body is read only for a signed-in caller, up to what /v1 takes on the caller's
+  // plan: looked up from the request's head, before any of its body is held.
+  // Refused in the order the handler below refuses.
+  const valueBody: BodyLimit = async (req) => {
+    try {
+      const caller = await currentCaller(req, ctx, sessions)
+      checkSameOrigin(req)
+      if (!caller) throw new ServiceError(401, 'unauthorized', 'Please log in.')
+      return bodyLimit(ctx.plans.get(caller.account.rec.plan))
+    } catch (err) {
+      return errorReply(err)
+    }
   }
 
   const api = (
     method: Exclude<Method, 'any'>,
     pattern: string,
     handler: ApiHandler,
-    maxBody: number | (() => number) = SMALL_BODY,
+    maxBody: number | BodyLimit = SMALL_BODY,
   ) => {
     route(app, ctx, method, `/dashboard/api${pattern}`, maxBody, async (req) => {
       try {

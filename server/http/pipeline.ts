@@ -218,15 +218,20 @@ function streamOut(res: HttpResponse, gone: boolean, done: () => void) {
 
 /**
  * Registers `handler` for `method pattern`. Bodies of non-GET requests are read whole, up
- * to `maxBody` bytes (past that the answer is 413 and the connection closes); a function
- * is asked afresh for each request.
+ * to `maxBody` bytes (past that the answer is 413 and the connection closes). A function is
+ * asked afresh for each request; it may answer later (a promise), or answer the request
+ * itself (a Reply, such as a 401 for a caller who may send no body at all), and until it
+ * does the connection is not read: a body is held only once it is known to be allowed.
  */
+/** A request's body limit, looked up from its head; see route. */
+export type BodyLimit = (req: Req) => number | Reply | Promise<number | Reply>
+
 export function route(
   app: TemplatedApp,
   ctx: Context,
   method: Method,
   pattern: string,
-  maxBody: number | (() => number),
+  maxBody: number | BodyLimit,
   handler: (req: Req) => Promise<Reply> | Reply,
   /** The metrics label its answers count under (metrics.ts ROUTES). */
   metric: number = R.dashboard,
@@ -316,22 +321,54 @@ export function route(
         })
     }
     if (req.method === 'GET' || req.method === 'HEAD') return run()
-    const limit = typeof maxBody === 'number' ? maxBody : maxBody()
+    const given = typeof maxBody === 'number' ? maxBody : maxBody(req)
+    // -1 while the limit is being looked up: the connection is paused meanwhile, so what is
+    // held is at most what arrived with the request's head.
+    let limit = -1
     const chunks: Buffer[] = []
     let size = 0
+    let complete = false
+    const tooLarge = () =>
+      finish(fail(413, 'value_too_large', 'The request body is too large.'), true)
+    const bodyIn = () => {
+      req.body = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size)
+      chunks.length = 0
+      setImmediate(run)
+    }
     res.onData((chunk, isLast) => {
       if (done) return
       size += chunk.byteLength
-      if (size > limit) {
-        return finish(fail(413, 'value_too_large', 'The request body is too large.'), true)
-      }
+      if (limit >= 0 && size > limit) return tooLarge()
       // uWS reuses the chunk's memory once this callback returns.
       chunks.push(Buffer.copyBytesFrom(new Uint8Array(chunk)))
-      if (isLast) {
-        req.body = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size)
-        setImmediate(run)
-      }
+      if (!isLast) return
+      complete = true
+      if (limit >= 0) bodyIn()
     })
+    const known = (l: number | Reply) => {
+      if (done || aborted) return
+      // Answered from the head: uWebSockets.js drops the rest of the body as it comes.
+      if (typeof l !== 'number') return finish(l)
+      limit = l
+      if (size > limit) return tooLarge()
+      if (complete) bodyIn()
+    }
+    if (!(given instanceof Promise)) return known(given)
+    res.pause()
+    given.then(
+      (l) => {
+        if (!done && !aborted) res.resume()
+        known(l)
+      },
+      (err) => {
+        ctx.log.error(
+          { err: (err as Error)?.message ?? String(err), path: req.path },
+          'request failed',
+        )
+        if (!done && !aborted) res.resume()
+        finish(fail(500, 'internal_error', 'Something went wrong on our side.'), true)
+      },
+    )
   }
   app[method](pattern, serve)
   // HEAD is GET without the body (write, endHead).

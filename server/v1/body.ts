@@ -36,8 +36,11 @@ export function readBody(
       call.bytesIn = stash.size
       next(Buffer.concat(stash.chunks, stash.size))
     }
-    if (stash.done) return judge()
+    if (stash.done || stash.over || stash.size > limit) return judge()
+    if (declared > limit && !closing) return tooBig(declared, false)
+    stash.cap = limit
     stash.onDone = judge
+    call.resumeReading()
     return
   }
   if (declared > limit && (!closing || declared - limit > DISCARD_MAX))

@@ -34,7 +34,9 @@ export function headerLines(headers: Record<string, string> | undefined): string
 export interface BodyStash {
   chunks: Buffer[]
   size: number
-  /** More arrived than `cap`: the rest was dropped and the body is too large for any plan. */
+  /** The most kept: any plan's largest body, then the operation's own limit once it asks. */
+  cap: number
+  /** More arrived than `cap`: what came was dropped and the body is too large. */
   over: boolean
   done: boolean
   /** Called once when the last chunk is in (set by a reader that came first). */
@@ -132,6 +134,22 @@ export class Call {
     setImmediate(() => {
       if (!this.aborted && !this.done) fn()
     })
+  }
+
+  /**
+   * Stops reading the connection until resumeReading or the answer: a deferred request's
+   * body then waits in the socket while the caller is looked up, instead of in memory.
+   */
+  holdReading(): void {
+    if (this.paused) return
+    this.paused = true
+    this.res.pause()
+  }
+
+  resumeReading(): void {
+    if (!this.paused) return
+    this.paused = false
+    this.res.resume()
   }
 
   /** Writes the status line and the header block (`first` is the first header's name). */

@@ -7,7 +7,7 @@
 import type { Context } from '../context.js'
 import type { HttpRequest } from '../http/uws.js'
 import type { BodyStash, Call } from './call.js'
-import { TX_EXTRA_BODY, largestBody } from './entries.js'
+import { TX_EXTRA_BODY, largestBody } from '../wire/body-limits.js'
 
 const FROZEN = Symbol('frozen')
 
@@ -19,8 +19,8 @@ const FROZEN = Symbol('frozen')
 export function defer(call: Call, req: HttpRequest, method: string, ctx: Context): HttpRequest {
   if ((req as unknown as Record<symbol, boolean>)[FROZEN]) return req
   const frozen = freeze(req)
-  if (method === 'put' || method === 'patch') stashBody(call, largestBody(ctx))
-  else if (method === 'post') stashBody(call, largestBody(ctx) + TX_EXTRA_BODY)
+  if (method === 'put' || method === 'patch') stashBody(call, largestBody(ctx.plans))
+  else if (method === 'post') stashBody(call, largestBody(ctx.plans) + TX_EXTRA_BODY)
   call.async()
   return frozen
 }
@@ -44,18 +44,34 @@ function freeze(req: HttpRequest): HttpRequest {
   } as unknown as HttpRequest
 }
 
-/** Keeps the body as it arrives, dropping what passes `cap`. */
+/**
+ * Keeps the body as it arrives, dropping what passes `cap`, and what comes after the answer.
+ * The connection is not read meanwhile (the operation resumes it when it wants the body,
+ * body.ts), so until then what is kept is what came with the request's head: a caller
+ * nobody knows yet cannot make the server hold the largest body any plan takes.
+ */
 function stashBody(call: Call, cap: number): void {
-  const stash: BodyStash = { chunks: [], size: 0, over: false, done: false, onDone: undefined }
+  const stash: BodyStash = {
+    chunks: [],
+    size: 0,
+    cap,
+    over: false,
+    done: false,
+    onDone: undefined,
+  }
   call.stash = stash
+  call.holdReading()
   call.res.onData((chunk, isLast) => {
     stash.size += chunk.byteLength
-    if (stash.size > cap) stash.over = true
+    if (call.done || call.aborted) stash.chunks.length = 0
+    else if (stash.size > stash.cap) {
+      stash.over = true
+      stash.chunks.length = 0
+    }
     // uWebSockets.js reuses the chunk's memory once this callback returns: copy it.
     else stash.chunks.push(Buffer.copyBytesFrom(new Uint8Array(chunk)))
-    if (isLast) {
-      stash.done = true
-      stash.onDone?.()
-    }
+    if (isLast) stash.done = true
+    // Too large is known before the end: the operation answers at once.
+    if (isLast || stash.over) stash.onDone?.()
   })
 }

@@ -2,7 +2,6 @@
 // back as bytes, so the response body is `{"value":` + the stored text + `}` with no
 // parsing or re-serialising on the way.
 import type { NamespaceInfo } from '../accounts.js'
-import type { Context } from '../context.js'
 import type { HttpRequest } from '../http/uws.js'
 import type { Plan } from '../plans.js'
 import type { Entry } from '../store/types.js'
@@ -13,6 +12,7 @@ import { type PutBody, parsePutBody } from '../wire/json-body.js'
 import { expirySeconds } from '../wire/expiry.js'
 import { decodeKey } from '../wire/keys.js'
 import { parseQuery } from '../wire/query.js'
+import { bodyLimit } from '../wire/body-limits.js'
 import type { Parsed } from './paths.js'
 
 const HEAD = Buffer.from('{"value":')
@@ -20,15 +20,6 @@ const TAIL = 0x7d // }
 const META = Buffer.from(',"metadata":')
 const NULL = Buffer.from('null')
 const CLOSE = Buffer.from('}')
-/** Room for the body's envelope and whitespace around a value of the plan's largest size. */
-const SLACK = 64 * 1024
-/** At least this much room, whatever the plan: metadata alone may be 1 KiB. */
-const MIN_SLACK = 4 * 1024
-
-/** The envelope's room beside a value of `max` bytes. */
-const slackFor = (max: number) => Math.min(Math.max(max, MIN_SLACK), SLACK)
-/** The most a body may be when the plan sets no value limit. */
-const UNLIMITED_BODY = 256 * 1024 * 1024
 
 /** The key of an Entry route, or undefined after answering 400 invalid_key. */
 export function keyOf(call: Call, parsed: Parsed): string | undefined {
@@ -57,30 +48,6 @@ export function canUse(call: Call, ns: string, write: boolean): boolean {
 }
 
 const etag = (version: number) => `"${version}"`
-
-/** Room for a body of the plan's largest value and its envelope. */
-export function bodyLimit(plan: Plan): number {
-  const max = plan.maxValueBytes
-  return max === null ? UNLIMITED_BODY : max + slackFor(max)
-}
-
-/** What a transaction's body may hold beyond the plan's largest value (the contract's rule). */
-export const TX_EXTRA_BODY = 10 * 1024 * 1024
-
-/** The most a transaction's body may be on the plan. */
-export function txBodyLimit(plan: Plan): number {
-  return plan.maxValueBytes === null ? UNLIMITED_BODY : plan.maxValueBytes + TX_EXTRA_BODY
-}
-
-/** The largest body any plan reads: what a deferred request keeps while it waits. */
-export function largestBody(ctx: Context): number {
-  let most = 0
-  for (const p of ctx.plans.info().plans) {
-    if (p.maxValueBytes === null) return UNLIMITED_BODY
-    most = Math.max(most, p.maxValueBytes + slackFor(p.maxValueBytes))
-  }
-  return most
-}
 
 /**
  * Answers 404 namespace_not_found, and says so, when the account's snapshot tells at once that

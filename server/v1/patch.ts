@@ -8,7 +8,8 @@ import { matches, parseTags, singleVersion } from '../wire/conditions.js'
 import { parsePatchBody } from '../wire/patch-body.js'
 import { acceptsJson, readRequestBody } from './body.js'
 import type { Call } from './call.js'
-import { bodyLimit, canUse, keyOf, missingNow, withNamespace } from './entries.js'
+import { canUse, keyOf, missingNow, withNamespace } from './entries.js'
+import { bodyLimit } from '../wire/body-limits.js'
 import type { Parsed } from './paths.js'
 
 export function patchEntry(call: Call, req: HttpRequest, parsed: Parsed, plan: Plan): void {

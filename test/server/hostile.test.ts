@@ -3,6 +3,7 @@
 // each clearly, stays up, and nothing half-written is ever stored.
 import net from 'node:net'
 import t, { type Test } from 'tap'
+import { logIn } from '../helpers/dashboard-api.js'
 import { startServer } from '../helpers/server.js'
 import { Client, sleep } from './contract/http.js'
 import { plansFile } from './contract/setup.js'
@@ -60,6 +61,27 @@ t.test('a body far past the limit is cut off with 413 and nothing is stored', as
   t.match(declared, /^HTTP\/1\.1 413/, 'a declared length past the limit is refused before reading')
   await stillServing(t)
 })
+
+t.test(
+  'the dashboard reads a value body only for a signed-in caller, up to its plan',
+  async (t) => {
+    // 20 MiB declared, 1 MiB sent: the answer must come from the request's head alone.
+    const big = (cookie: string) => [
+      `PUT /dashboard/api/namespaces/h/value?key=k HTTP/1.1\r\nHost: 127.0.0.1:${srv.port}\r\nOrigin: ${srv.url}\r\n${cookie}content-type: application/json\r\ncontent-length: ${20 * 1024 * 1024}\r\n\r\n`,
+      Buffer.alloc(1024 * 1024, 0x20),
+    ]
+    t.match(await exchange(big(''), 3000), /^HTTP\/1\.1 401/, 'no session: 401 before the body')
+    const owner = await srv.createAccount(undefined, { plan: 'small', password: 'long enough pw' })
+    const session = await logIn(srv.url, owner.email, 'long enough pw')
+    t.equal(session.status, 200)
+    t.match(
+      await exchange(big(`Cookie: ${session.cookie}\r\nx-csrf-token: ${session.csrf}\r\n`), 3000),
+      /^HTTP\/1\.1 413/,
+      "signed in: 413 past the plan's limit, before the body is all sent",
+    )
+    await stillServing(t)
+  },
+)
 
 t.test('malformed requests get clear 4xx answers', async (t) => {
   const cases: [string, string | Buffer, Record<string, string>, number, string][] = [

@@ -1,11 +1,17 @@
 // Authentication and key permissions: x-api-key, Bearer, 401, read-only and scoped keys
 // (403 forbidden), revoked and rotated keys.
+import { once } from 'node:events'
+import fs from 'node:fs'
+import net from 'node:net'
 import t from 'tap'
 import { Client } from './http.js'
 import { cli } from './cli.js'
-import { freshNamespace, setup } from './setup.js'
+import { freshNamespace, plansFile, setup } from './setup.js'
 
-const { srv, api, email } = await setup(t)
+// A plan that takes large values is on offer, so a body's size alone is no reason to drop it.
+const { srv, api, email } = await setup(t, {
+  plans: plansFile({ id: 'big', maxValueBytes: 64 * 1024 * 1024 }),
+})
 const ns = await freshNamespace(api)
 const other = await freshNamespace(api)
 await api.mustPut(ns, 'k', 'v')
@@ -130,4 +136,43 @@ t.test('revoked and rotated keys get 401; the new secret works', async (t) => {
   t.equal(res.status, 401, 'a revoked key is refused')
   t.equal(res.json.error.code, 'unauthorized')
   t.equal((await api.get(`/${ns}/k`)).status, 200, "the account's other keys still work")
+})
+
+t.test('large bodies sent with keys nobody has are answered, not held', async (t) => {
+  const pid = srv.proc!.pid!
+  const rss = () =>
+    Number(/VmRSS:\s+(\d+)/.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) * 1024
+  const BODY = 24 * 1024 * 1024
+  const chunk = Buffer.alloc(64 * 1024, 0x20)
+  /** A PUT of BODY bytes with a made-up key of the right shape; resolves with the status line. */
+  const send = (i: number) =>
+    new Promise<{ status: string; socket: net.Socket }>((resolve, reject) => {
+      const s = net.connect(srv.port, '127.0.0.1')
+      let got = ''
+      s.on('error', reject)
+      s.on('data', (d) => {
+        got += d.toString('latin1')
+      })
+      s.on('connect', async () => {
+        const key = `cairn_${String(i).padStart(32, 'x')}`
+        s.write(
+          `PUT /v1/${ns}/big HTTP/1.1\r\nHost: x\r\nx-api-key: ${key}\r\ncontent-type: application/json\r\ncontent-length: ${BODY}\r\n\r\n`,
+        )
+        for (let sent = 0; sent < BODY && !s.destroyed; sent += chunk.length)
+          if (!s.write(chunk)) await once(s, 'drain')
+        // The whole body is in the server's hands (or dropped by it) once the answer is here.
+        while (!got.includes('\r\n\r\n') && !s.destroyed) await once(s, 'data')
+        resolve({ status: got.split('\r\n')[0]!, socket: s })
+      })
+    })
+  const before = rss()
+  const sent = await Promise.all([1, 2, 3, 4].map(send))
+  const grew = rss() - before
+  for (const { status, socket } of sent) {
+    t.match(status, /^HTTP\/1\.1 (401|429)/, 'refused')
+    socket.destroy()
+  }
+  t.comment(`server RSS grew ${(grew / 1048576).toFixed(1)} MiB for 4 x 24 MiB`)
+  t.ok(grew < 32 * 1024 * 1024, 'the server did not keep the bodies')
+  t.equal((await api.get(`/${ns}/big`)).status, 404)
 })

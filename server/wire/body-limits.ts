@@ -1,0 +1,34 @@
+// How large a request body may be, by plan: one rule for /v1 and the dashboard's data view,
+// which take the same values.
+import type { Plan, PlanBook } from '../plans.js'
+
+/** Room for the body's envelope and whitespace around a value of the plan's largest size. */
+const SLACK = 64 * 1024
+/** At least this much room, whatever the plan: metadata alone may be 1 KiB. */
+const MIN_SLACK = 4 * 1024
+
+/** The envelope's room beside a value of `max` bytes. */
+const slackFor = (max: number) => Math.min(Math.max(max, MIN_SLACK), SLACK)
+/** The most a body may be when the plan sets no value limit. */
+const UNLIMITED_BODY = 256 * 1024 * 1024
+
+/** Room for a body of the plan's largest value and its envelope. */
+export function bodyLimit(plan: Plan): number {
+  const max = plan.maxValueBytes
+  return max === null ? UNLIMITED_BODY : max + slackFor(max)
+}
+
+/** What a transaction's body may hold beyond the plan's largest value (the contract's rule). */
+export const TX_EXTRA_BODY = 10 * 1024 * 1024
+
+/** The most a transaction's body may be on the plan. */
+export function txBodyLimit(plan: Plan): number {
+  return plan.maxValueBytes === null ? UNLIMITED_BODY : plan.maxValueBytes + TX_EXTRA_BODY
+}
+
+/** The largest body any plan reads. */
+export function largestBody(plans: PlanBook): number {
+  let most = 0
+  for (const p of plans.info().plans) most = Math.max(most, bodyLimit(p))
+  return most
+}
