@@ -200,7 +200,7 @@ export class Db implements Engine, DbCore {
   /** The namespace table changes only once the new one is durable. */
   private saveNamespaces(next: NamespaceTable): void {
     try {
-      writeNamespaces(this.dir, next)
+      writeNamespaces(this.dir, next, this.table)
     } catch (err) {
       throw this.log.refuse(err, 'write', NAMESPACES_FILE)
     }

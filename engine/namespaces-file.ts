@@ -1,5 +1,5 @@
 // The list of live namespaces and their ids, rewritten whole on create and drop (rare), via
-// a temporary file, fsync and rename, and then its copy the same way. Records name a
+// a temporary file, fsync and rename, its copy first. Records name a
 // namespace by id, and ids are never reused, so records of a dropped namespace are dead the
 // moment this file stops listing it. Names are kept nowhere else, hence the copy.
 import path from 'node:path'
@@ -8,7 +8,7 @@ import { EngineError } from './errors.js'
 import { fsyncDir, io } from './io.js'
 
 export const NAMESPACES_FILE = 'NAMESPACES'
-/** The same table, written after NAMESPACES each time. */
+/** The same table, written just before NAMESPACES each time. */
 export const NAMESPACES_COPY = 'NAMESPACES.copy'
 
 export interface NamespaceTable {
@@ -59,11 +59,36 @@ function parse(file: string): NamespaceTable | undefined | 'damaged' {
   }
 }
 
-/** Writes NAMESPACES, then its copy: a damaged byte in one file loses no name. */
-export function writeNamespaces(dir: string, table: NamespaceTable): void {
-  writeOne(dir, NAMESPACES_FILE, table)
+/**
+ * Writes `table` over `prev`: its copy, then NAMESPACES, whose rename is the change's commit
+ * (open reads NAMESPACES, and the copy only when NAMESPACES is damaged). A failure before
+ * that rename leaves NAMESPACES as it was; a failure after it (the directory's fsync) puts
+ * `prev` back, so that a create or drop the caller is told failed does not appear at the next
+ * open. Either way the copy is put back to `prev` as far as the disk allows.
+ */
+export function writeNamespaces(dir: string, table: NamespaceTable, prev?: NamespaceTable): void {
+  const back = (names: string[]) => {
+    if (prev === undefined) return
+    try {
+      for (const name of names) writeOne(dir, name, prev)
+      fsyncDir(dir)
+    } catch {
+      // The disk refuses this too: the caller's error stands, and so may the change.
+    }
+  }
   writeOne(dir, NAMESPACES_COPY, table)
-  fsyncDir(dir)
+  try {
+    writeOne(dir, NAMESPACES_FILE, table)
+  } catch (err) {
+    back([NAMESPACES_COPY])
+    throw err
+  }
+  try {
+    fsyncDir(dir)
+  } catch (err) {
+    back([NAMESPACES_FILE, NAMESPACES_COPY])
+    throw err
+  }
 }
 
 function writeOne(dir: string, name: string, table: NamespaceTable): void {

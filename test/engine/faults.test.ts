@@ -255,3 +255,38 @@ t.test(
     }
   },
 )
+
+t.test('a create or drop the caller is told failed is not there at the next open', async (t) => {
+  t.teardown(clearFaults)
+  // Each step of the namespace table's write, failing in turn: the copy, NAMESPACES itself,
+  // its rename, and the directory's fsync after that rename.
+  const steps: [string, () => void][] = [
+    ['the copy', () => injectFault({ op: 'open', code: 'EIO', path: /NAMESPACES\.copy\.tmp$/ })],
+    ['NAMESPACES', () => injectFault({ op: 'open', code: 'EIO', path: /NAMESPACES\.tmp$/ })],
+    ['the rename', () => injectFault({ op: 'rename', code: 'EIO', path: /NAMESPACES$/ })],
+    [
+      "the directory's fsync",
+      () => injectFault({ op: 'fsync', code: 'EIO', path: /faults-ns-[^/]*$/ }),
+    ],
+  ]
+  for (const [step, arm] of steps) {
+    const dir = tempDir(t, 'faults-ns')
+    const db = await open(dir, OPTIONS)
+    await db.createNamespace('stays')
+    await db.put('stays', 'k', 1)
+    arm()
+    t.equal(await errorCode(db.createNamespace('refused')), 'IO_ERROR', `${step}: the create fails`)
+    clearFaults()
+    t.equal(db.hasNamespace('refused'), false, `${step}: not there now`)
+    t.ok(await healed(db), `${step}: healthy again, so the drop below meets the fault itself`)
+    arm()
+    t.equal(await errorCode(db.dropNamespace('stays')), 'IO_ERROR', `${step}: the drop fails`)
+    clearFaults()
+    t.equal(db.hasNamespace('stays'), true, `${step}: still there now`)
+    await db.close()
+    const again = await open(dir, OPTIONS)
+    t.equal(again.hasNamespace('refused'), false, `${step}: the failed create is not there after`)
+    t.equal((await again.get('stays', 'k'))?.value, 1, `${step}: the failed drop took nothing`)
+    await again.close()
+  }
+})
