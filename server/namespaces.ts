@@ -1,9 +1,11 @@
 // An account's namespaces. Each is a store namespace (store/names.ts) plus a record of its
-// creation. The record is written first and removed first: it claims the name against a
-// concurrent create and counts against the plan's quota in one atomic step, and a
-// namespace whose record is gone is no longer reachable while its entries are dropped.
-// After a crash between the two steps the record says what exists (the embedded store
-// reconciles at open; docs/redis.md says what Redis keeps).
+// creation, and exists while both do. The record is written first: it claims the name
+// against a concurrent create and counts against the plan's quota in one atomic step. It is
+// removed last, after the store's namespace, so a drop the store refuses changes nothing.
+// A record whose store namespace is missing is a leftover, of a create that failed (or
+// crashed) between the two steps or a drop that could not remove its record: a create of
+// the name takes it over, and the embedded store removes it at open (docs/redis.md says
+// what Redis keeps).
 import { LRUCache } from 'lru-cache'
 import type { Account, Accounts, NamespaceInfo } from './accounts.js'
 import { NAMESPACE_NAME } from './account-model.js'
@@ -35,6 +37,11 @@ const REMEMBERED = 100_000
 const COUNT_WAIT_MS = 250
 /** The most namespaces any account may hold, whatever its plan says. */
 const HARD_MAX = 10_000
+/**
+ * On a shared store, how old a record without its namespace must be to count as left over:
+ * a younger one may be another front end's create between its two steps.
+ */
+const LEFTOVER_MS = 60_000
 
 export function validNamespaceName(name: unknown): name is string {
   return typeof name === 'string' && NAMESPACE_NAME.test(name) && !RESERVED.has(name)
@@ -123,6 +130,25 @@ export class Namespaces {
     // Only where this process is the only writer is the snapshot sure to be current: on a
     // shared store another front end may have dropped it, and the record's create decides.
     if (this.store.soleWriter && account.namespaces.has(name)) throw exists()
+    const id = `${account.id}/${name}`
+    if (this.creating.has(id)) throw exists()
+    this.creating.add(id)
+    try {
+      return await this.createNew(account, name, id, exists)
+    } finally {
+      this.creating.delete(id)
+    }
+  }
+
+  /** Names whose create is under way in this process (a leftover check must not take them). */
+  private creating = new Set<string>()
+
+  private async createNew(
+    account: Account,
+    name: string,
+    id: string,
+    exists: () => ApiError,
+  ): Promise<NamespaceRow> {
     const max = this.plans.get(account.rec.plan).maxNamespaces
     const info: NamespaceInfo = {
       name,
@@ -131,30 +157,54 @@ export class Namespaces {
     }
     const made = await this.store.records.create(
       'namespace',
-      `${account.id}/${name}`,
+      id,
       { createdAt: info.createdAt },
       { maxInGroup: max ?? HARD_MAX },
     )
-    if (made === 'exists') throw exists()
-    if (made === 'full') {
+    if (made === 'exists') {
+      if (!(await this.leftover(id, info.storeName))) throw exists()
+      await this.store.records.put('namespace', id, { createdAt: info.createdAt })
+    } else if (made === 'full') {
       throw new ApiError(
         'namespace_quota_exceeded',
         `The ${account.rec.plan} plan allows ${max ?? HARD_MAX} namespaces.`,
       )
     }
-    await this.store.createNamespace(info.storeName)
+    try {
+      await this.store.createNamespace(info.storeName)
+    } catch (err) {
+      // Let the name go, or a retry would be told it exists. Should the store refuse this
+      // too, the record is a leftover, which the retry takes over.
+      await this.store.records.delete('namespace', id).catch(() => {})
+      throw err
+    }
     account.namespaces.set(name, info)
     return { name, keys: 0, bytes: 0, createdAt: info.createdAt }
+  }
+
+  /** Whether a namespace record is a leftover: its store namespace is missing (see above). */
+  private async leftover(id: string, storeName: string): Promise<boolean> {
+    if ((await this.store.namespaceCounts(storeName)) !== undefined) return false
+    if (this.store.soleWriter) return true
+    const rec = await this.store.records.get<{ createdAt: string }>('namespace', id)
+    return rec !== undefined && Date.now() - Date.parse(rec.createdAt) > LEFTOVER_MS
   }
 
   async drop(account: Account, name: string): Promise<boolean> {
     const info = await this.accounts.namespace(account, name)
     if (!info) return false
+    const had = await this.store.dropNamespace(info.storeName)
     account.namespaces.delete(name)
-    const had = await this.store.records.delete('namespace', `${account.id}/${name}`)
-    await this.store.dropNamespace(info.storeName)
     for (const fn of this.dropHooks) fn(info.storeName)
-    return had
+    // The drop has happened once the store's namespace is gone; a record the store will not
+    // remove now is a leftover (see above).
+    const recorded = await this.store.records
+      .delete('namespace', `${account.id}/${name}`)
+      .catch((err) => {
+        if (had) return true
+        throw err
+      })
+    return had || recorded
   }
 
   async dropAll(account: Account): Promise<void> {

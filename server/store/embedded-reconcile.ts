@@ -1,7 +1,8 @@
-// After a crash between a namespace record's write and its engine namespace's creation (or
-// between the record's removal and the drop), the two disagree. The record is the truth
-// (namespaces.ts): at open, a record without its engine namespace gets one, and an engine
-// namespace without a record, or a record of an account that no longer exists, is dropped.
+// A namespace exists while both its record and its engine namespace do (namespaces.ts). At
+// open, what a failure or crash between the two steps of a create or drop left behind goes:
+// a record without its engine namespace (a create never acknowledged, or a drop that could
+// not remove its record), an engine namespace without a record (a drop cut short by a crash
+// before this order was kept), and a record of an account that no longer exists.
 import type { Db } from '../../engine/index.js'
 import { SYSTEM_NAMESPACE } from './embedded-records.js'
 import { USER_PREFIX, userNamespace } from './names.js'
@@ -19,8 +20,8 @@ export async function reconcileNamespaces(db: Db): Promise<void> {
         continue
       }
       const name = userNamespace(accountId, id.slice(slash + 1))
-      if (!db.hasNamespace(name)) await db.createNamespace(name)
-      known.add(name)
+      if (!db.hasNamespace(name)) await db.delete(SYSTEM_NAMESPACE.namespace, id)
+      else known.add(name)
     }
     after = page.next
   } while (after)

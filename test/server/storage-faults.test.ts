@@ -205,6 +205,50 @@ for (const fault of [
   )
 }
 
+t.test(
+  'a namespace create or drop the disk refuses leaves nothing, now or after a crash',
+  async (t) => {
+    const { srv, client, arm } = await faultyServer(t)
+    let api = client()
+    await api.createNamespace('keep')
+    await api.mustPut('keep', 'k', 'kept')
+    const names = async () =>
+      ((await api.get('/namespaces')).json?.namespaces ?? []).map((n: { name: string }) => n.name)
+    // The namespace table's writes fail; the record's, in the log, do not.
+    const tableFails = [{ op: 'open', code: 'EIO', path: 'NAMESPACES' }]
+    let probes = 0
+    const healthy = () =>
+      eventually(
+        async () => (await api.put(`/keep/probe${++probes}`, { value: 1 })).status === 201,
+        20_000,
+      )
+
+    await arm(tableFails)
+    t.equal((await api.post('/namespaces', { name: 'ghost' })).status, 503, 'the create is refused')
+    t.notOk((await names()).includes('ghost'), 'and not listed')
+    await arm([])
+    t.ok(await healthy(), 'the disk works again')
+    await arm(tableFails)
+    t.equal((await api.del('/namespaces/keep')).status, 503, 'the drop is refused')
+    await arm([])
+    t.ok(await healthy(), 'the disk works again')
+    t.ok((await names()).includes('keep'), 'the refused drop left the namespace')
+    t.equal((await api.get('/keep/k')).json?.value, 'kept', 'and its data')
+    const again = await api.post('/namespaces', { name: 'ghost' })
+    t.equal(again.status, 201, `the refused name is free (${again.text})`)
+
+    await arm(tableFails)
+    t.equal((await api.post('/namespaces', { name: 'ghost2' })).status, 503)
+    await srv.kill()
+    await arm([])
+    await srv.start()
+    api = client()
+    t.same((await names()).sort(), ['ghost', 'keep'], 'after a crash: only what was acknowledged')
+    t.equal((await api.post('/namespaces', { name: 'ghost2' })).status, 201, 'and the name is free')
+    t.equal((await api.get('/keep/k')).json?.value, 'kept')
+  },
+)
+
 t.test('a stop while storage is failing still exits cleanly and removes LOCK', async (t) => {
   const { srv, client, arm } = await faultyServer(t)
   let api = client()
