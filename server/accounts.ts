@@ -37,6 +37,11 @@ import type { Records, Store } from './store/types.js'
 export * from './account-model.js'
 
 const MAX_KEYS_PER_ACCOUNT = 100
+/**
+ * On a shared store, how long after finding an email that names no account it is looked at
+ * again before it is taken over: a sign-up's claim and its batch are milliseconds apart.
+ */
+const LEFTOVER_RECHECK_MS = 2000
 /** Secrets and accounts held in the caches at most (docs/configuration.md). */
 const CACHE_MAX = 100_000
 /** How long another front end's change may go unseen here (shared stores only). */
@@ -237,7 +242,33 @@ export class Accounts {
       throw new ServiceError(400, 'invalid_plan', `There is no plan "${plan}".`)
     const exists = () =>
       new ServiceError(409, 'account_exists', 'An account with that email already exists.')
-    if ((await this.records.get('email', email)) !== undefined) throw exists()
+    if (this.signingUp.has(email)) throw exists()
+    this.signingUp.add(email)
+    try {
+      return await this.createNew(email, password, plan, exists)
+    } finally {
+      this.signingUp.delete(email)
+    }
+  }
+
+  /** Emails whose sign-up is under way in this process (see emailLeftover). */
+  private signingUp = new Set<string>()
+
+  /**
+   * A sign-up's records, in an order safe at any cut: the email is claimed (of two sign-ups
+   * with one email, exactly one gets it), the key's hash written (harmless alone: it leads to
+   * no key), then the account and its key in one batch, which is the commit. A sign-up that
+   * fails before the batch lets the email go; where the store refuses that too, the email
+   * record is a leftover that names no account, which the next sign-up takes over.
+   */
+  private async createNew(
+    email: string,
+    password: string | null,
+    plan: string,
+    exists: () => ServiceError,
+  ): Promise<{ account: AccountView; apiKey: NewKey }> {
+    const claimed = await this.records.get<string>('email', email)
+    if (claimed !== undefined && !(await this.emailLeftover(claimed))) throw exists()
     const passwordHash = password === null ? null : await hashPassword(password)
     const rec: AccountRecord = {
       id: newId('acct'),
@@ -246,23 +277,37 @@ export class Accounts {
       passwordHash,
       createdAt: new Date().toISOString(),
     }
-    // The email is claimed first: of two sign-ups with one email, exactly one claims it.
-    if ((await this.records.create('email', email, rec.id)) !== 'created') throw exists()
+    if (claimed !== undefined) await this.records.put('email', email, rec.id)
+    else if ((await this.records.create('email', email, rec.id)) !== 'created') throw exists()
     const account = new Account(rec)
     const made = this.keyRecord(account, checkKeyOptions({ name: 'default' }))
+    const keyId = keyRecordId(rec.id, made.rec.id)
     try {
+      await this.records.put('keyhash', made.rec.hash, keyId)
       await this.records.batch([
         { kind: 'account', id: rec.id, value: rec },
-        { kind: 'key', id: keyRecordId(rec.id, made.rec.id), value: made.rec },
+        { kind: 'key', id: keyId, value: made.rec },
       ])
-      await this.records.put('keyhash', made.rec.hash, keyRecordId(rec.id, made.rec.id))
     } catch (err) {
+      await this.records.delete('keyhash', made.rec.hash).catch(() => {})
       await this.records.delete('email', email).catch(() => {})
       throw err
     }
     this.byId.set(rec.id, account)
     const k = new ApiKey(made.rec, account)
     return { account: account.view(), apiKey: { key: k.view(), secret: made.secret } }
+  }
+
+  /**
+   * Whether an email record is a leftover: it names an account that does not exist. On a
+   * shared store another front end's sign-up may be between its claim and its batch, so the
+   * account is looked for again a moment later before the email is taken over.
+   */
+  private async emailLeftover(accountId: string): Promise<boolean> {
+    if ((await this.records.get('account', accountId)) !== undefined) return false
+    if (!this.shared) return true
+    await new Promise((resolve) => setTimeout(resolve, LEFTOVER_RECHECK_MS))
+    return (await this.records.get('account', accountId)) === undefined
   }
 
   /** The account when the password matches; the same work is done for an unknown email. */
@@ -305,20 +350,30 @@ export class Accounts {
   /** Removes the account record, its email and its keys; the caller removes its data first. */
   async remove(account: Account): Promise<void> {
     account.deleted = true
-    const keys = await this.keyRecords(account)
+    let keys: KeyRecord[]
+    try {
+      keys = await this.keyRecords(account)
+      // The commit: the account and its keys go together, and from then on no secret of the
+      // account authenticates anywhere (a hash entry without its key record leads nowhere).
+      await this.records.batch([
+        ...keys.map((k) => ({
+          kind: 'key' as const,
+          id: keyRecordId(k.accountId, k.id),
+          delete: true as const,
+        })),
+        { kind: 'account', id: account.id, delete: true },
+      ])
+    } catch (err) {
+      // Still there: a retry (from the dashboard, which refuses a deleted account) must work.
+      account.deleted = false
+      throw err
+    }
     this.forgetKeys(account.id)
-    // Hashes first: from then on no secret of the account authenticates anywhere.
-    for (const k of keys) await this.records.delete('keyhash', k.hash)
-    await this.records.batch([
-      ...keys.map((k) => ({
-        kind: 'key' as const,
-        id: keyRecordId(k.accountId, k.id),
-        delete: true as const,
-      })),
-      { kind: 'account', id: account.id, delete: true },
-    ])
-    await this.records.delete('email', account.rec.email)
     this.byId.delete(account.id)
+    // What is left leads nowhere; an email that names no account is a leftover the next
+    // sign-up takes over (createNew).
+    for (const k of keys) await this.records.delete('keyhash', k.hash).catch(() => {})
+    await this.records.delete('email', account.rec.email).catch(() => {})
   }
 
   /** Drops cached secrets of one key (or of every key of an account). */
@@ -366,18 +421,29 @@ export class Accounts {
     return { rec, secret }
   }
 
+  /**
+   * The hash first (alone it leads to no key), then the key's record, which is the commit: a
+   * key that failed is neither listed nor holds one of the account's slots.
+   */
   async createKey(account: Account, opts: KeyOptions): Promise<NewKey> {
     const made = this.keyRecord(account, checkKeyOptions(opts))
     const id = keyRecordId(account.id, made.rec.id)
-    const res = await this.records.create('key', id, made.rec, { maxInGroup: MAX_KEYS_PER_ACCOUNT })
+    await this.records.put('keyhash', made.rec.hash, id)
+    let res: Awaited<ReturnType<Records['create']>>
+    try {
+      res = await this.records.create('key', id, made.rec, { maxInGroup: MAX_KEYS_PER_ACCOUNT })
+    } catch (err) {
+      await this.records.delete('keyhash', made.rec.hash).catch(() => {})
+      throw err
+    }
     if (res !== 'created') {
+      await this.records.delete('keyhash', made.rec.hash).catch(() => {})
       throw new ServiceError(
         403,
         'key_quota_exceeded',
         `An account holds at most ${MAX_KEYS_PER_ACCOUNT} keys.`,
       )
     }
-    await this.records.put('keyhash', made.rec.hash, id)
     return { key: new ApiKey(made.rec, account).view(), secret: made.secret }
   }
 
@@ -401,23 +467,32 @@ export class Accounts {
     const { secret, prefix, hash } = newApiKey()
     const rec: KeyRecord = { ...old, prefix, hash, lastUsedAt: null }
     const id = keyRecordId(account.id, rec.id)
+    // The new hash entry first: it leads to the record, which names the old hash until the
+    // record's write, the commit. From that write on the old secret's lookup finds a record
+    // whose hash is not its own and is refused, and the new one's is accepted; a rotation that
+    // fails before it leaves the old secret working.
+    await this.records.put('keyhash', hash, id)
+    try {
+      await this.records.put('key', id, rec)
+    } catch (err) {
+      await this.records.delete('keyhash', hash).catch(() => {})
+      throw err
+    }
     this.forgetKeys(account.id, rec.id)
     this.lastUsed.delete(id)
-    // The record names the new hash before either hash entry changes: from this write on, the
-    // old secret's lookup finds a record whose hash is not its own and is refused.
-    await this.records.put('key', id, rec)
-    await this.records.put('keyhash', hash, id)
-    await this.records.delete('keyhash', old.hash)
+    // Leads to a record that no longer names it: harmless where the store refuses this.
+    await this.records.delete('keyhash', old.hash).catch(() => {})
     return { key: new ApiKey(rec, account).view(), secret }
   }
 
   async revokeKey(account: Account, keyId: unknown): Promise<KeyView> {
     const rec = await this.ownKey(account, keyId)
     const id = keyRecordId(account.id, rec.id)
+    // The record first, the commit: a hash entry without its record authenticates nobody.
+    await this.records.delete('key', id)
     this.forgetKeys(account.id, rec.id)
     this.lastUsed.delete(id)
-    await this.records.delete('keyhash', rec.hash)
-    await this.records.delete('key', id)
+    await this.records.delete('keyhash', rec.hash).catch(() => {})
     return new ApiKey(rec, account).view()
   }
 

@@ -125,7 +125,7 @@ t.test('a full disk answers 507, shows nothing it refused, and heals by itself',
 })
 
 /** A server whose engine file I/O a test can make fail (see test/helpers/fault-preload.ts). */
-async function faultyServer(t: Test) {
+async function faultyServer(t: Test, env: Record<string, string> = {}) {
   const control = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'cairn-faults-')), 'faults.json')
   fs.writeFileSync(control, '[]')
   const arm = async (faults: object[]) => {
@@ -136,7 +136,7 @@ async function faultyServer(t: Test) {
   const srv = await startServer({
     plans: plansFile(),
     nodeArgs: ['--import', path.join(root, 'test/helpers/fault-preload.ts')],
-    env: { CAIRN_FAULT_CONTROL: control },
+    env: { CAIRN_FAULT_CONTROL: control, ...env },
   })
   t.teardown(() => {
     if (srv.proc?.exitCode !== null && srv.proc?.exitCode !== 0)
@@ -248,6 +248,52 @@ t.test(
     t.equal((await api.get('/keep/k')).json?.value, 'kept')
   },
 )
+
+t.test('an account, key or rotation the disk refuses leaves nothing half working', async (t) => {
+  // No background writes (usage, last-used times): the Nth write below is the test's own.
+  const { srv, arm } = await faultyServer(t, { CAIRN_USAGE_FLUSH_MS: '3600000' })
+  const cli = (command: string, args: Record<string, unknown>) =>
+    srv.operator(command, args).then(
+      (out) => ({ ok: true, out }),
+      (err: Error) => ({ ok: false, out: err.message }),
+    )
+  // Every step of these is a write of its own, synced on its own: the second one fails.
+  const secondWriteFails = [{ op: 'fsync', code: 'EIO', nth: 2, path: '\\.seg$' }]
+  const healed = () =>
+    eventually(async () => (await readyz(srv.url)).body.storage === undefined, 20_000)
+
+  await arm(secondWriteFails)
+  const refused = await cli('account.create', { email: 'half@example.com' })
+  t.notOk(refused.ok, `the sign-up is refused (${refused.out})`)
+  await arm([])
+  t.ok(await healed(), 'the disk works again')
+  const made = await cli('account.create', { email: 'half@example.com' })
+  t.ok(made.ok, `the email is free for a sign-up again (${made.ok || made.out})`)
+  const api = new Client(srv.baseUrl, made.out.apiKey.secret)
+  t.equal((await api.get('/namespaces')).status, 200, "the new account's key works")
+
+  await arm(secondWriteFails)
+  t.notOk((await cli('key.create', { email: 'half@example.com', name: 'half' })).ok)
+  await arm([])
+  t.ok(await healed())
+  const keys = (await cli('key.list', { email: 'half@example.com' })).out.keys
+  t.same(
+    keys.map((k: { name: string }) => k.name),
+    ['default'],
+    'the refused key is not listed',
+  )
+
+  await arm(secondWriteFails)
+  const rotate = { email: 'half@example.com', id: keys[0].id }
+  t.notOk((await cli('key.rotate', rotate)).ok, 'the rotation is refused')
+  await arm([])
+  t.ok(await healed())
+  t.equal((await api.get('/namespaces')).status, 200, 'the old secret still works')
+  await srv.kill()
+  await srv.start()
+  const after = new Client(srv.baseUrl, made.out.apiKey.secret)
+  t.equal((await after.get('/namespaces')).status, 200, 'and after a crash')
+})
 
 t.test('a stop while storage is failing still exits cleanly and removes LOCK', async (t) => {
   const { srv, client, arm } = await faultyServer(t)
