@@ -4,6 +4,7 @@ import type { Account, Accounts, NamespaceInfo } from './accounts.js'
 import { ApiError, opError } from './errors.js'
 import type { Namespaces } from './namespaces.js'
 import type { PlanBook } from './plans.js'
+import { storageFault } from './storage-faults.js'
 import type { Entry, ListOptions, Listed, Store, Transacted, TxOp, Written } from './store/types.js'
 import { type Tags, matches, singleVersion } from './wire/conditions.js'
 
@@ -239,7 +240,9 @@ export class Data {
 
   /**
    * Deletes every key that begins with `prefix`, each as a write of its own (its own version
-   * and watch event), a page at a time; resolves with how many went.
+   * and watch event), a page at a time; resolves with how many went. Storage that refuses a
+   * page after others went answers as it would, saying how many went: the request deleted
+   * those, and sending it again deletes the rest.
    */
   async deletePrefix(info: NamespaceInfo, prefix: string): Promise<number> {
     let deleted = 0
@@ -252,7 +255,13 @@ export class Data {
           page.keys.map((key) => ({ op: 'delete' as const, key })),
         )
         .catch((err) => {
-          throw txFailure(err)
+          const fault = deleted > 0 ? storageFault(err) : undefined
+          if (fault === undefined) throw txFailure(err)
+          throw new ApiError(
+            fault.code,
+            `${fault.message} ${deleted} keys with this prefix were deleted before the failure; the rest are still there, and sending the request again deletes them.`,
+            fault.headers,
+          )
         })
       for (const r of done.results) if ((r as { deleted?: boolean }).deleted) deleted++
       if (page.next === undefined) return deleted

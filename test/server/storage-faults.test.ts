@@ -295,6 +295,32 @@ t.test('an account, key or rotation the disk refuses leaves nothing half working
   t.equal((await after.get('/namespaces')).status, 200, 'and after a crash')
 })
 
+t.test('a prefix delete the disk stops part way says how many went', async (t) => {
+  const { client, arm } = await faultyServer(t, { CAIRN_USAGE_FLUSH_MS: '3600000' })
+  const api = client()
+  await api.createNamespace('dp')
+  for (let tx = 0; tx < 3; tx++) {
+    const ops = Array.from({ length: 500 }, (_, i) => ({
+      op: 'put',
+      key: `pre/${tx}-${i}`,
+      value: i,
+    }))
+    t.equal((await api.post('/dp', { ops })).status, 200)
+  }
+  // Deleted a page of 1,000 at a time: the second page's write fails.
+  await arm([{ op: 'fsync', code: 'EIO', nth: 2, path: '\\.seg$' }])
+  const res = await api.del('/dp?prefix=pre/')
+  t.equal(res.status, 503)
+  t.match(res.json?.error?.message, /1000 keys with this prefix were deleted/, res.text)
+  await arm([])
+  const again = await eventually(async () => {
+    const r = await api.del('/dp?prefix=pre/')
+    return r.status === 200 && r.json.deleted === 500
+  }, 20_000)
+  t.ok(again, 'sent again, it deletes the rest')
+  t.same((await api.get('/dp?prefix=pre/')).json?.keys, [], 'none left')
+})
+
 t.test('a stop while storage is failing still exits cleanly and removes LOCK', async (t) => {
   const { srv, client, arm } = await faultyServer(t)
   let api = client()
