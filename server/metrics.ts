@@ -47,12 +47,13 @@ export class Metrics {
     if (store.readLane !== undefined) this.laneGauges(store.readLane)
     new client.Gauge({
       name: 'cairn_storage_state',
-      help: 'The storage state: 1 for the current one of ok, no_space (disk full) and failed.',
+      help: 'The storage state: 1 for the current one of ok, no_space (disk full), degraded (a Redis master down) and failed.',
       labelNames: ['state'],
       registers: [this.registry],
       collect() {
         const now = store.health().state
-        for (const state of ['ok', 'no_space', 'failed']) this.set({ state }, now === state ? 1 : 0)
+        for (const state of ['ok', 'no_space', 'degraded', 'failed'])
+          this.set({ state }, now === state ? 1 : 0)
       },
     })
   }

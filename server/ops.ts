@@ -64,5 +64,8 @@ function readiness(ctx: Context): { status: number; body: Record<string, string>
         reason: 'disk full: writes are refused until space is freed',
       },
     }
+  // Part of a shared store down: every front end meets the same part, so this one stays in.
+  if (health.state === 'degraded')
+    return { status: 200, body: { status: 'ready', storage: 'degraded', reason: health.reason } }
   return { status: 503, body: { status: 'not ready', storage: 'failed', reason: health.reason } }
 }

@@ -227,6 +227,8 @@ export type StoreErrorCode =
 export type StoreHealth =
   | { state: 'ok' }
   | { state: 'no_space'; reason: string }
+  /** Part of a shared store does not answer; the rest serves (Redis: a master down). */
+  | { state: 'degraded'; reason: string }
   | { state: 'failed'; reason: string }
 
 /** The outcome of one token-bucket check, reused rather than allocated per request. */

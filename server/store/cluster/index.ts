@@ -9,6 +9,7 @@ import { connectCluster, parseRedisUrl } from './connect.js'
 import { ClusterEntries } from './entries.js'
 import { storeError } from './errors.js'
 import { ClusterFeed } from './feed.js'
+import { ClusterHealth } from './health.js'
 import { LeasedBuckets } from './leased-bucket.js'
 import { ClusterRecords } from './records.js'
 import { redact } from '../url.js'
@@ -54,6 +55,7 @@ export async function openRedisStore(
   client.on('error', () => {})
   const cmd = new Commands(client, opts.durability, parsed)
   const entries = new ClusterEntries(cmd)
+  const health = new ClusterHealth(client)
   const feed = new ClusterFeed(cmd, entries)
   return {
     kind: 'redis',
@@ -75,12 +77,10 @@ export async function openRedisStore(
     feed,
     batch: (ns, ops, checks) => entries.batch(ns, ops, checks),
     restore: (ns, rows, version) => entries.restore(ns, rows, version),
-    health: () =>
-      client.status === 'ready'
-        ? { state: 'ok' }
-        : { state: 'failed', reason: `Redis Cluster connection is ${client.status}` },
+    health: () => health.now(),
     flush: async () => {},
     async close() {
+      health.close()
       feed.close()
       cmd.close()
       try {
