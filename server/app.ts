@@ -10,7 +10,7 @@ import type { Context } from './context.js'
 import { mountDashboard } from './dashboard/index.js'
 import { uws, type us_listen_socket } from './http/uws.js'
 import { AddressLimiter } from './limits.js'
-import { type Logger, createLogger } from './log.js'
+import { type Logger, Repeats, createLogger } from './log.js'
 import { Metrics } from './metrics.js'
 import { mountOperator } from './operator.js'
 import { mountOps } from './ops.js'
@@ -119,11 +119,20 @@ export async function serve(
     await ctx.accounts.flushLastUsed()
   }
   let flushing = false
+  // Every pass fails while storage does: once a minute in the log is enough.
+  const flushFailures = new Repeats(60_000)
   const timer = setInterval(() => {
     if (flushing) return
     flushing = true
     flush()
-      .catch((err) => log.error({ err: (err as Error).message }, 'writing usage failed'))
+      .catch((err) =>
+        flushFailures.warn(
+          log,
+          (err as Error).message,
+          { err: (err as Error).message },
+          'writing usage failed',
+        ),
+      )
       .finally(() => {
         flushing = false
       })

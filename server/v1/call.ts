@@ -16,12 +16,15 @@ import type { HttpResponse } from '../http/uws.js'
 import { ROUTES } from '../metrics.js'
 import { endHead } from '../http/head.js'
 import { storageFault } from '../storage-faults.js'
+import { Repeats } from '../log.js'
 import { EXPOSE, allowOrigin } from './cors.js'
 import type { Entry } from '../store/types.js'
 
 /** An unread body is read and dropped up to this size before an early answer; past it, cut off. */
 const DRAIN_MAX = 64 * 1024 * 1024
 const CORS_TAIL = `\r\nAccess-Control-Expose-Headers: ${EXPOSE}`
+/** Storage refusals are logged once a second per kind (a full disk refuses every write). */
+const REFUSALS = new Repeats(1000)
 
 /** Extra header lines, each `\r\nName: value`, for `send` and `fail`. */
 export function headerLines(headers: Record<string, string> | undefined): string {
@@ -219,7 +222,9 @@ export class Call {
     if (code === 'CONFLICT') return this.fail('precondition_failed')
     const fault = storageFault(err)
     if (fault) {
-      this.ctx.log.warn(
+      REFUSALS.warn(
+        this.ctx.log,
+        `${code} ${(err as Error).message}`,
         { reqId: this.id, err: (err as Error).message, errCode: code },
         'storage refused',
       )

@@ -77,6 +77,11 @@ t.test('a full disk answers 507, shows nothing it refused, and heals by itself',
   )
   t.ok(refused.length > 0, `the disk filled up (${JSON.stringify([...statuses])})`)
   t.ok(acked.size > 0, 'some writes fitted before it did')
+  const logged = srv.lines.filter((l) => l.includes('storage refused')).length
+  t.ok(
+    logged >= 1 && logged < refused.length,
+    `refusals are logged, not each one (${logged} lines for ${refused.length})`,
+  )
 
   for (const key of refused) {
     const res = await api.get(`/full/${key}`)
