@@ -13,6 +13,12 @@ export const SESSION_COOKIE = 'cairn_session'
 export const PRE_SESSION_COOKIE = 'cairn_pre'
 const TTL_MS = 7 * 24 * 3600 * 1000
 const CACHE_MAX = 10_000
+/**
+ * Sessions an account keeps at once: a sign-in past this ends the oldest. Sign-ins that
+ * succeed are not throttled, and each session is a record kept for a week, so without a
+ * bound a script signing in all day would pile up millions of them.
+ */
+export const MAX_SESSIONS = 50
 const COOKIE_SHAPE = /^(acct_[a-z0-9]{1,40})\.([A-Za-z0-9_-]{43})$/
 
 export interface Session {
@@ -55,7 +61,24 @@ export class SessionStore {
     const key = recordKey(accountId, secret)
     await this.records.put('session', key, session, { expiresAt: session.expiresAt })
     this.remember(key, session)
+    await this.trim(accountId, key)
     return { cookie: `${accountId}.${secret}`, session }
+  }
+
+  /** Ends the account's oldest sessions past MAX_SESSIONS (never `keep`, the newest). */
+  private async trim(accountId: string, keep: string): Promise<void> {
+    const page = await this.records.list<Session>('session', `${accountId}/`, undefined, 1000)
+    const over = page.items.length - MAX_SESSIONS
+    if (over <= 0) return
+    const oldest = page.items
+      .filter(([k]) => k !== keep)
+      .sort((a, b) => a[1].createdAt - b[1].createdAt)
+      .slice(0, over)
+      .map(([k]) => k)
+    for (const k of oldest) this.cache.delete(k)
+    await this.records.batch(
+      oldest.map((id) => ({ kind: 'session' as const, id, delete: true as const })),
+    )
   }
 
   async get(cookie: string | undefined): Promise<Session | undefined> {

@@ -2,6 +2,7 @@
 // so concurrent guesses are refused; hashing never stalls storage; the owner is never locked
 // out; and a password set from the command line ends the account's sessions.
 import t from 'tap'
+import { MAX_SESSIONS } from '../../server/dashboard/sessions.js'
 import { logIn } from '../helpers/dashboard-api.js'
 import { plansFile } from '../helpers/plans.js'
 import { startServer } from '../helpers/server.js'
@@ -171,4 +172,20 @@ t.test('sign-ups sent together from one address: still 20 an hour', async (t) =>
   )
   t.equal(taken.filter((s) => s === 409).length, 20, 'an email already taken: 409, counted')
   t.equal(taken.filter((s) => s === 429).length, 5, 'then 429')
+})
+
+t.test('an account keeps its newest sessions, the oldest end past the bound', async (t) => {
+  const me = (cookie: string) =>
+    fetch(`${base}/dashboard/api/me`, { headers: { cookie } }).then((r) => r.status)
+  // An account of its own: the floods above slowed the first one's email down.
+  const own = await srv.createAccount(undefined, { password: PASSWORD })
+  const cookies: string[] = []
+  for (let i = 0; i <= MAX_SESSIONS; i++) {
+    const r = await logIn(base, own.email, PASSWORD, from('198.51.100.60'))
+    t.equal(r.status, 200)
+    cookies.push(r.cookie!)
+  }
+  t.equal(await me(cookies[0]!), 401, `the oldest of ${MAX_SESSIONS + 1} sign-ins is signed out`)
+  t.equal(await me(cookies[1]!), 200, 'the next one is not')
+  t.equal(await me(cookies.at(-1)!), 200, 'nor the newest')
 })
