@@ -3,6 +3,7 @@
 // these routes, never /v1.
 import type { Context } from '../context.js'
 import type { TemplatedApp } from '../http/uws.js'
+import { takeAccountToken } from '../limits.js'
 import { ServiceError } from '../service-error.js'
 import { AccountApi } from './api-account.js'
 import { queuedHashes } from '../password-hasher.js'
@@ -60,6 +61,24 @@ export function mountDashboard(app: TemplatedApp, ctx: Context): void {
     }
   }
 
+  // The data view reads and writes the account's data as /v1 does, so it takes from the same
+  // token bucket: a script signed in to the dashboard gets no more than one with a key.
+  const limited =
+    (handler: ApiHandler): ApiHandler =>
+    async (req, c) => {
+      const plan = ctx.plans.get(c.account.rec.plan)
+      const out = { ok: true, limit: 0, remaining: 0, reset: 0, retryAfter: 0 }
+      const b = await takeAccountToken(ctx.store.limiter, c.account.id, plan, Date.now(), out)
+      if (!b.ok)
+        throw new ServiceError(
+          429,
+          'rate_limited',
+          `The ${plan.id} plan's request rate is used up for the moment; try again in a few seconds.`,
+          { 'Retry-After': String(b.retryAfter) },
+        )
+      return handler(req, c)
+    }
+
   const api = (
     method: Exclude<Method, 'any'>,
     pattern: string,
@@ -107,12 +126,37 @@ export function mountDashboard(app: TemplatedApp, ctx: Context): void {
   api('get', '/namespaces', (req, c) => namespaces.list(req, c))
   api('post', '/namespaces', (req, c) => namespaces.create(req, c))
   api('del', '/namespaces/:name', (req, c) => namespaces.drop(req, c))
-  api('get', '/namespaces/:name/keys', (req, c) => data.listKeys(req, c))
-  api('get', '/namespaces/:name/value', (req, c) => data.getValue(req, c))
-  api('put', '/namespaces/:name/value', (req, c) => data.putValue(req, c), valueBody)
-  api('patch', '/namespaces/:name/value', (req, c) => data.patchValue(req, c))
-  api('del', '/namespaces/:name/value', (req, c) => data.deleteValue(req, c))
-  api('del', '/namespaces/:name/keys', (req, c) => data.deletePrefix(req, c))
+  api(
+    'get',
+    '/namespaces/:name/keys',
+    limited((req, c) => data.listKeys(req, c)),
+  )
+  api(
+    'get',
+    '/namespaces/:name/value',
+    limited((req, c) => data.getValue(req, c)),
+  )
+  api(
+    'put',
+    '/namespaces/:name/value',
+    limited((req, c) => data.putValue(req, c)),
+    valueBody,
+  )
+  api(
+    'patch',
+    '/namespaces/:name/value',
+    limited((req, c) => data.patchValue(req, c)),
+  )
+  api(
+    'del',
+    '/namespaces/:name/value',
+    limited((req, c) => data.deleteValue(req, c)),
+  )
+  api(
+    'del',
+    '/namespaces/:name/keys',
+    limited((req, c) => data.deletePrefix(req, c)),
+  )
   api('get', '/namespaces/:name/watch', (req, c) => watch.open(req, c))
   route(app, ctx, 'any', '/dashboard/api/*', SMALL_BODY, () =>
     fail(404, 'not_found', 'There is no such dashboard endpoint.'),
