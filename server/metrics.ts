@@ -76,7 +76,11 @@ export class Metrics {
       'Compactions finished since start.',
       (s) => s.compactions,
     )
-    gauge('cairn_engine_writes_total', 'Writes since start.', (s) => s.writes)
+    gauge(
+      'cairn_engine_writes_total',
+      'Writes taken since start, those that then failed included (cairn_engine_write_failures_total).',
+      (s) => s.writes,
+    )
     gauge('cairn_engine_fsyncs_total', 'fsync calls since start.', (s) => s.fsyncs)
     gauge(
       'cairn_engine_fsync_seconds_total',
