@@ -69,7 +69,12 @@ export interface DbConfig {
   dir: string
   options: OpenOptions
   release: () => void
+  /** Whether the directory's lock is still this process's (lock.ts); why not, when not. */
+  checkLock?: () => string | undefined
 }
+
+/** How often the lock is looked at while the database is open. */
+const LOCK_CHECK_MS = 2000
 
 export class Db implements Engine, DbCore {
   readonly dir: string
@@ -101,6 +106,7 @@ export class Db implements Engine, DbCore {
   private release: () => void
   private cache: ValueCache | null
   private timer: NodeJS.Timeout | null = null
+  private lockTimer: NodeJS.Timeout | undefined = undefined
   private compacting: Promise<void> | null = null
   private checkpointing: Promise<boolean> | null = null
   /** Bytes the write path has made durable, and that count when the last checkpoint began. */
@@ -154,6 +160,16 @@ export class Db implements Engine, DbCore {
     }
     this.keydir = new KeyDir(this.log.segments, this.cache)
     this.keydir.onExpired = (n, key) => this.expired(n, key)
+    const checkLock = cfg.checkLock
+    if (checkLock !== undefined) {
+      this.lockTimer = setInterval(() => {
+        const lost = checkLock()
+        if (lost === undefined) return
+        this.log.loseLock(lost)
+        clearInterval(this.lockTimer)
+      }, LOCK_CHECK_MS)
+      this.lockTimer.unref()
+    }
     if (this.durability === 'interval') {
       this.timer = setInterval(
         () => void this.log.syncDirty().catch(() => {}),
@@ -976,6 +992,7 @@ export class Db implements Engine, DbCore {
       if (this.compacting) await this.compacting.catch(() => {})
       if (this.checkpointing) await this.checkpointing
       if (this.timer) clearInterval(this.timer)
+      clearInterval(this.lockTimer)
       // Everything is on disk: the active segment gets its hint now, so the next open reads
       // hints only instead of scanning it.
       await this.log.close()

@@ -34,8 +34,9 @@ export async function open(dir: string, options: OpenOptions = {}): Promise<DbCl
 function openLocked(dir: string, options: OpenOptions): DbClass {
   io.mkdirSync(dir)
   io.makePrivate(dir)
-  const release = acquireLock(dir)
-  const db = new Db({ dir, options, release })
+  const lock = acquireLock(dir)
+  const release = () => lock.release()
+  const db = new Db({ dir, options, release, checkLock: () => lock.check() })
   try {
     const found = recover(db, options.repair === true)
     db.repairReport = report(db, found.dropped, found.kept)

@@ -50,7 +50,19 @@ function holder(file: string): (Owner & { text: string }) | undefined {
   return { ...parseName(text), text }
 }
 
-export function acquireLock(dir: string): () => void {
+/** A held lock: `release` lets it go; `check` says whether LOCK still names this process. */
+export interface HeldLock {
+  release(): void
+  /**
+   * Whether the directory is still ours. A LOCK removed meanwhile (by hand, or a clean-up
+   * script) is made again, so that a second process started later finds it held; a LOCK that
+   * names another process means one took the directory while this one had it: the caller
+   * must stop writing. Undefined while ours, else why not.
+   */
+  check(): string | undefined
+}
+
+export function acquireLock(dir: string): HeldLock {
   const real = fs.realpathSync(dir)
   if (openHere.has(real)) {
     throw new EngineError('LOCKED', `${dir} is already open in this process`)
@@ -97,10 +109,27 @@ export function acquireLock(dir: string): () => void {
   }
   openHere.add(real)
   const mine = ownName()
-  return () => {
-    openHere.delete(real)
-    try {
-      if (io.readFileSync(file).toString('utf8').trim() === mine) io.rmSync(file)
-    } catch {}
+  const lost = (by: string) =>
+    `${file} now names ${by}: another process took this directory, so this one stops writing to it`
+  return {
+    release() {
+      openHere.delete(real)
+      try {
+        if (io.readFileSync(file).toString('utf8').trim() === mine) io.rmSync(file)
+      } catch {}
+    },
+    check() {
+      let owner = holder(file)
+      if (owner === undefined) {
+        try {
+          if (createHolding(file, real)) return undefined
+        } catch {
+          return undefined // a disk that refuses: the log meets that itself
+        }
+        owner = holder(file)
+        if (owner === undefined) return undefined
+      }
+      return owner.text === mine ? undefined : lost(`process ${owner.pid}`)
+    },
   }
 }

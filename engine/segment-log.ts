@@ -104,6 +104,15 @@ export class SegmentLog {
     if (this.health.state === 'failed') throw new EngineError('IO_ERROR', this.health.reason)
   }
 
+  /** Set once another process has taken the directory: no write, retry or seal from here on. */
+  private lockLost: string | undefined
+
+  /** Another process holds the directory now (lock.ts): every write is refused for good. */
+  loseLock(reason: string): void {
+    this.lockLost = reason
+    this.health = { state: 'failed', reason }
+  }
+
   /** Room for `bytes` more in the current group, starting a new segment when this one is full. */
   reserve(bytes: number): Group {
     let seg = this.active
@@ -413,6 +422,7 @@ export class SegmentLog {
       return new EngineError('NO_SPACE', reason)
     }
     const reason = `${code} during ${where}; writes are refused until storage works again`
+    if (this.lockLost !== undefined) return new EngineError('IO_ERROR', this.lockLost)
     this.health = { state: 'failed', reason }
     this.scheduleRetry()
     return new EngineError('IO_ERROR', reason)
@@ -433,6 +443,7 @@ export class SegmentLog {
    * moves the write path to a fresh segment (open, write, sync, directory sync all succeed).
    */
   private retry(): void {
+    if (this.lockLost !== undefined) return
     if (this.closed || this.health.state !== 'failed' || this.flushing) {
       if (this.health.state === 'failed') this.scheduleRetry()
       return

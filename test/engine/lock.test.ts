@@ -5,7 +5,7 @@ import fs from 'node:fs'
 import path from 'node:path'
 import t from 'tap'
 import { open } from '../../engine/index.js'
-import { errorCode, repoRoot, runChild, tempDir } from './helpers.js'
+import { errorCode, repoRoot, runChild, sleep, tempDir } from './helpers.js'
 
 const holder = path.join(repoRoot, 'test/engine/child/holder.ts')
 
@@ -115,5 +115,37 @@ t.test(
     other.kill('SIGKILL')
     await once(other, 'exit')
     t.equal(await tryLock(`${pid} ${start} ${boot}`), 'opened, LOCK ours', 'its process gone')
+  },
+)
+
+t.test(
+  'a LOCK removed under an open database is made again; one taken over stops writes',
+  async (t) => {
+    const dir = tempDir(t, 'lock-watch')
+    const db = await open(dir)
+    t.teardown(() => db.close())
+    await db.createNamespace('n')
+    const lock = path.join(dir, 'LOCK')
+    fs.rmSync(lock)
+    await sleep(2500)
+    t.equal(fs.readFileSync(lock, 'utf8').split(' ')[0], String(process.pid), 'LOCK is ours again')
+    const other = runChild(holder, [dir])
+    t.teardown(() => other.kill())
+    t.equal(
+      await other.waitFor((l) => l === 'ready' || l.startsWith('error')),
+      'error LOCKED',
+      'so a second process is refused',
+    )
+    await db.put('n', 'k', 1)
+
+    // Now as if a second process had started while LOCK was gone: it names another process.
+    const sleeper = spawn('sleep', ['60'], { stdio: 'ignore' })
+    t.teardown(() => sleeper.kill('SIGKILL'))
+    await once(sleeper, 'spawn')
+    fs.writeFileSync(lock, String(sleeper.pid))
+    await sleep(2500)
+    t.equal(await errorCode(db.put('n', 'k', 2)), 'IO_ERROR', 'this process no longer writes')
+    t.match(db.health(), { state: 'failed', reason: /another process took this directory/ })
+    t.equal((await db.get('n', 'k'))?.value, 1, 'reads go on')
   },
 )
