@@ -29,19 +29,30 @@ export function readBody(
   call.unreadBody = false
   const stash = call.stash
   if (stash !== undefined) {
-    // Already arriving (deferred.ts): judged against this route's limit once it is all in.
+    // Already arriving (deferred.ts), the connection held until now: judged against this
+    // route's limit as it comes, read whole once it is all in.
+    if (declared > limit && !closing) return tooBig(declared, false)
     const judge = () => {
       if (call.done) return
-      if (stash.over || stash.size > limit) return tooBig(stash.size, false)
+      if (stash.over || stash.size > limit) {
+        // As below: a connection that closes after the answer has the rest read and dropped
+        // first, up to DISCARD_MAX.
+        if (closing && !stash.done && stash.size - limit <= DISCARD_MAX) {
+          stash.cap = -1
+          stash.chunks.length = 0
+          return
+        }
+        return tooBig(stash.size, closing && !stash.done)
+      }
+      if (!stash.done) return
       call.bytesIn = stash.size
       next(Buffer.concat(stash.chunks, stash.size))
     }
-    if (stash.done || stash.over || stash.size > limit) return judge()
-    if (declared > limit && !closing) return tooBig(declared, false)
     stash.cap = limit
     stash.onDone = judge
+    // Before judging: the operation judge starts may hold the connection again (applyLater).
     call.resumeReading()
-    return
+    return judge()
   }
   if (declared > limit && (!closing || declared - limit > DISCARD_MAX))
     return tooBig(declared, closing)

@@ -202,10 +202,24 @@ export class Call {
     if (this.unreadBody) {
       this.unreadBody = false
       this.async()
+      const answer = (cut: boolean) => this.fail(code, message, extra, close || cut, index)
+      const stash = this.stash
+      if (stash !== undefined) {
+        // Already being read (deferred.ts), and the connection held: keep nothing more, let
+        // the rest come, answer at its end.
+        stash.cap = -1
+        stash.chunks.length = 0
+        if (stash.done) return answer(false)
+        stash.onDone = () => {
+          if (stash.done || stash.size > DRAIN_MAX) answer(!stash.done)
+        }
+        this.resumeReading()
+        return
+      }
       let seen = 0
       this.res.onData((chunk, isLast) => {
         seen += chunk.byteLength
-        if (isLast || seen > DRAIN_MAX) this.fail(code, message, extra, close || !isLast, index)
+        if (isLast || seen > DRAIN_MAX) answer(!isLast)
       })
       return
     }

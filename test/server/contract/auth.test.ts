@@ -176,3 +176,53 @@ t.test('large bodies sent with keys nobody has are answered, not held', async (t
   t.ok(grew < 32 * 1024 * 1024, 'the server did not keep the bodies')
   t.equal((await api.get(`/${ns}/big`)).status, 404)
 })
+
+/** Sends raw bytes and resolves with the status line of the answer ('' when none came). */
+function statusOf(parts: (string | Buffer)[], ms = 5000): Promise<string> {
+  return new Promise((resolve) => {
+    const s = net.connect(srv.port, '127.0.0.1')
+    let got = ''
+    const done = () => {
+      s.destroy()
+      resolve(got.split('\r\n')[0] ?? '')
+    }
+    const timer = setTimeout(done, ms)
+    s.on('error', () => {})
+    s.on('data', (d) => {
+      got += d.toString('latin1')
+      if (got.includes('\r\n\r\n')) {
+        clearTimeout(timer)
+        done()
+      }
+    })
+    s.on('connect', async () => {
+      try {
+        for (const p of parts) if (!s.write(p)) await once(s, 'drain')
+      } catch {
+        // Cut off while sending: the answer, if any, is what counts.
+      }
+    })
+  })
+}
+
+t.test('a body sent with Connection: close is answered, whatever the answer', async (t) => {
+  const head = (key: string, length: number) =>
+    `PUT /v1/${ns}/closing HTTP/1.1\r\nHost: x\r\nx-api-key: ${key}\r\ncontent-type: application/json\r\ncontent-length: ${length}\r\nconnection: close\r\n\r\n`
+  const small = '{"value":"a small body, 30 b"}'
+  const unknown = `cairn_${'c'.repeat(32)}`
+  t.match(await statusOf([head(unknown, small.length), small]), /^HTTP\/1\.1 401/, 'unknown key')
+  // A key made a moment ago: on a shared store the first request with it waits for its load.
+  const fresh = await cli(srv, ['key', 'create', '--email', email, '--name', 'closing'])
+  const big = Buffer.alloc(4 * 1024 * 1024, 0x20)
+  t.match(
+    await statusOf([head(fresh.secret, big.length), big], 20_000),
+    /^HTTP\/1\.1 413/,
+    'a body past the plan: 413, not a reset',
+  )
+  const again = await cli(srv, ['key', 'create', '--email', email, '--name', 'closing2'])
+  t.match(
+    await statusOf([head(again.secret, small.length), small]),
+    /^HTTP\/1\.1 20[01]/,
+    'and a body within it is stored',
+  )
+})
