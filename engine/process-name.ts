@@ -54,11 +54,11 @@ export function runs(owner: Owner): boolean {
   if (owner.boot !== undefined && bootId !== undefined && owner.boot !== bootId) return false
   if (owner.start !== undefined) {
     const now = startOf(owner.pid)
-    // No /proc entry where the file was written with one: the process is gone, unless this
-    // system has no /proc to look in.
     if (now !== undefined) return now === owner.start
-    if (bootId !== undefined) return false
   }
+  // No start time to compare: this system has no /proc, or hides other users' processes in
+  // it (hidepid, ProtectProc), or the pid is gone. The pid alone then decides, which errs
+  // towards a live holder: a reused pid of another user's only keeps the directory shut.
   return pidRuns(owner.pid)
 }
 
