@@ -278,7 +278,15 @@ export class Accounts {
       createdAt: new Date().toISOString(),
     }
     if (claimed !== undefined) await this.records.put('email', email, rec.id)
-    else if ((await this.records.create('email', email, rec.id)) !== 'created') throw exists()
+    else {
+      const made = await this.records.create('email', email, rec.id).catch(async (err) => {
+        // Applied with its answer lost (a shared store): the claim is ours, go on.
+        if ((await this.records.get('email', email).catch(() => undefined)) === rec.id)
+          return 'created'
+        throw err
+      })
+      if (made !== 'created') throw exists()
+    }
     const account = new Account(rec)
     const made = this.keyRecord(account, checkKeyOptions({ name: 'default' }))
     const keyId = keyRecordId(rec.id, made.rec.id)
@@ -289,9 +297,13 @@ export class Accounts {
         { kind: 'key', id: keyId, value: made.rec },
       ])
     } catch (err) {
-      await this.records.delete('keyhash', made.rec.hash).catch(() => {})
-      await this.records.delete('email', email).catch(() => {})
-      throw err
+      // On a shared store the batch may have been applied with its answer lost: then the
+      // account exists, and the sign-up succeeded.
+      if ((await this.records.get('account', rec.id).catch(() => undefined)) === undefined) {
+        await this.records.delete('keyhash', made.rec.hash).catch(() => {})
+        await this.records.delete('email', email).catch(() => {})
+        throw err
+      }
     }
     this.byId.set(rec.id, account)
     const k = new ApiKey(made.rec, account)
@@ -349,6 +361,20 @@ export class Accounts {
 
   /** Removes the account record, its email and its keys; the caller removes its data first. */
   async remove(account: Account): Promise<void> {
+    // A sign-up of the same email here waits for this to finish (409 meanwhile), so the
+    // email's removal below cannot take the new account's claim with it.
+    const email = account.rec.email
+    if (this.signingUp.has(email))
+      throw new ServiceError(409, 'busy', 'That account is being changed; try again shortly.')
+    this.signingUp.add(email)
+    try {
+      await this.removeNow(account)
+    } finally {
+      this.signingUp.delete(email)
+    }
+  }
+
+  private async removeNow(account: Account): Promise<void> {
     account.deleted = true
     let keys: KeyRecord[]
     try {
@@ -371,9 +397,14 @@ export class Accounts {
     this.forgetKeys(account.id)
     this.byId.delete(account.id)
     // What is left leads nowhere; an email that names no account is a leftover the next
-    // sign-up takes over (createNew).
+    // sign-up takes over (createNew). The email first, and only while it still names this
+    // account: on a shared store another front end may take it over once it is a leftover.
+    const email = account.rec.email
+    await this.records
+      .get<string>('email', email)
+      .then((id) => (id === account.id ? this.records.delete('email', email) : false))
+      .catch(() => {})
     for (const k of keys) await this.records.delete('keyhash', k.hash).catch(() => {})
-    await this.records.delete('email', account.rec.email).catch(() => {})
   }
 
   /** Drops cached secrets of one key (or of every key of an account). */
@@ -433,8 +464,13 @@ export class Accounts {
     try {
       res = await this.records.create('key', id, made.rec, { maxInGroup: MAX_KEYS_PER_ACCOUNT })
     } catch (err) {
-      await this.records.delete('keyhash', made.rec.hash).catch(() => {})
-      throw err
+      // Applied with its answer lost (a shared store): the key exists, and is handed out.
+      const now = await this.records.get<KeyRecord>('key', id).catch(() => undefined)
+      if (now?.hash !== made.rec.hash) {
+        await this.records.delete('keyhash', made.rec.hash).catch(() => {})
+        throw err
+      }
+      res = 'created'
     }
     if (res !== 'created') {
       await this.records.delete('keyhash', made.rec.hash).catch(() => {})
@@ -475,8 +511,13 @@ export class Accounts {
     try {
       await this.records.put('key', id, rec)
     } catch (err) {
-      await this.records.delete('keyhash', hash).catch(() => {})
-      throw err
+      // Applied with its answer lost (a shared store), the rotation happened: the new secret
+      // is the only one that works, so it must be handed out.
+      const now = await this.records.get<KeyRecord>('key', id).catch(() => undefined)
+      if (now?.hash !== hash) {
+        await this.records.delete('keyhash', hash).catch(() => {})
+        throw err
+      }
     }
     this.forgetKeys(account.id, rec.id)
     this.lastUsed.delete(id)

@@ -155,12 +155,16 @@ export class Namespaces {
       storeName: userNamespace(account.id, name),
       createdAt: new Date().toISOString(),
     }
-    const made = await this.store.records.create(
-      'namespace',
-      id,
-      { createdAt: info.createdAt },
-      { maxInGroup: max ?? HARD_MAX },
-    )
+    const made = await this.store.records
+      .create('namespace', id, { createdAt: info.createdAt }, { maxInGroup: max ?? HARD_MAX })
+      .catch(async (err) => {
+        // Applied with its answer lost (a shared store): the record is ours, go on.
+        const rec = await this.store.records
+          .get<{ createdAt: string }>('namespace', id)
+          .catch(() => undefined)
+        if (rec?.createdAt === info.createdAt) return 'created' as const
+        throw err
+      })
     if (made === 'exists') {
       if (!(await this.leftover(id, info.storeName))) throw exists()
       await this.store.records.put('namespace', id, { createdAt: info.createdAt })
