@@ -142,6 +142,7 @@ export async function serve(
   timer.unref()
 
   ctx.lifecycle.ready = true
+  for (const note of svc.store.startNotes ?? []) log.warn({ store: svc.store.kind }, note)
   log.info(
     {
       port,

@@ -389,6 +389,8 @@ export interface Store extends Entries {
   readonly admin: StoreAdmin | undefined
   /** On Redis: how the read lane has fared since start (for metrics). */
   readonly readLane?: () => ReadLaneStats
+  /** What the store could not do at open and the server should log (a node not answering). */
+  readonly startNotes?: string[]
   /**
    * Writes entries with the versions they had in another store, and moves the namespace's
    * version counter to `version` (the namespace's own there) or past the entries, never

@@ -10,8 +10,8 @@ import type { Cluster, Redis } from 'ioredis'
 import type { StoreHealth } from '../types.js'
 
 const PROBE_MS = 1000
-/** A master that has not answered the last probe in this long is called silent. */
-const ANSWER_MS = 1000
+/** A master that has not answered a probe in this long is called silent (before the next). */
+const ANSWER_MS = 800
 
 export class ClusterHealth {
   private state: StoreHealth = { state: 'ok' }
@@ -35,10 +35,26 @@ export class ClusterHealth {
   }
 
   private async probe(): Promise<void> {
-    const masters = this.client.nodes('master')
-    const views = await Promise.all(masters.map((node) => this.view(node)))
+    // The masters the slot table names, not the client's open connections: a master that
+    // died took its connection with it (connect.ts makes none again), and would otherwise
+    // simply drop out of the probe while its slots have nobody to answer for them.
+    const pool = new Map<string, Redis>()
+    for (const node of this.client.nodes('master'))
+      pool.set(`${node.options.host}:${node.options.port}`, node)
+    const named = new Set<string>()
+    for (const owners of this.client.slots) if (owners?.[0] !== undefined) named.add(owners[0])
+    const masters = named.size > 0 ? [...named] : [...pool.keys()]
+    const views = await Promise.all(
+      masters.map((name) => {
+        const node = pool.get(name)
+        return node === undefined ? { name, view: undefined } : this.view(node)
+      }),
+    )
     const failing = views.find((v) => v.view !== undefined && v.view !== 'ok')
     const silent = views.filter((v) => v.view === undefined).map((v) => v.name)
+    // The slot table is read again while something is wrong: with no requests going to the
+    // silent master, nothing else would tell the client that a replica has taken over.
+    if (failing || silent.length > 0) this.client.refreshSlotsCache()
     if (failing)
       this.state = {
         state: 'failed',
@@ -62,8 +78,10 @@ export class ClusterHealth {
     this.waiting.set(name, Date.now())
     let timer: NodeJS.Timeout | undefined
     const asked = node.cluster('INFO').then(
-      (info) => /cluster_state:(\w+)/.exec(String(info))?.[1] ?? 'unknown',
-      () => undefined,
+      (info) => /cluster_state:(\w+)/.exec(String(info))?.[1] ?? 'ok',
+      // An error the node answered with (NOPERM from an ACL, LOADING) is an answer: it says
+      // nothing about the cluster. A timeout or a lost connection is not.
+      (err: Error) => (err?.name === 'ReplyError' ? 'ok' : undefined),
     )
     const late = new Promise<undefined>((resolve) => {
       timer = setTimeout(() => resolve(undefined), ANSWER_MS)

@@ -22,6 +22,7 @@ export async function openRedisStore(
 ): Promise<Store> {
   const parsed = parseRedisUrl(url)
   const client = connectCluster(parsed)
+  let unchecked: string[] = []
   try {
     await new Promise<void>((resolve, reject) => {
       const timer = setTimeout(
@@ -46,7 +47,7 @@ export async function openRedisStore(
       client.on('error', refused)
       client.on('node error', refused)
     })
-    await checkConfiguration(client, opts.durability)
+    unchecked = await checkConfiguration(client, opts.durability)
   } catch (err) {
     client.disconnect()
     throw err
@@ -58,6 +59,10 @@ export async function openRedisStore(
   const health = new ClusterHealth(client)
   const feed = new ClusterFeed(cmd, entries)
   return {
+    startNotes: unchecked.map(
+      (node) =>
+        `Redis node ${node} did not answer at start, so its durability settings are unchecked; a restart checks them again`,
+    ),
     kind: 'redis',
     soleWriter: false,
     metadataOverhead: -1,
