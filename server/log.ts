@@ -48,14 +48,17 @@ export function errFields(err: unknown, debug: boolean): Record<string, unknown>
  * A log line that may come many times a second (a refusal for every request while the disk
  * is full) is written at most once per `everyMs` for each kind, with how many were left out
  * since: the log shows the problem without filling the disk it may share. A kind is an
- * error's code and message, so each different failure still shows; at most 100 are kept.
+ * error's code and message, numbers aside, so each different failure still shows; at most
+ * 100 are kept.
  */
 export class Repeats {
   private seen = new LRUCache<string, { at: number; skipped: number }>({ max: 100 })
 
   constructor(private everyMs: number) {}
 
-  warn(log: Logger, kind: string, fields: Record<string, unknown>, msg: string): void {
+  warn(log: Logger, what: string, fields: Record<string, unknown>, msg: string): void {
+    // Numbers in a message (a slot, a port, a byte count) do not make another kind.
+    const kind = what.replace(/\d+/g, '#')
     const now = Date.now()
     const s = this.seen.get(kind)
     if (s !== undefined && now - s.at < this.everyMs) {

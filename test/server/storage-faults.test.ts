@@ -78,8 +78,9 @@ t.test('a full disk answers 507, shows nothing it refused, and heals by itself',
   t.ok(refused.length > 0, `the disk filled up (${JSON.stringify([...statuses])})`)
   t.ok(acked.size > 0, 'some writes fitted before it did')
   const logged = srv.lines.filter((l) => l.includes('storage refused')).length
+  // The 40 refusals come within a second or two: a line each would be 40.
   t.ok(
-    logged >= 1 && logged < refused.length,
+    logged >= 1 && logged < Math.min(refused.length, 20),
     `refusals are logged, not each one (${logged} lines for ${refused.length})`,
   )
 
