@@ -87,9 +87,10 @@ export async function runAdmin(
     }
     case 'account.password': {
       const acct = await svc.accounts.require(a.email)
-      await svc.accounts.setPassword(acct, a.password)
-      // A new password is a reset: whoever was signed in with the old one is signed out.
+      // A new password is a reset: whoever was signed in with the old one is signed out,
+      // first, so a change the storage refuses part way leaves no such session standing.
       await svc.sessions.destroyAccount(acct.id)
+      await svc.accounts.setPassword(acct, a.password)
       return { account: acct.view() }
     }
     case 'key.create':

@@ -57,10 +57,14 @@ export async function servicesOn(store: Store, plans: PlanBook): Promise<Service
     async deleteAccount(accountId) {
       const account = await accounts.get(accountId)
       if (!account) return
-      await namespaces.dropAll(account)
-      await usage.forget(account)
+      // The account's removal is the commit: refused, nothing of the account is gone yet.
+      // What follows is its data, which nobody can reach from then on; should the storage
+      // refuse some of it, the embedded store drops what is left at its next open
+      // (embedded-reconcile.ts), and a session record lapses with its week.
       await accounts.remove(account)
-      await sessions.destroyAccount(accountId)
+      await sessions.destroyAccount(accountId).catch(() => {})
+      await namespaces.dropAll(account).catch(() => {})
+      await usage.forget(account).catch(() => {})
     },
   }
 }

@@ -56,16 +56,21 @@ export class AuthApi {
     // taken counts too, so asking which emails have accounts is as slow as signing up.
     this.signups.fail(req.ip)
     const made = await this.ctx.accounts.create({ email, password })
-    const { cookie, session } = await this.sessions.create(made.account.id)
-    return jsonReply(
-      201,
-      {
-        account: made.account,
-        apiKey: { ...made.apiKey.key, secret: made.apiKey.secret },
-        csrf: session.csrf,
-      },
-      { setCookies: [sessionCookie(cookie, req.secure), clearPreSessionCookie(req.secure)] },
-    )
+    const answer = {
+      account: made.account,
+      apiKey: { ...made.apiKey.key, secret: made.apiKey.secret },
+      csrf: '',
+    }
+    // The account exists from here on and its key is shown only in this answer: a session
+    // the storage will not take now must not turn that into an error. The page then shows
+    // the key, and the next page asks the user to sign in.
+    const signedIn = await this.sessions.create(made.account.id).catch(() => undefined)
+    if (signedIn === undefined)
+      return jsonReply(201, answer, { setCookies: [clearPreSessionCookie(req.secure)] })
+    answer.csrf = signedIn.session.csrf
+    return jsonReply(201, answer, {
+      setCookies: [sessionCookie(signedIn.cookie, req.secure), clearPreSessionCookie(req.secure)],
+    })
   }
 
   async login(req: Req): Promise<Reply> {
@@ -89,9 +94,11 @@ export class AuthApi {
     const body = readJson(req)
     const next = checkNewPassword(body.password)
     const account = await this.recheck(caller, body.current)
-    await this.ctx.accounts.setPassword(account, next)
-    // Whoever else holds a session for this account is signed out.
+    // Whoever else holds a session for this account is signed out, before the password
+    // changes: a change the storage refuses part way then leaves no session of the old
+    // password standing beside the new one.
     await this.sessions.destroyAccount(account.id, caller.cookie)
+    await this.ctx.accounts.setPassword(account, next)
     return jsonReply(200, { ok: true })
   }
 

@@ -8,6 +8,7 @@ import path from 'node:path'
 import t, { type Test } from 'tap'
 import { plansFile } from '../helpers/plans.js'
 import { root, startServer } from '../helpers/server.js'
+import { logIn, preSession } from '../helpers/dashboard-api.js'
 import { mountTmpfs } from '../helpers/tmpfs.js'
 import { Client, encodeKey, sleep } from './contract/http.js'
 
@@ -325,6 +326,88 @@ t.test('a prefix delete the disk stops part way says how many went', async (t) =
   }, 20_000)
   t.ok(again, 'sent again, it deletes the rest')
   t.same((await api.get('/dp?prefix=pre/')).json?.keys, [], 'none left')
+})
+
+t.test('sign-up, password change and account delete the disk refuses part way', async (t) => {
+  const { srv, arm } = await faultyServer(t, { CAIRN_USAGE_FLUSH_MS: '3600000' })
+  const base = srv.url
+  const healed = () =>
+    eventually(async () => (await readyz(base)).body.storage === undefined, 20_000)
+  const dash = async (path: string, body: unknown, cookie: string, csrf: string) => {
+    const res = await fetch(`${base}/dashboard/api${path}`, {
+      method: 'POST',
+      headers: { origin: base, cookie, 'x-csrf-token': csrf, 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    })
+    return { status: res.status, json: (await res.json()) as any, headers: res.headers }
+  }
+  const me = async (cookie: string) =>
+    (await fetch(`${base}/dashboard/api/me`, { headers: { cookie } })).status
+
+  // The fourth synced write of a sign-up is its session, after the account is made.
+  await arm([{ op: 'fsync', code: 'EIO', nth: 4, path: '\\.seg$' }])
+  const pre = await preSession(base)
+  const signed = await dash(
+    '/signup',
+    { email: 'late@example.com', password: 'long enough pw' },
+    pre.cookie,
+    pre.token,
+  )
+  t.equal(signed.status, 201, 'a sign-up whose session the disk refused still shows its key')
+  await arm([])
+  t.ok(await healed())
+  const api = new Client(srv.baseUrl, signed.json.apiKey.secret)
+  t.equal((await api.get('/namespaces')).status, 200, 'and the key works')
+
+  // A password change: never the new password with an old session still standing.
+  for (const nth of [1, 2]) {
+    const password = `password number ${nth}`
+    const old = nth === 1 ? 'long enough pw' : 'password number 1'
+    const a = await logIn(base, 'late@example.com', old)
+    const b = await logIn(base, 'late@example.com', old)
+    t.equal(b.status, 200)
+    await arm([{ op: 'fsync', code: 'EIO', nth, path: '\\.seg$' }])
+    const changed = await dash('/password', { current: old, password }, a.cookie!, a.csrf)
+    await arm([])
+    t.ok(await healed())
+    if (changed.status === 200) continue
+    const newWorks = (await logIn(base, 'late@example.com', password)).status === 200
+    const bStands = (await me(b.cookie!)) === 200
+    t.notOk(
+      newWorks && bStands,
+      `nth ${nth}: refused (${changed.status}), no old session beside a new password`,
+    )
+    if (!newWorks)
+      t.equal(
+        (await dash('/password', { current: old, password }, a.cookie!, a.csrf)).status,
+        200,
+        'and it can be done again',
+      )
+  }
+
+  // An account delete refused at its commit leaves the account and all its data.
+  await api.createNamespace('kept')
+  await api.mustPut('kept', 'k', 'v')
+  const owner = await logIn(base, 'late@example.com', 'password number 2')
+  await arm([{ op: 'fsync', code: 'EIO', nth: 1, path: '\\.seg$' }])
+  const del = await dash(
+    '/account/delete',
+    { confirm: 'late@example.com', password: 'password number 2' },
+    owner.cookie!,
+    owner.csrf,
+  )
+  t.equal(del.status, 503, 'the delete is refused')
+  await arm([])
+  t.ok(await healed())
+  t.equal((await api.get('/kept/k')).json?.value, 'v', 'the data is all there')
+  const again = await dash(
+    '/account/delete',
+    { confirm: 'late@example.com', password: 'password number 2' },
+    owner.cookie!,
+    owner.csrf,
+  )
+  t.equal(again.status, 200, 'and the delete can be done again')
+  t.equal((await api.get('/namespaces')).status, 401, 'after which the key is gone')
 })
 
 t.test('a stop while storage is failing still exits cleanly and removes LOCK', async (t) => {
