@@ -75,6 +75,9 @@ export interface DbConfig {
 
 /** How often the lock is looked at while the database is open. */
 const LOCK_CHECK_MS = 2000
+/** Expiries the storage refused are tried again this often, and at most this many kept. */
+const EXPIRY_RETRY_MS = 1000
+const MAX_EXPIRIES_WAITING = 1_000_000
 
 export class Db implements Engine, DbCore {
   readonly dir: string
@@ -510,7 +513,8 @@ export class Db implements Engine, DbCore {
   private writeExpiries(): void {
     const due = this.expiries
     this.expiries = []
-    if (this.closed || this.log.health.state !== 'ok') return
+    if (this.closed) return
+    if (this.log.health.state !== 'ok') return this.expiriesLater(due)
     const entries: Entry[] = []
     for (const [n, key] of due) {
       // Dropped, written again, or already noted: nothing to say.
@@ -528,12 +532,32 @@ export class Db implements Engine, DbCore {
     }
     if (entries.length === 0) return
     try {
-      this.commit(entries, () => undefined).catch(() => {})
+      this.commit(entries, () => undefined).catch(() => this.expiriesLater(due))
     } catch {
-      // Storage refusing writes: the put is expired on disk too, so nothing is lost but the
-      // event; recovery passes over it as it always has.
+      this.expiriesLater(due)
     }
   }
+
+  /**
+   * Expiries the storage did not take now (a full or failing disk): written once it takes
+   * writes again, since watchers wait for their deletes. The key is gone from the index
+   * already and expired on disk too, so until then nothing but the event is missing. At
+   * most MAX_EXPIRIES_WAITING are kept; past that, the rest lose their event only.
+   */
+  private expiriesLater(due: [Namespace, string][]): void {
+    if (this.closed) return
+    for (const d of due) {
+      if (this.expiries.length >= MAX_EXPIRIES_WAITING) break
+      this.expiries.push(d)
+    }
+    if (this.expiryRetry !== undefined || this.expiries.length === 0) return
+    this.expiryRetry = setTimeout(() => {
+      this.expiryRetry = undefined
+      if (this.expiries.length > 0) this.writeExpiries()
+    }, EXPIRY_RETRY_MS)
+    this.expiryRetry.unref()
+  }
+  private expiryRetry: NodeJS.Timeout | undefined = undefined
 
   /**
    * Finds keys whose time has run out and lets them go (each an expiry, as above), looking at
@@ -993,6 +1017,7 @@ export class Db implements Engine, DbCore {
       if (this.checkpointing) await this.checkpointing
       if (this.timer) clearInterval(this.timer)
       clearInterval(this.lockTimer)
+      clearTimeout(this.expiryRetry)
       // Everything is on disk: the active segment gets its hint now, so the next open reads
       // hints only instead of scanning it.
       await this.log.close()

@@ -1,6 +1,7 @@
 // Time to live: expiry is exact for reads and listings, survives reopen and compaction.
 import t from 'tap'
 import { open } from '../../engine/index.js'
+import { clearFaults, injectFault } from '../../engine/io.js'
 import { errorCode, sleep, tempDir } from './helpers.js'
 
 t.test('expiresAt is reported for ttlMs and for an absolute expiresAt', async (t) => {
@@ -119,4 +120,26 @@ t.test('an expiry is a write: a sweep lets expired keys go, a budget of keys a c
   await settle()
   t.equal(db.namespaceVersion('s'), 201, 'nothing is written twice')
   t.same((await db.list('s')).keys, ['stays'])
+})
+
+t.test('expiries the disk refuses are written once it works again, for watchers', async (t) => {
+  const db = await open(tempDir(t, 'ttl-fault'))
+  t.teardown(() => db.close())
+  t.teardown(clearFaults)
+  await db.createNamespace('s')
+  const deleted: string[] = []
+  db.onCommit((changes) => {
+    for (const c of changes) if (c.type === 'delete') deleted.push(c.key)
+  })
+  for (let i = 0; i < 3; i++) await db.put('s', `t${i}`, i, { ttlMs: 20 })
+  injectFault({ op: 'fsync', code: 'EIO', times: Number.POSITIVE_INFINITY })
+  await new Promise((r) => setTimeout(r, 60))
+  db.sweepExpired(100)
+  await new Promise((r) => setTimeout(r, 300))
+  t.same(deleted, [], 'nothing written while the disk refuses')
+  t.same((await db.list('s')).keys, [], 'yet the keys are gone for reads')
+  clearFaults()
+  const end = Date.now() + 15_000
+  while (deleted.length < 3 && Date.now() < end) await new Promise((r) => setTimeout(r, 100))
+  t.same(deleted.sort(), ['t0', 't1', 't2'], 'each expiry is a delete once the disk works')
 })
