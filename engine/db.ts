@@ -590,9 +590,18 @@ export class Db implements Engine, DbCore {
     return this.ns(ns).applied
   }
 
+  /**
+   * A staged entry whose group failed. Its version is given back: a failure fails every group
+   * not yet acknowledged (segment-log.ts, fail), so no write staged after it survives either,
+   * and the namespace's next write takes the first version that failed. A failed write then
+   * leaves no gap in the versions, which a watch resumed after a restart would meet as
+   * history it cannot replay.
+   */
   private unstage(st: Staged): void {
     const n = this.keydir.byId.get(st.nsId)
-    if (n !== undefined && n.staged.get(st.key) === st) n.staged.delete(st.key)
+    if (n === undefined) return
+    if (n.staged.get(st.key) === st) n.staged.delete(st.key)
+    if (st.version <= n.version) n.version = st.version - 1
   }
 
   /**

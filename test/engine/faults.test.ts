@@ -290,3 +290,25 @@ t.test('a create or drop the caller is told failed is not there at the next open
     await again.close()
   }
 })
+
+t.test('a write that failed gives its version back: no gap, now or after a reopen', async (t) => {
+  t.teardown(clearFaults)
+  const dir = tempDir(t, 'faults-version')
+  const db = await open(dir, OPTIONS)
+  await db.createNamespace('v')
+  for (let i = 0; i < 3; i++) await db.put('v', `k${i}`, i)
+  injectFault({ op: 'fsync', code: 'EIO' })
+  const failed = await Promise.all(
+    [db.put('v', 'ghost', 1), db.put('v', 'ghost2', 2)].map(errorCode),
+  )
+  t.same(failed, ['IO_ERROR', 'IO_ERROR'], 'two writes in the failing group')
+  clearFaults()
+  t.ok(await healed(db))
+  const next = await db.put('v', 'after', 4)
+  t.equal(next.version, 4, 'the next write takes the first version that failed')
+  await db.close()
+  const again = await open(dir, OPTIONS)
+  t.equal(again.namespaceVersion('v'), 4, 'and so it stays after a reopen')
+  t.equal((await again.put('v', 'later', 5)).version, 5)
+  await again.close()
+})
