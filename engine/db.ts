@@ -269,7 +269,8 @@ export class Db implements Engine, DbCore {
         if (ifVersion !== null && typeof ifVersion !== 'number') {
           fail('INVALID_ARGUMENT', 'ifVersion must be a number or null')
         }
-        checkVersion(key, cur, ifVersion)
+        const refused = conflictOf(key, cur, ifVersion)
+        if (refused) return this.afterStaged<PutResult>([[n, key]], refused)
       }
       const e: Entry = { n, key, keyLen, type: PUT, flags, bytes, expiresAt }
       return this.commit(e, (version) => ({ version, created: cur < 0 }))
@@ -284,8 +285,10 @@ export class Db implements Engine, DbCore {
       const n = this.ns(ns)
       const keyLen = keyBytes(key)
       const cur = this.latest(n, key)
-      if (opts?.ifVersion !== undefined) checkVersion(key, cur, opts.ifVersion)
-      if (cur < 0) return Promise.resolve(false)
+      const refused =
+        opts?.ifVersion === undefined ? undefined : conflictOf(key, cur, opts.ifVersion)
+      if (refused) return this.afterStaged<boolean>([[n, key]], refused)
+      if (cur < 0) return this.afterStaged<boolean>([[n, key]], false)
       const e: Entry = { n, key, keyLen, type: DEL, flags: 0, bytes: null, expiresAt: 0 }
       return this.commit(e, () => true)
     } catch (err) {
@@ -329,16 +332,19 @@ export class Db implements Engine, DbCore {
           )
         }
       }
+      const checked: [Namespace, string][] = []
       for (const c of opts?.checks ?? []) {
         const n = this.ns(c.ns)
         keyBytes(c.key)
+        checked.push([n, c.key])
         const cur = this.latest(n, c.key)
         const current = cur < 0 ? null : cur
         if (current !== c.version) {
-          fail(
+          const refused = new EngineError(
             'CONFLICT',
             `check failed on ${c.ns}/${c.key}: version is ${current}, expected ${c.version}`,
           )
+          return this.afterStaged<{ version: number }>(checked, refused)
         }
       }
       if (entries.length === 0) {
@@ -410,6 +416,33 @@ export class Db implements Engine, DbCore {
     g.len = at + total
     this.log.counters.writes += count
     return this.log.await(g, result(version))
+  }
+
+  /**
+   * An answer decided against writes still staged (a CONFLICT, a delete that found nothing),
+   * given once those are durable. Should one of them fail, this answer fails with the same
+   * error instead: what it was decided against never happened, and a failed write is seen by
+   * nothing, conditional writes included. `outcome` is a value to resolve with or an error to
+   * reject with.
+   */
+  private afterStaged<T>(keys: [Namespace, string][], outcome: T | EngineError): Promise<T> {
+    const groups = new Set<Group>()
+    for (const [n, key] of keys) {
+      const st = n.staged.size > 0 ? n.staged.get(key) : undefined
+      if (st) groups.add(st.group as Group)
+    }
+    const give = (): T => {
+      if (outcome instanceof EngineError) throw outcome
+      return outcome
+    }
+    if (groups.size === 0) {
+      try {
+        return Promise.resolve(give())
+      } catch (err) {
+        return Promise.reject(err)
+      }
+    }
+    return Promise.all([...groups].map((g) => this.log.settled(g))).then(give)
   }
 
   /** Lays one entry out at `p` in the group and stages it; returns its length. */
@@ -1044,6 +1077,21 @@ export class Db implements Engine, DbCore {
 
   checkOpen(): void {
     if (this.closed) throw new EngineError('CLOSED', 'the database is closed')
+  }
+}
+
+/** The CONFLICT to answer unless the key is at `expected` (null: absent), or undefined. */
+function conflictOf(
+  key: string,
+  current: number,
+  expected: number | null,
+): EngineError | undefined {
+  try {
+    checkVersion(key, current, expected)
+    return undefined
+  } catch (err) {
+    if (err instanceof EngineError) return err
+    throw err
   }
 }
 

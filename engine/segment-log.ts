@@ -35,6 +35,8 @@ export interface Group {
   resolves: ((v: any) => void)[]
   rejects: ((e: unknown) => void)[]
   values: unknown[]
+  /** Answers waiting for the group's outcome that are not writes of it (settled). */
+  after: { done: () => void; failed: (e: unknown) => void }[]
 }
 
 export interface LogHooks {
@@ -134,6 +136,7 @@ export class SegmentLog {
         resolves: [],
         rejects: [],
         values: [],
+        after: [],
       }
       this.cur = g
       this.pending.push(g)
@@ -159,6 +162,11 @@ export class SegmentLog {
       setImmediate(this.runFlush)
     }
     return p
+  }
+
+  /** Resolves once `g` is durable; rejects with its error if it fails. Counts as no write. */
+  settled(g: Group): Promise<void> {
+    return new Promise((done, failed) => g.after.push({ done, failed }))
   }
 
   /** Seals the active segment (its hint is written once its bytes are on disk) and starts a new one. */
@@ -350,6 +358,7 @@ export class SegmentLog {
       }
       for (const g of groups) {
         for (let i = 0; i < g.resolves.length; i++) g.resolves[i](g.values[i])
+        for (const a of g.after) a.done()
         if (g.buf.length === GROUP_BUFFER && this.spare.length < 2) this.spare.push(g.buf)
       }
       this.pre?.ahead(this.active)
@@ -387,6 +396,7 @@ export class SegmentLog {
       this.counters.writeFailures += g.rejects.length
       this.hooks.dropped(g)
       for (const r of g.rejects) r(e)
+      for (const a of g.after) a.failed(e)
     }
   }
 

@@ -312,3 +312,41 @@ t.test('a write that failed gives its version back: no gap, now or after a reope
   t.equal((await again.put('v', 'later', 5)).version, 5)
   await again.close()
 })
+
+t.test(
+  'a conditional write decided against a write that then fails is not refused by it',
+  async (t) => {
+    t.teardown(clearFaults)
+    const db = await open(tempDir(t, 'faults-staged'), OPTIONS)
+    t.teardown(() => db.close())
+    await db.createNamespace('s')
+    await db.put('s', 'gone', 1)
+    injectFault({ op: 'fsync', code: 'EIO' })
+    // All in one group: the first two are staged when the others are checked against them.
+    const codes = await Promise.all(
+      [
+        db.put('s', 'k', 'A'),
+        db.delete('s', 'gone'),
+        db.put('s', 'k', 'B', { ifVersion: null }),
+        db.batch([{ type: 'put', ns: 's', key: 'kx', value: 1 }], {
+          checks: [{ ns: 's', key: 'k', version: null }],
+        }),
+        db.delete('s', 'gone', { ifVersion: 2 }),
+      ].map(errorCode),
+    )
+    t.same(
+      codes,
+      ['IO_ERROR', 'IO_ERROR', 'IO_ERROR', 'IO_ERROR', 'IO_ERROR'],
+      'never a CONFLICT or "nothing there" from a write that did not happen',
+    )
+    clearFaults()
+    t.ok(await healed(db))
+    t.equal(await db.get('s', 'k'), undefined)
+    t.equal((await db.get('s', 'gone'))?.value, 1)
+    // With a disk that works, the same refusals stand, once what they rest on is durable.
+    const again = await Promise.all(
+      [db.put('s', 'k', 'A'), db.put('s', 'k', 'B', { ifVersion: null })].map(errorCode),
+    )
+    t.same(again, ['RESOLVED', 'CONFLICT'])
+  },
+)
