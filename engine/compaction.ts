@@ -526,17 +526,23 @@ async function pass(db: DbCore, sc: Scratch, full: boolean): Promise<number> {
   }
   // Keep the active segment the newest one, so ids keep the order records were written in.
   if (outputs.length > 0) db.rotate()
-  await fsyncDirAsync(db.dir)
-  for (const seg of old) {
+  // The pass has taken effect: a disk that refuses what is left (deleting the old files) is
+  // not a failed compaction, since the next open finishes that work (COMPACTED).
+  try {
+    await fsyncDirAsync(db.dir)
+    for (const seg of old) {
+      if (db.isClosed()) return freed
+      await io.rm(seg.file)
+      await io.rm(path.join(db.dir, hintFile(seg.id)))
+    }
     if (db.isClosed()) return freed
-    await io.rm(seg.file)
-    await io.rm(path.join(db.dir, hintFile(seg.id)))
+    await fsyncDirAsync(db.dir)
+    // Gone for good: the next manifest need not name them.
+    for (const seg of old) db.log.removed.delete(seg.id)
+    if (!db.isClosed()) await io.rm(marker)
+  } catch {
+    // Left for the next open, as after a crash here.
   }
-  if (db.isClosed()) return freed
-  await fsyncDirAsync(db.dir)
-  // Gone for good: the next manifest need not name them.
-  for (const seg of old) db.log.removed.delete(seg.id)
-  if (!db.isClosed()) await io.rm(marker)
   return freed
 }
 

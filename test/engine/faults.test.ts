@@ -2,6 +2,8 @@
 // with the errno a real disk gives. For every write kind: a write that failed is never
 // visible, every acknowledged write survives a reopen, and the engine takes writes again
 // by itself once the fault clears. Nothing but the I/O calls is faked.
+import fs from 'node:fs'
+import path from 'node:path'
 import t, { type Test } from 'tap'
 import { open } from '../../engine/index.js'
 import { type IoOp, clearFaults, injectFault } from '../../engine/io.js'
@@ -348,5 +350,27 @@ t.test(
       [db.put('s', 'k', 'A'), db.put('s', 'k', 'B', { ifVersion: null })].map(errorCode),
     )
     t.same(again, ['RESOLVED', 'CONFLICT'])
+  },
+)
+
+t.test(
+  'a compaction that took effect is not failed by the old files it could not delete',
+  async (t) => {
+    t.teardown(clearFaults)
+    const dir = tempDir(t, 'faults-unlink')
+    const model: Model = new Map()
+    let db = await open(dir, OPTIONS)
+    await seed(db, model)
+    for (let round = 0; round < 3; round++)
+      for (let i = 0; i < 30; i++) for (const [k, v] of await KINDS[0]!.run(db, i)) model.set(k, v)
+    injectFault({ op: 'unlink', code: 'EIO', path: /seg-/, times: Number.POSITIVE_INFINITY })
+    t.equal(await errorCode(db.compact()), 'RESOLVED', 'the pass is done; the old files wait')
+    await check(t, db, model, 'after the compaction')
+    await db.close()
+    clearFaults()
+    db = await open(dir, OPTIONS)
+    await check(t, db, model, 'after reopen, which deletes them')
+    t.notOk(fs.existsSync(path.join(dir, 'COMPACTED')), 'nothing is left to finish')
+    await db.close()
   },
 )
