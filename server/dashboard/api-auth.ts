@@ -1,5 +1,6 @@
 // Sign-up, log-in, log-out, password change and account deletion. Email and password rules
 // are the accounts module's own, so the dashboard and the command line agree on them.
+import { storageFault } from '../storage-faults.js'
 import { checkNewPassword, normalizeEmail } from '../accounts.js'
 import type { Context } from '../context.js'
 import { ServiceError } from '../service-error.js'
@@ -55,7 +56,12 @@ export class AuthApi {
     // all pass the check above while the first ones are still hashing. An email already
     // taken counts too, so asking which emails have accounts is as slow as signing up.
     this.signups.fail(req.ip)
-    const made = await this.ctx.accounts.create({ email, password })
+    const made = await this.ctx.accounts.create({ email, password }).catch((err) => {
+      // The storage refused it: a sign-up tried again once it works should not find the
+      // address's allowance spent by the outage.
+      if (storageFault(err) !== undefined) this.signups.undo(req.ip)
+      throw err
+    })
     const answer = {
       account: made.account,
       apiKey: { ...made.apiKey.key, secret: made.apiKey.secret },

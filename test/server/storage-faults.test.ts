@@ -344,6 +344,20 @@ t.test('sign-up, password change and account delete the disk refuses part way', 
   const me = async (cookie: string) =>
     (await fetch(`${base}/dashboard/api/me`, { headers: { cookie } })).status
 
+  // Sign-ups the storage refused do not spend the address's 20 an hour.
+  await arm([{ op: 'fsync', code: 'EIO', path: '\\.seg$' }])
+  for (let i = 0; i < 20; i++) {
+    const p = await preSession(base)
+    const r = await dash(
+      '/signup',
+      { email: `early${i}@example.com`, password: 'long enough pw' },
+      p.cookie,
+      p.token,
+    )
+    t.equal(r.status, 503)
+  }
+  await arm([])
+  t.ok(await healed())
   // The fourth synced write of a sign-up is its session, after the account is made.
   await arm([{ op: 'fsync', code: 'EIO', nth: 4, path: '\\.seg$' }])
   const pre = await preSession(base)
