@@ -107,6 +107,7 @@ function slicer(db: DbCore, share: number): () => Promise<void> {
     if (used < SLICE_MS) return
     await yieldToRequests(used, share)
     if (db.isClosed()) throw new Error('closed')
+    stillOurs(db)
     start = performance.now()
   }
 }
@@ -401,6 +402,7 @@ async function pass(db: DbCore, sc: Scratch, full: boolean): Promise<number> {
       const hint = o.hint.finish(o.id, o.size, o.baseVersion)
       o.hintCrc = hintCrcOf(hint)
       await writeHintAsync(path.join(db.dir, hintFile(o.id)), hint)
+      stillOurs(db)
       io.renameSync(o.tmp, path.join(db.dir, segmentFile(o.id)))
     }
     await fsyncDirAsync(db.dir)
@@ -516,6 +518,7 @@ async function pass(db: DbCore, sc: Scratch, full: boolean): Promise<number> {
   // deletion by the next open, and stay in `segments` until then, where a later pass sees
   // them before it drops a tombstone an old copy there would need.
   const marker = path.join(db.dir, COMPACTED_FILE)
+  stillOurs(db)
   io.writeFileAtomicSync(marker, Buffer.from(JSON.stringify(old.map((o) => o.id))))
   // Nothing points at the old segments any more: close them now, so a close() meanwhile
   // cannot meet them, and delete their files off the event loop (a large unlink takes a
@@ -657,7 +660,13 @@ class WindowReader {
   }
 }
 
+/** Throws once another process holds the directory (lock.ts): its files are not ours to touch. */
+function stillOurs(db: DbCore): void {
+  if (db.log.lockLost !== undefined) throw new EngineError('IO_ERROR', db.log.lockLost)
+}
+
 function startOutput(db: DbCore, sc: Scratch): Output {
+  stillOurs(db)
   const id = db.log.nextSegId++
   const tmp = path.join(db.dir, compactTmpFile(id))
   const fd = io.openSync(tmp, 'w+')

@@ -110,6 +110,21 @@ export class Db implements Engine, DbCore {
   private cache: ValueCache | null
   private timer: NodeJS.Timeout | null = null
   private lockTimer: NodeJS.Timeout | undefined = undefined
+  private checkLock: (() => string | undefined) | undefined
+
+  /** Starts looking at the lock (lock.ts), once the database is open. */
+  watchLock(): void {
+    const checkLock = this.checkLock
+    if (checkLock === undefined || this.lockTimer !== undefined) return
+    this.lockTimer = setInterval(() => {
+      if (this.closed) return clearInterval(this.lockTimer)
+      const lost = checkLock()
+      if (lost === undefined) return
+      this.log.loseLock(lost)
+      clearInterval(this.lockTimer)
+    }, LOCK_CHECK_MS)
+    this.lockTimer.unref()
+  }
   private compacting: Promise<void> | null = null
   private checkpointing: Promise<boolean> | null = null
   /** Bytes the write path has made durable, and that count when the last checkpoint began. */
@@ -163,16 +178,7 @@ export class Db implements Engine, DbCore {
     }
     this.keydir = new KeyDir(this.log.segments, this.cache)
     this.keydir.onExpired = (n, key) => this.expired(n, key)
-    const checkLock = cfg.checkLock
-    if (checkLock !== undefined) {
-      this.lockTimer = setInterval(() => {
-        const lost = checkLock()
-        if (lost === undefined) return
-        this.log.loseLock(lost)
-        clearInterval(this.lockTimer)
-      }, LOCK_CHECK_MS)
-      this.lockTimer.unref()
-    }
+    this.checkLock = cfg.checkLock
     if (this.durability === 'interval') {
       this.timer = setInterval(
         () => void this.log.syncDirty().catch(() => {}),
@@ -547,7 +553,8 @@ export class Db implements Engine, DbCore {
     const due = this.expiries
     this.expiries = []
     if (this.closed) return
-    if (this.log.health.state !== 'ok') return this.expiriesLater(due)
+    // A full disk takes a write that fits (the next one simply tries); a failing one none.
+    if (this.log.health.state === 'failed') return this.expiriesLater(due)
     const entries: Entry[] = []
     for (const [n, key] of due) {
       // Dropped, written again, or already noted: nothing to say.
@@ -867,6 +874,8 @@ export class Db implements Engine, DbCore {
    * most garbage, as the automatic passes do.
    */
   compact(opts?: { full?: boolean }): Promise<void> {
+    if (this.log.lockLost !== undefined)
+      return Promise.reject(new EngineError('IO_ERROR', this.log.lockLost))
     const full = opts?.full !== false
     try {
       this.checkOpen()

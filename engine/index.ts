@@ -43,6 +43,7 @@ function openLocked(dir: string, options: OpenOptions): DbClass {
     db.log.active = db.log.createSegment(db.log.nextSegId++)
     fsyncDir(dir)
     db.log.writeManifestNow()
+    db.watchLock()
     return db
   } catch (err) {
     for (const seg of db.segments.values()) {

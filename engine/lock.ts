@@ -16,6 +16,15 @@ import { type Owner, ownName, parseName, runs } from './process-name.js'
 
 const openHere = new Set<string>()
 
+/** How old `file` is, in ms (0 when it cannot be told: gone meanwhile). */
+function ageOf(file: string): number {
+  try {
+    return Date.now() - fs.statSync(file).mtimeMs
+  } catch {
+    return 0
+  }
+}
+
 /** A takeover file this old, whose process is gone, was left by a crash mid-takeover. */
 const TAKEOVER_STALE_MS = 10_000
 
@@ -71,12 +80,20 @@ export function acquireLock(dir: string): HeldLock {
   const takeover = path.join(real, 'LOCK.takeover')
   const inUse = (pid: number) =>
     new EngineError('LOCKED', `${dir} is in use by process ${pid} (see ${file})`)
+  let young = 0
   for (let attempt = 0; ; attempt++) {
     if (attempt > 3) throw new EngineError('LOCKED', `${dir} could not be locked (see ${file})`)
     if (createHolding(file, real)) break
     const owner = holder(file)
     if (owner === undefined) continue // removed meanwhile: try again
     if (runs(owner)) throw inUse(owner.pid)
+    // Empty and new: another process between creating it and writing its name, not a crash
+    // while writing it. Wait for the name (or for the file to age into a crash's leftover).
+    if (owner.pid === 0 && ageOf(file) < TAKEOVER_STALE_MS && young++ < 1000) {
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 10)
+      attempt--
+      continue
+    }
     // Stale: its process is gone. Taking it over is remove-then-create, and two processes
     // that both saw it stale must not both do that (the second would remove the lock the
     // first just made), so the one that creates LOCK.takeover does it, and the other waits
@@ -120,6 +137,13 @@ export function acquireLock(dir: string): HeldLock {
     },
     check() {
       let owner = holder(file)
+      if (owner?.pid === 0) {
+        // Empty: left by a remake of it that the disk refused. Made again, as if missing.
+        try {
+          io.rmSync(file)
+        } catch {}
+        owner = undefined
+      }
       if (owner === undefined) {
         try {
           if (createHolding(file, real)) return undefined

@@ -107,7 +107,7 @@ export class SegmentLog {
   }
 
   /** Set once another process has taken the directory: no write, retry or seal from here on. */
-  private lockLost: string | undefined
+  lockLost: string | undefined
 
   /** Another process holds the directory now (lock.ts): every write is refused for good. */
   loseLock(reason: string): void {
@@ -221,6 +221,7 @@ export class SegmentLog {
    * (the next open scans it meanwhile).
    */
   finishSeal(seg: Segment): void {
+    if (this.lockLost !== undefined) return
     if (!seg.hint || this.cuts.has(seg) || this.seals.has(seg) || this.unsure.has(seg)) return
     let bytes: Buffer
     try {
@@ -299,6 +300,8 @@ export class SegmentLog {
    * call.
    */
   writeManifest(): Promise<void> {
+    if (this.lockLost !== undefined)
+      return Promise.reject(new EngineError('IO_ERROR', this.lockLost))
     const run = this.manifestQueue.then(() => writeManifestAsync(this.dir, this.manifest()))
     this.manifestQueue = run.catch(() => {})
     return run
@@ -314,6 +317,18 @@ export class SegmentLog {
       this.writing = groups
       this.pending = []
       this.cur = null
+      if (this.lockLost !== undefined) {
+        // The directory is another process's now: nothing more is written to it, and nothing
+        // is cut from its files either.
+        const e = new EngineError('IO_ERROR', this.lockLost)
+        for (const g of groups) {
+          this.counters.writeFailures += g.rejects.length
+          this.hooks.dropped(g)
+          for (const r of g.rejects) r(e)
+          for (const a of g.after) a.failed(e)
+        }
+        continue
+      }
       let step = 'write'
       try {
         for (const g of groups) {
@@ -424,6 +439,7 @@ export class SegmentLog {
    */
   refuse(err: unknown, step: string, file: string): EngineError {
     if (err instanceof EngineError) return err
+    if (this.lockLost !== undefined) return new EngineError('IO_ERROR', this.lockLost)
     const code = errnoOf(err) ?? 'EIO'
     const where = `${step} of ${path.basename(file)}`
     if ((code === 'ENOSPC' || code === 'EDQUOT') && step !== 'sync' && this.cuts.size === 0) {
@@ -432,7 +448,6 @@ export class SegmentLog {
       return new EngineError('NO_SPACE', reason)
     }
     const reason = `${code} during ${where}; writes are refused until storage works again`
-    if (this.lockLost !== undefined) return new EngineError('IO_ERROR', this.lockLost)
     this.health = { state: 'failed', reason }
     this.scheduleRetry()
     return new EngineError('IO_ERROR', reason)
