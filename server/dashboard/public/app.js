@@ -97,8 +97,25 @@ async function start() {
   if (!spec.public) {
     try {
       me = await api('GET', '/me')
-    } catch {
-      return // api() already sent the visitor to the login page
+    } catch (err) {
+      // A 401: api() has already sent the visitor to the log-in page.
+      if (err.status === 401) return
+      // Anything else (storage refusing for a moment, a rate limit, the network): say so,
+      // with a way to try again, rather than leave the page blank.
+      const { root, main } = publicLayout()
+      main.append(
+        h('h1', {}, 'The dashboard could not load'),
+        h('div', { class: 'alert alert-error', role: 'alert' }, err.message),
+        h(
+          'p',
+          { class: 'actions' },
+          h('a', { class: 'btn btn-primary', href: location.href }, 'Try again'),
+        ),
+      )
+      app.replaceChildren(...root, live)
+      app.removeAttribute('aria-busy')
+      main.focus()
+      return
     }
   }
   const layout = spec.public ? publicLayout() : privateLayout(spec.nav, me)

@@ -1,0 +1,32 @@
+// The dashboard in a real browser when the server answers its first call with an error that
+// is not "sign in" (storage refusing for a moment, a rate limit): it says so and offers to
+// try again, rather than leaving a blank page that claims to be loading.
+import t from 'tap'
+import { startServer } from '../helpers/server.js'
+import { launch, newContext, pageErrors, signUp, skip, uniqueEmail } from './helpers.js'
+
+t.test('a page whose /me fails with a 503 says so and offers to try again', { skip }, async (t) => {
+  const srv = await startServer()
+  t.teardown(() => srv.stop())
+  const base = srv.url
+  const browser = await launch(t)
+  const page = await (await newContext(browser, base)).newPage()
+  const errors = pageErrors(page)
+  await signUp(page, base, uniqueEmail('errors'))
+  await page.route('**/dashboard/api/me', (route) =>
+    route.fulfill({
+      status: 503,
+      headers: { 'content-type': 'application/json', 'retry-after': '1' },
+      body: '{"error":{"code":"unavailable","message":"Storage cannot take this request for the moment."}}',
+    }),
+  )
+  await page.goto(`${base}/keys`)
+  await page.getByRole('heading', { name: 'The dashboard could not load' }).waitFor()
+  t.match(await page.getByRole('alert').textContent(), /Storage cannot take this request/)
+  t.equal(await page.locator('#app').getAttribute('aria-busy'), null, 'no longer busy')
+  await page.unroute('**/dashboard/api/me')
+  await page.getByRole('link', { name: 'Try again' }).click()
+  await page.getByRole('heading', { name: 'API keys' }).waitFor()
+  t.pass('and trying again loads the page')
+  t.same(errors, [], 'no script errors')
+})
