@@ -298,10 +298,18 @@ export class Accounts {
       ])
     } catch (err) {
       // On a shared store the batch may have been applied with its answer lost: then the
-      // account exists, and the sign-up succeeded.
-      if ((await this.records.get('account', rec.id).catch(() => undefined)) === undefined) {
-        await this.records.delete('keyhash', made.rec.hash).catch(() => {})
-        await this.records.delete('email', email).catch(() => {})
+      // account exists, and the sign-up succeeded. Only a read that says it is not there
+      // lets the claims go; a read that fails too leaves them (an email naming no account
+      // is taken over by the next sign-up of it).
+      const found = await this.records.get('account', rec.id).then(
+        (a) => (a === undefined ? 'absent' : 'present'),
+        () => 'unknown',
+      )
+      if (found !== 'present') {
+        if (found === 'absent') {
+          await this.records.delete('keyhash', made.rec.hash).catch(() => {})
+          await this.records.delete('email', email).catch(() => {})
+        }
         throw err
       }
     }
@@ -465,9 +473,12 @@ export class Accounts {
       res = await this.records.create('key', id, made.rec, { maxInGroup: MAX_KEYS_PER_ACCOUNT })
     } catch (err) {
       // Applied with its answer lost (a shared store): the key exists, and is handed out.
-      const now = await this.records.get<KeyRecord>('key', id).catch(() => undefined)
+      const now = await this.records.get<KeyRecord>('key', id).then(
+        (r) => r,
+        () => null,
+      )
       if (now?.hash !== made.rec.hash) {
-        await this.records.delete('keyhash', made.rec.hash).catch(() => {})
+        if (now !== null) await this.records.delete('keyhash', made.rec.hash).catch(() => {})
         throw err
       }
       res = 'created'
@@ -513,9 +524,14 @@ export class Accounts {
     } catch (err) {
       // Applied with its answer lost (a shared store), the rotation happened: the new secret
       // is the only one that works, so it must be handed out.
-      const now = await this.records.get<KeyRecord>('key', id).catch(() => undefined)
+      // A read that fails too leaves the new hash, which leads nowhere unless the record
+      // names it.
+      const now = await this.records.get<KeyRecord>('key', id).then(
+        (r) => r,
+        () => null,
+      )
       if (now?.hash !== hash) {
-        await this.records.delete('keyhash', hash).catch(() => {})
+        if (now !== null) await this.records.delete('keyhash', hash).catch(() => {})
         throw err
       }
     }

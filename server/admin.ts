@@ -91,6 +91,8 @@ export async function runAdmin(
       // first, so a change the storage refuses part way leaves no such session standing.
       await svc.sessions.destroyAccount(acct.id)
       await svc.accounts.setPassword(acct, a.password)
+      // And after: a sign-in with the old password while the new one was hashed and saved.
+      await svc.sessions.destroyAccount(acct.id).catch(() => {})
       return { account: acct.view() }
     }
     case 'key.create':

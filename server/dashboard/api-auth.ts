@@ -105,6 +105,8 @@ export class AuthApi {
     // password standing beside the new one.
     await this.sessions.destroyAccount(account.id, caller.cookie)
     await this.ctx.accounts.setPassword(account, next)
+    // And after: a sign-in with the old password while the new one was hashed and saved.
+    await this.sessions.destroyAccount(account.id, caller.cookie).catch(() => {})
     return jsonReply(200, { ok: true })
   }
 
