@@ -308,6 +308,8 @@ export class Db implements Engine, DbCore {
       if (!Array.isArray(ops)) fail('INVALID_ARGUMENT', 'batch takes an array of operations')
       // Everything is checked before anything is staged: all or nothing.
       const entries: Entry[] = []
+      /** Deletes left out because the key is missing: decided, perhaps, on staged writes. */
+      const skipped: [Namespace, string][] = []
       /** Keys this batch puts, by namespace: a later delete of one is a write. */
       const put = new Set<string>()
       for (const op of ops) {
@@ -329,7 +331,10 @@ export class Db implements Engine, DbCore {
           })
         } else if (op.type === 'delete') {
           // A delete of a missing key writes nothing (no version), as delete() does.
-          if (!put.has(`${n.id}/${op.key}`) && this.latest(n, op.key) < 0) continue
+          if (!put.has(`${n.id}/${op.key}`) && this.latest(n, op.key) < 0) {
+            skipped.push([n, op.key])
+            continue
+          }
           entries.push({ n, key: op.key, keyLen, type: DEL, flags: 0, bytes: null, expiresAt: 0 })
         } else {
           fail(
@@ -355,7 +360,8 @@ export class Db implements Engine, DbCore {
       }
       if (entries.length === 0) {
         const first = opts?.checks?.[0]
-        return Promise.resolve({ version: first ? this.ns(first.ns).applied : 0 })
+        const version = first ? this.ns(first.ns).applied : 0
+        return this.afterStaged<{ version: number }>([...checked, ...skipped], { version })
       }
       return this.commit(entries, (version) => ({ version }))
     } catch (err) {
@@ -422,6 +428,20 @@ export class Db implements Engine, DbCore {
     g.len = at + total
     this.log.counters.writes += count
     return this.log.await(g, result(version))
+  }
+
+  /**
+   * Resolves once the writes still staged for these keys are durable, and rejects with their
+   * error if they fail: for an answer decided against them elsewhere (a transaction planned
+   * on the index, server/store/embedded-tx.ts), as afterStaged does here.
+   */
+  settledFor(ns: string, keys: string[]): Promise<void> {
+    const n = this.keydir.byName.get(ns)
+    if (n === undefined || n.staged.size === 0) return Promise.resolve()
+    return this.afterStaged<void>(
+      keys.map((k) => [n, k]),
+      undefined,
+    )
   }
 
   /**

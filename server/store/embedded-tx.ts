@@ -32,9 +32,28 @@ export async function transact(db: Db, ns: string, ops: TxOp[]): Promise<Transac
   // may be planned on them (no waiting for them to be durable: a hot counter takes one
   // increment per write, not one per fsync); one that only reads must see acknowledged data.
   const writes = ops.some((op) => op.op !== 'get' && op.op !== 'check')
+  // A plan made on staged writes that refuses (a check, a key not there) or writes nothing
+  // (a delete that found nothing) is answered once those writes are durable, and fails with
+  // them if they fail: a write that failed is seen by nothing.
+  const settled = () =>
+    writes
+      ? db.settledFor(
+          ns,
+          ops.map((op) => op.key),
+        )
+      : Promise.resolve()
   for (let attempt = 0; ; attempt++) {
-    const plan = planTx(db, ns, ops, writes)
-    if (plan.writes.length === 0) return { version: db.namespaceVersion(ns), results: plan.results }
+    let plan: Plan
+    try {
+      plan = planTx(db, ns, ops, writes)
+    } catch (err) {
+      await settled()
+      throw err
+    }
+    if (plan.writes.length === 0) {
+      await settled()
+      return { version: db.namespaceVersion(ns), results: plan.results }
+    }
     try {
       const done = await db.batch(plan.writes, { checks: plan.checks })
       // The writes took consecutive versions in order, the last being done.version.

@@ -334,11 +334,13 @@ t.test(
           checks: [{ ns: 's', key: 'k', version: null }],
         }),
         db.delete('s', 'gone', { ifVersion: 2 }),
+        db.batch([], { checks: [{ ns: 's', key: 'k', version: 2 }] }),
+        db.batch([{ type: 'delete', ns: 's', key: 'gone' }]),
       ].map(errorCode),
     )
     t.same(
       codes,
-      ['IO_ERROR', 'IO_ERROR', 'IO_ERROR', 'IO_ERROR', 'IO_ERROR'],
+      ['IO_ERROR', 'IO_ERROR', 'IO_ERROR', 'IO_ERROR', 'IO_ERROR', 'IO_ERROR', 'IO_ERROR'],
       'never a CONFLICT or "nothing there" from a write that did not happen',
     )
     clearFaults()
