@@ -81,7 +81,9 @@ export class ClusterHealth {
       (info) => /cluster_state:(\w+)/.exec(String(info))?.[1] ?? 'ok',
       // An error the node answered with (NOPERM from an ACL, LOADING) is an answer: it says
       // nothing about the cluster. A timeout or a lost connection is not.
-      (err: Error) => (err?.name === 'ReplyError' ? 'ok' : undefined),
+      // A node still loading its data (LOADING) answers but serves nothing: silent.
+      (err: Error) =>
+        err?.name === 'ReplyError' && !/^(LOADING|MASTERDOWN)/.test(err.message) ? 'ok' : undefined,
     )
     const late = new Promise<undefined>((resolve) => {
       timer = setTimeout(() => resolve(undefined), ANSWER_MS)

@@ -54,6 +54,10 @@ export function render(main) {
         `Your account ${made.account.email} is ready, on the free plan. Here is your first API key.`,
       ),
       secretPanel(made.apiKey.secret, 'Your API key'),
+      // No session came with it (the server could not store one just then): say what is next.
+      ...(made.csrf === ''
+        ? [h('p', {}, 'Copy the key now, then sign in with your email and password to continue.')]
+        : []),
       h(
         'p',
         { class: 'actions' },
