@@ -5,6 +5,7 @@ import fs from 'node:fs'
 import path from 'node:path'
 import t from 'tap'
 import { open } from '../../engine/index.js'
+import { otherProcess } from '../helpers/other-process.js'
 import { errorCode, repoRoot, runChild, sleep, tempDir } from './helpers.js'
 
 const holder = path.join(repoRoot, 'test/engine/child/holder.ts')
@@ -74,20 +75,9 @@ t.test('processes racing for a stale lock: exactly one gets it', async (t) => {
 t.test(
   'a LOCK naming a reused pid is stale: the start time and boot it names decide',
   async (t) => {
-    const bootFile = '/proc/sys/kernel/random/boot_id'
-    if (!fs.existsSync(bootFile)) {
-      t.skip('no /proc here: a LOCK names a pid only')
-      return
-    }
-    const boot = fs.readFileSync(bootFile, 'utf8').trim()
-    // A live process that is not a database: what a pid in an old LOCK often is after a reboot
-    // or in a new container.
-    const other = spawn('sleep', ['60'], { stdio: 'ignore' })
-    t.teardown(() => other.kill('SIGKILL'))
-    await once(other, 'spawn')
-    const pid = other.pid!
-    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8')
-    const start = stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19]
+    const other = await otherProcess(t)
+    if (typeof other === 'string') return void t.skip(other)
+    const { pid, start, boot } = other
     const tryLock = async (text: string) => {
       const dir = tempDir(t, 'lock-reused')
       fs.writeFileSync(path.join(dir, 'LOCK'), text)
@@ -112,8 +102,8 @@ t.test(
       'error LOCKED',
       'a pid alone (an older LOCK): held while it runs',
     )
-    other.kill('SIGKILL')
-    await once(other, 'exit')
+    other.proc.kill('SIGKILL')
+    await once(other.proc, 'exit')
     t.equal(await tryLock(`${pid} ${start} ${boot}`), 'opened, LOCK ours', 'its process gone')
   },
 )

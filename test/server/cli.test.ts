@@ -1,12 +1,11 @@
 // The `cairn` command line, as an operator uses it: on a stopped server's data directory
 // (it opens the storage itself) and on a running one (through the operator endpoint).
-import { spawn } from 'node:child_process'
-import { once } from 'node:events'
 import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import t from 'tap'
 import { cairn, json } from '../helpers/cli.js'
+import { otherProcess } from '../helpers/other-process.js'
 import { startServer } from '../helpers/server.js'
 import { Client } from './contract/http.js'
 
@@ -230,11 +229,8 @@ t.test('the operator endpoint refuses requests without the token or through a pr
 t.test(
   'after a kill -9, files naming a pid now used by another program hold nothing',
   async (t) => {
-    const bootFile = '/proc/sys/kernel/random/boot_id'
-    if (!fs.existsSync(bootFile)) {
-      t.skip('no /proc here: a LOCK names a pid only')
-      return
-    }
+    const other = await otherProcess(t)
+    if (typeof other === 'string') return void t.skip(other)
     const srv = await startServer()
     t.teardown(() => srv.stop())
     const dir = srv.dataDir
@@ -242,10 +238,7 @@ t.test(
     await srv.kill()
     // What a reboot can leave: the killed server's pid now belongs to an unrelated program.
     // Stand-in: a live process, named in LOCK and server.json with a start time not its own.
-    const other = spawn('sleep', ['60'], { stdio: 'ignore' })
-    t.teardown(() => other.kill('SIGKILL'))
-    await once(other, 'spawn')
-    const boot = fs.readFileSync(bootFile, 'utf8').trim()
+    const { boot } = other
     fs.writeFileSync(path.join(dir, 'LOCK'), `${other.pid} 1 ${boot}`)
     const info = JSON.parse(fs.readFileSync(path.join(dir, 'server.json'), 'utf8'))
     fs.writeFileSync(
