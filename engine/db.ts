@@ -117,7 +117,6 @@ export class Db implements Engine, DbCore {
     const checkLock = this.checkLock
     if (checkLock === undefined || this.lockTimer !== undefined) return
     this.lockTimer = setInterval(() => {
-      if (this.closed) return clearInterval(this.lockTimer)
       const lost = checkLock()
       if (lost === undefined) return
       this.log.loseLock(lost)
@@ -1109,25 +1108,15 @@ export class Db implements Engine, DbCore {
   }
 }
 
-/** The CONFLICT to answer unless the key is at `expected` (null: absent), or undefined. */
+/** The CONFLICT to answer unless the key is at `expected` (null: absent; `current` -1). */
 function conflictOf(
   key: string,
   current: number,
   expected: number | null,
 ): EngineError | undefined {
-  try {
-    checkVersion(key, current, expected)
-    return undefined
-  } catch (err) {
-    if (err instanceof EngineError) return err
-    throw err
-  }
-}
-
-/** CONFLICT unless the key is at `expected` (null: absent); `current` is -1 when absent. */
-function checkVersion(key: string, current: number, expected: number | null): void {
   const now = current < 0 ? null : current
-  if (now !== expected) fail('CONFLICT', `${key}: version is ${now}, expected ${expected}`)
+  if (now === expected) return undefined
+  return new EngineError('CONFLICT', `${key}: version is ${now}, expected ${expected}`)
 }
 
 function checkName(ns: string): void {

@@ -25,6 +25,11 @@ function ageOf(file: string): number {
   }
 }
 
+/** Blocks for `ms`: only while opening, between tries of a lock another process is taking. */
+function pause(ms: number): void {
+  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms)
+}
+
 /** A takeover file this old, whose process is gone, was left by a crash mid-takeover. */
 const TAKEOVER_STALE_MS = 10_000
 
@@ -90,7 +95,7 @@ export function acquireLock(dir: string): HeldLock {
     // Empty and new: another process between creating it and writing its name, not a crash
     // while writing it. Wait for the name (or for the file to age into a crash's leftover).
     if (owner.pid === 0 && ageOf(file) < TAKEOVER_STALE_MS && young++ < 1000) {
-      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 10)
+      pause(10)
       attempt--
       continue
     }
@@ -102,14 +107,10 @@ export function acquireLock(dir: string): HeldLock {
       const other = holder(takeover)
       if (other !== undefined && runs(other))
         throw new EngineError('LOCKED', `${dir} is being opened by process ${other.pid}`)
-      let age = 0
-      try {
-        age = Date.now() - fs.statSync(takeover).mtimeMs
-      } catch {}
-      if (age > TAKEOVER_STALE_MS) io.rmSync(takeover)
+      if (ageOf(takeover) > TAKEOVER_STALE_MS) io.rmSync(takeover)
       else if (other !== undefined) {
         // Its process is gone, moments ago: wait, rather than race another remover.
-        Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 50)
+        pause(50)
       }
       continue
     }
@@ -132,7 +133,7 @@ export function acquireLock(dir: string): HeldLock {
     release() {
       openHere.delete(real)
       try {
-        if (io.readFileSync(file).toString('utf8').trim() === mine) io.rmSync(file)
+        if (holder(file)?.text === mine) io.rmSync(file)
       } catch {}
     },
     check() {

@@ -320,13 +320,7 @@ export class SegmentLog {
       if (this.lockLost !== undefined) {
         // The directory is another process's now: nothing more is written to it, and nothing
         // is cut from its files either.
-        const e = new EngineError('IO_ERROR', this.lockLost)
-        for (const g of groups) {
-          this.counters.writeFailures += g.rejects.length
-          this.hooks.dropped(g)
-          for (const r of g.rejects) r(e)
-          for (const a of g.after) a.failed(e)
-        }
+        this.reject(groups, new EngineError('IO_ERROR', this.lockLost))
         continue
       }
       let step = 'write'
@@ -406,8 +400,12 @@ export class SegmentLog {
       this.pre?.stop(seg)
     }
     this.cutTails()
-    const e = this.refuse(err, step, all[0]!.seg.file)
-    for (const g of all) {
+    this.reject(all, this.refuse(err, step, all[0]!.seg.file))
+  }
+
+  /** Fails every write of `groups` (and every answer waiting on them) with `e`. */
+  private reject(groups: Group[], e: EngineError): void {
+    for (const g of groups) {
       this.counters.writeFailures += g.rejects.length
       this.hooks.dropped(g)
       for (const r of g.rejects) r(e)
