@@ -12,6 +12,7 @@ import { NAMESPACE_NAME } from './account-model.js'
 import { ApiError } from './errors.js'
 import type { PlanBook } from './plans.js'
 import { userNamespace } from './store/names.js'
+import { within } from './within.js'
 import type { Store } from './store/types.js'
 
 export interface NamespaceRow {
@@ -108,11 +109,7 @@ export class Namespaces {
     })
     const last = shared ? this.counted.get(ns) : undefined
     if (last === undefined) return asked
-    let timer: NodeJS.Timeout | undefined
-    const waited = new Promise<number>((resolve) => {
-      timer = setTimeout(() => resolve(last), COUNT_WAIT_MS)
-    })
-    return Promise.race([asked.catch(() => last), waited]).finally(() => clearTimeout(timer))
+    return within(asked, COUNT_WAIT_MS, last)
   }
 
   /** A write here changed the account's bytes by `delta`; undefined: by an amount not known. */

@@ -4,6 +4,7 @@
 // needs the AOF at least (fsync every second); 'none' takes Redis as it is.
 import type { Cluster, Redis } from 'ioredis'
 import type { Durability } from '../../../engine/types.js'
+import { within } from '../../within.js'
 
 async function setting(node: { call(...a: string[]): Promise<unknown> }, name: string) {
   const r = (await node.call('CONFIG', 'GET', name)) as string[]
@@ -14,17 +15,7 @@ async function setting(node: { call(...a: string[]): Promise<unknown> }, name: s
 const ANSWER_MS = 2000
 
 /** What `asked` resolves with, or undefined if it fails or takes longer than ANSWER_MS. */
-async function answered<T>(asked: Promise<T>): Promise<T | undefined> {
-  let timer: NodeJS.Timeout | undefined
-  const late = new Promise<undefined>((resolve) => {
-    timer = setTimeout(() => resolve(undefined), ANSWER_MS)
-  })
-  try {
-    return await Promise.race([asked.catch(() => undefined), late])
-  } finally {
-    clearTimeout(timer)
-  }
-}
+const answered = <T>(asked: Promise<T>) => within(asked, ANSWER_MS, undefined)
 
 /**
  * Throws when a node that answers is configured below the durability asked for. Resolves

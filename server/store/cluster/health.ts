@@ -8,6 +8,7 @@
 // degraded, still ready, since another front end would meet the same master.
 import type { Cluster, Redis } from 'ioredis'
 import type { StoreHealth } from '../types.js'
+import { within } from '../../within.js'
 
 const PROBE_MS = 1000
 /** A master that has not answered a probe in this long is called silent (before the next). */
@@ -16,7 +17,7 @@ const ANSWER_MS = 800
 export class ClusterHealth {
   private state: StoreHealth = { state: 'ok' }
   /** Probes sent and not yet answered, by node: never more than one per node. */
-  private waiting = new Map<string, number>()
+  private waiting = new Set<string>()
   private timer: NodeJS.Timeout
 
   constructor(private client: Cluster) {
@@ -73,25 +74,19 @@ export class ClusterHealth {
   /** A master's cluster_state, or undefined when it does not answer within ANSWER_MS. */
   private async view(node: Redis): Promise<{ name: string; view: string | undefined }> {
     const name = `${node.options.host}:${node.options.port}`
-    const sent = this.waiting.get(name)
-    if (sent !== undefined) return { name, view: undefined }
-    this.waiting.set(name, Date.now())
-    let timer: NodeJS.Timeout | undefined
+    if (this.waiting.has(name)) return { name, view: undefined }
+    this.waiting.add(name)
     const asked = node.cluster('INFO').then(
       (info) => /cluster_state:(\w+)/.exec(String(info))?.[1] ?? 'ok',
-      // An error the node answered with (NOPERM from an ACL, LOADING) is an answer: it says
-      // nothing about the cluster. A timeout or a lost connection is not.
-      // A node still loading its data (LOADING) answers but serves nothing: silent.
+      // An error the node answered with (NOPERM from an ACL) is an answer, and says nothing
+      // about the cluster; but one still loading its data (LOADING, MASTERDOWN) serves
+      // nothing, and counts as silent, as a timeout or a lost connection does.
       (err: Error) =>
         err?.name === 'ReplyError' && !/^(LOADING|MASTERDOWN)/.test(err.message) ? 'ok' : undefined,
     )
-    const late = new Promise<undefined>((resolve) => {
-      timer = setTimeout(() => resolve(undefined), ANSWER_MS)
-    })
     // The answer, when it comes, lets the next probe ask this node again.
     asked.finally(() => this.waiting.delete(name))
-    const view = await Promise.race([asked, late])
-    clearTimeout(timer)
+    const view = await within(asked, ANSWER_MS, undefined)
     return { name, view }
   }
 }
