@@ -15,6 +15,15 @@ const BAD_KEY_PER_SECOND = 2
 /** Addresses the per-address limiters remember at most (docs/configuration.md). */
 export const ADDRESSES_MAX = 100_000
 
+/** A bucket answer to fill in (takeAccountToken's `out`). */
+export const newBucket = (): Bucket => ({
+  ok: true,
+  limit: 0,
+  remaining: 0,
+  reset: 0,
+  retryAfter: 0,
+})
+
 /** Takes a token from the account's bucket; `ok: true` with limit -1 when the plan has none. */
 export function takeAccountToken(
   limiter: Limiter,
@@ -45,7 +54,7 @@ export function secondsToMidnight(now: number): number {
  */
 export class AddressLimiter {
   private buckets: LRUCache<string, { tokens: number; refilledAt: number }>
-  private scratch: Bucket = { ok: true, limit: 0, remaining: 0, reset: 0, retryAfter: 0 }
+  private scratch: Bucket = newBucket()
 
   constructor(
     private readonly burst = BAD_KEY_BURST,

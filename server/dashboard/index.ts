@@ -3,7 +3,7 @@
 // these routes, never /v1.
 import type { Context } from '../context.js'
 import type { TemplatedApp } from '../http/uws.js'
-import { takeAccountToken } from '../limits.js'
+import { newBucket, takeAccountToken } from '../limits.js'
 import { ServiceError } from '../service-error.js'
 import { AccountApi } from './api-account.js'
 import { queuedHashes } from '../password-hasher.js'
@@ -67,8 +67,13 @@ export function mountDashboard(app: TemplatedApp, ctx: Context): void {
     (handler: ApiHandler): ApiHandler =>
     async (req, c) => {
       const plan = ctx.plans.get(c.account.rec.plan)
-      const out = { ok: true, limit: 0, remaining: 0, reset: 0, retryAfter: 0 }
-      const b = await takeAccountToken(ctx.store.limiter, c.account.id, plan, Date.now(), out)
+      const b = await takeAccountToken(
+        ctx.store.limiter,
+        c.account.id,
+        plan,
+        Date.now(),
+        newBucket(),
+      )
       if (!b.ok)
         throw new ServiceError(
           429,

@@ -10,7 +10,7 @@ import { bodyFraming } from '../http/framing.js'
 import { requestId } from '../http/request-id.js'
 import type { HttpRequest, HttpResponse } from '../http/uws.js'
 import type { ApiKey } from '../accounts.js'
-import { type Bucket, secondsToMidnight, takeAccountToken } from '../limits.js'
+import { type Bucket, newBucket, secondsToMidnight, takeAccountToken } from '../limits.js'
 import { R } from '../metrics.js'
 import { closeRequested } from './body.js'
 import { Call } from './call.js'
@@ -34,11 +34,9 @@ function apiKeyOf(req: HttpRequest): string {
   return m ? m[1]! : ''
 }
 
-const newBucket = (): Bucket => ({ ok: true, limit: 0, remaining: 0, reset: 0, retryAfter: 0 })
-
 export function v1Handler(ctx: Context): (res: HttpResponse, req: HttpRequest) => void {
   const parsed: Parsed = { route: Route.NotFound, ns: '', rawKey: '' }
-  const bucket: Bucket = { ok: true, limit: 0, remaining: 0, reset: 0, retryAfter: 0 }
+  const bucket: Bucket = newBucket()
 
   const shared = !ctx.store.soleWriter
 

@@ -1,7 +1,7 @@
 // POST /v1/{namespace}: a transaction. Each op counts as a request toward usage and the daily
 // quota, and takes a token from the rate bucket (at most the plan's burst for one
 // transaction): the request's own token was taken on the way in, the rest here.
-import { secondsToMidnight, takeAccountToken } from '../limits.js'
+import { newBucket, secondsToMidnight, takeAccountToken } from '../limits.js'
 import type { HttpRequest } from '../http/uws.js'
 import type { Plan } from '../plans.js'
 import type { Bucket } from '../store/types.js'
@@ -69,7 +69,7 @@ export function runTransaction(call: Call, req: HttpRequest, parsed: Parsed, pla
       // The first token was the request's own.
       const extra = Math.min(n, plan.burst ?? n) - 1
       if (extra <= 0) return go()
-      const out: Bucket = { ok: true, limit: 0, remaining: 0, reset: 0, retryAfter: 0 }
+      const out: Bucket = newBucket()
       const admitted = (b: Bucket) => {
         if (b.limit >= 0) {
           call.limit = b.limit

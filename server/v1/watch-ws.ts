@@ -10,7 +10,7 @@ import { requestAddress } from '../http/address.js'
 import { requestId } from '../http/request-id.js'
 import { statusLine } from '../http/status.js'
 import type { HttpRequest, HttpResponse } from '../http/uws.js'
-import { type Bucket, takeAccountToken } from '../limits.js'
+import { type Bucket, newBucket, takeAccountToken } from '../limits.js'
 import { OP } from '../usage.js'
 import { parseQuery } from '../wire/query.js'
 import { Route, parsePath } from './paths.js'
@@ -124,7 +124,7 @@ export function watchSockets(ctx: Context) {
     const account = key.account
     const plan = ctx.plans.get(account.rec.plan)
     const now = Date.now()
-    const out: Bucket = { ok: true, limit: 0, remaining: 0, reset: 0, retryAfter: 0 }
+    const out: Bucket = newBucket()
     const b = await takeAccountToken(ctx.store.limiter, account.id, plan, now, out)
     if (peer.closed) return
     if (!b.ok) return fail(ws, 'rate_limited')
