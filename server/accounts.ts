@@ -473,14 +473,7 @@ export class Accounts {
       res = await this.records.create('key', id, made.rec, { maxInGroup: MAX_KEYS_PER_ACCOUNT })
     } catch (err) {
       // Applied with its answer lost (a shared store): the key exists, and is handed out.
-      const now = await this.records.get<KeyRecord>('key', id).then(
-        (r) => r,
-        () => null,
-      )
-      if (now?.hash !== made.rec.hash) {
-        if (now !== null) await this.records.delete('keyhash', made.rec.hash).catch(() => {})
-        throw err
-      }
+      await this.keyWritten(id, made.rec.hash, err)
       res = 'created'
     }
     if (res !== 'created') {
@@ -524,22 +517,29 @@ export class Accounts {
     } catch (err) {
       // Applied with its answer lost (a shared store), the rotation happened: the new secret
       // is the only one that works, so it must be handed out.
-      // A read that fails too leaves the new hash, which leads nowhere unless the record
-      // names it.
-      const now = await this.records.get<KeyRecord>('key', id).then(
-        (r) => r,
-        () => null,
-      )
-      if (now?.hash !== hash) {
-        if (now !== null) await this.records.delete('keyhash', hash).catch(() => {})
-        throw err
-      }
+      await this.keyWritten(id, hash, err)
     }
     this.forgetKeys(account.id, rec.id)
     this.lastUsed.delete(id)
     // Leads to a record that no longer names it: harmless where the store refuses this.
     await this.records.delete('keyhash', old.hash).catch(() => {})
     return { key: new ApiKey(rec, account).view(), secret }
+  }
+
+  /**
+   * After a key record's write failed: returns if the record names `hash` all the same (the
+   * write was applied and its answer lost, on a shared store); else lets the hash entry go,
+   * where the record is known not to name it, and throws `err`. A read that fails too leaves
+   * the entry, which leads nowhere unless the record names it.
+   */
+  private async keyWritten(id: string, hash: string, err: unknown): Promise<void> {
+    const now = await this.records.get<KeyRecord>('key', id).then(
+      (r) => r,
+      () => null,
+    )
+    if (now?.hash === hash) return
+    if (now !== null) await this.records.delete('keyhash', hash).catch(() => {})
+    throw err
   }
 
   async revokeKey(account: Account, keyId: unknown): Promise<KeyView> {

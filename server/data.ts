@@ -36,6 +36,11 @@ function txFailure(err: unknown): unknown {
   return err
 }
 
+/** What metadata adds to a namespace's bytes as the store counts them (Store.metadataOverhead). */
+function metadataBytes(m: Buffer | null | undefined, overhead: number): number {
+  return overhead < 0 || !m ? 0 : m.length + overhead
+}
+
 /**
  * The most bytes a transaction's op can add to the account, for the storage quota, as the
  * store counts them (`metadataOverhead`: -1 where metadata is not counted): a put's key,
@@ -43,8 +48,7 @@ function txFailure(err: unknown): unknown {
  * the key, or carry into a new digit); a patch's metadata.
  */
 function mostAdded(op: TxOp, metadataOverhead: number): number {
-  const md = (m: Buffer | null | undefined) =>
-    metadataOverhead < 0 || !m ? 0 : m.length + metadataOverhead
+  const md = (m: Buffer | null | undefined) => metadataBytes(m, metadataOverhead)
   switch (op.op) {
     case 'put':
       return Buffer.byteLength(op.key) + op.value.length + md(op.metadata)
@@ -130,8 +134,7 @@ export class Data {
       if (o.ifMatch !== undefined || o.ifNoneMatch !== undefined) ifVersion = v ?? null
     } else if (fast !== undefined) ifVersion = fast
     else if (o.ifNoneMatch === '*') ifVersion = null
-    const overhead = this.store.metadataOverhead
-    const md = overhead < 0 || o.metadata === undefined ? 0 : o.metadata.length + overhead
+    const md = metadataBytes(o.metadata, this.store.metadataOverhead)
     const delta = Buffer.byteLength(key) + json.length + md - oldBytes
     if (quota !== null) await this.checkQuota(account, quota, delta, 'write')
     try {
