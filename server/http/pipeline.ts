@@ -216,6 +216,9 @@ function streamOut(res: HttpResponse, gone: boolean, done: () => void) {
   return out
 }
 
+/** A request's body limit, looked up from its head; see route. */
+export type BodyLimit = (req: Req) => number | Reply | Promise<number | Reply>
+
 /**
  * Registers `handler` for `method pattern`. Bodies of non-GET requests are read whole, up
  * to `maxBody` bytes (past that the answer is 413 and the connection closes). A function is
@@ -223,9 +226,6 @@ function streamOut(res: HttpResponse, gone: boolean, done: () => void) {
  * itself (a Reply, such as a 401 for a caller who may send no body at all), and until it
  * does the connection is not read: a body is held only once it is known to be allowed.
  */
-/** A request's body limit, looked up from its head; see route. */
-export type BodyLimit = (req: Req) => number | Reply | Promise<number | Reply>
-
 export function route(
   app: TemplatedApp,
   ctx: Context,

@@ -6,7 +6,7 @@
 // DISCARD_MAX, past which the connection is cut.
 import type { HttpRequest } from '../http/uws.js'
 import { jsonContentType } from '../wire/content-type.js'
-import type { Call } from './call.js'
+import { type Call, keepNothing } from './call.js'
 
 const DISCARD_MAX = 64 * 1024 * 1024
 
@@ -37,11 +37,7 @@ export function readBody(
       if (stash.over || stash.size > limit) {
         // As below: a connection that closes after the answer has the rest read and dropped
         // first, up to DISCARD_MAX.
-        if (closing && !stash.done && stash.size - limit <= DISCARD_MAX) {
-          stash.cap = -1
-          stash.chunks.length = 0
-          return
-        }
+        if (closing && !stash.done && stash.size - limit <= DISCARD_MAX) return keepNothing(stash)
         return tooBig(stash.size, closing && !stash.done)
       }
       if (!stash.done) return

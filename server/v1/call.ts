@@ -46,6 +46,12 @@ export interface BodyStash {
   onDone: (() => void) | undefined
 }
 
+/** From now on a stash keeps nothing: what it holds goes, and what comes is dropped. */
+export function keepNothing(stash: BodyStash): void {
+  stash.cap = -1
+  stash.chunks.length = 0
+}
+
 export class Call {
   aborted = false
   done = false
@@ -207,8 +213,7 @@ export class Call {
       if (stash !== undefined) {
         // Already being read (deferred.ts), and the connection held: keep nothing more, let
         // the rest come, answer at its end.
-        stash.cap = -1
-        stash.chunks.length = 0
+        keepNothing(stash)
         if (stash.done) return answer(false)
         stash.onDone = () => {
           if (stash.done || stash.size > DRAIN_MAX) answer(!stash.done)
