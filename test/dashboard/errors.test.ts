@@ -2,15 +2,10 @@
 // is not "sign in" (storage refusing for a moment, a rate limit): it says so and offers to
 // try again, rather than leaving a blank page that claims to be loading.
 import t from 'tap'
-import { startServer } from '../helpers/server.js'
-import { launch, newContext, pageErrors, signUp, skip, uniqueEmail } from './helpers.js'
+import { pageErrors, serverAndPage, signUp, skip, uniqueEmail } from './helpers.js'
 
 t.test('a page whose /me fails with a 503 says so and offers to try again', { skip }, async (t) => {
-  const srv = await startServer()
-  t.teardown(() => srv.stop())
-  const base = srv.url
-  const browser = await launch(t)
-  const page = await (await newContext(browser, base)).newPage()
+  const { base, page } = await serverAndPage(t)
   const errors = pageErrors(page)
   await signUp(page, base, uniqueEmail('errors'))
   await page.route('**/dashboard/api/me', (route) =>
@@ -32,11 +27,7 @@ t.test('a page whose /me fails with a 503 says so and offers to try again', { sk
 })
 
 t.test('a sign-up that came without a session says to sign in next', { skip }, async (t) => {
-  const srv = await startServer()
-  t.teardown(() => srv.stop())
-  const base = srv.url
-  const browser = await launch(t)
-  const page = await (await newContext(browser, base)).newPage()
+  const { base, page } = await serverAndPage(t)
   // As when the server made the account but could not store a session: no cookie, no token.
   await page.route('**/dashboard/api/signup', async (route) => {
     const real = await route.fetch()

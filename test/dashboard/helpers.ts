@@ -5,7 +5,7 @@ import fs from 'node:fs'
 import path from 'node:path'
 import type { Browser, BrowserContext, Page } from 'playwright-core'
 import { launchChromium } from '../helpers/browser.js'
-import { root } from '../helpers/server.js'
+import { type TestServer, root, startServer } from '../helpers/server.js'
 
 export { skip } from '../helpers/browser.js'
 export const SHOTS = path.join(root, 'test-output', 'dashboard')
@@ -24,6 +24,17 @@ export async function newContext(browser: Browser, origin: string): Promise<Brow
   const ctx = await browser.newContext({ viewport: { width: 1440, height: 900 } })
   await ctx.grantPermissions(['clipboard-read', 'clipboard-write'], { origin })
   return ctx
+}
+
+/** A real server (stopped at teardown) and a page of a fresh browser profile on it. */
+export async function serverAndPage(
+  t: Tap,
+): Promise<{ srv: TestServer; base: string; page: Page }> {
+  const srv = await startServer()
+  t.teardown(() => srv.stop())
+  const browser = await launch(t)
+  const page = await (await newContext(browser, srv.url)).newPage()
+  return { srv, base: srv.url, page }
 }
 
 /** Collects uncaught errors of a page, so a test can insist there were none. */
