@@ -3,6 +3,7 @@
 import path from 'node:path'
 import { writeCheckpoint } from './checkpoint.js'
 import { compactAll } from './compaction.js'
+import { wantsFold } from './fold.js'
 import type { CommittedChange, DbCore } from './db-core.js'
 import { EngineError, asEngineError, fail } from './errors.js'
 import { fsyncDir, io } from './io.js'
@@ -77,6 +78,8 @@ export interface DbConfig {
 const LOCK_CHECK_MS = 2000
 /** Expiries the storage refused are tried again this often, and at most this many kept. */
 const EXPIRY_RETRY_MS = 1000
+/** How much log passes between looks at the namespaces for one that wants a fold. */
+const FOLD_LOOK_BYTES = 4 * 1024 * 1024
 const MAX_EXPIRIES_WAITING = 1_000_000
 
 export class Db implements Engine, DbCore {
@@ -138,6 +141,8 @@ export class Db implements Engine, DbCore {
    */
   checkpointCurrent = false
   private checkpointCounters = { checkpoints: 0, checkpointBytes: 0 }
+  /** `logBytes` when the namespaces were last looked at for one that wants a fold. */
+  private foldLookedAt = 0
   private compactAgain = false
   /** A full pass was asked for (by compact()) and has not started yet. */
   private wantFull = false
@@ -962,7 +967,16 @@ export class Db implements Engine, DbCore {
     if (every <= 0) return
     const grown = this.logBytes - this.logBytesAtCheckpoint
     const due = Math.max(every, this.checkpointCounters.checkpointBytes)
-    if (grown >= (this.checkpointStale ? due / 16 : due)) void this.checkpoint()
+    if (grown >= (this.checkpointStale ? due / 16 : due)) return void this.checkpoint()
+    // Keys written since the open are strings in a Map and a sorted list (fold.ts): fatter
+    // than a base, and a listing of them is built string by string. A namespace with enough
+    // of them gets its checkpoint sooner, which folds them into its base, once the log has
+    // grown by the last checkpoint's size (so checkpoints still never write more than the
+    // log does). The namespaces are looked at once per FOLD_LOOK_BYTES of log, not per write.
+    if (grown < Math.max(FOLD_LOOK_BYTES, this.checkpointCounters.checkpointBytes)) return
+    if (this.logBytes - this.foldLookedAt < FOLD_LOOK_BYTES) return
+    this.foldLookedAt = this.logBytes
+    for (const n of this.keydir.byName.values()) if (wantsFold(n)) return void this.checkpoint()
   }
 
   /**

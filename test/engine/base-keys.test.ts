@@ -210,12 +210,7 @@ t.test(
     let db = await open(dir, options)
     t.teardown(() => db.close())
     await db.createNamespace('n')
-    const parts = () => {
-      const map = (
-        db as unknown as { keydir: { byName: Map<string, { map: KeyMapView }> } }
-      ).keydir.byName.get('n')!.map
-      return { fresh: map.fresh, base: map.base?.live ?? 0 }
-    }
+    const parts = () => partsOf(db)
     const model = new Map<string, unknown>()
     for (let i = 0; i < 20_000; i += 1000)
       await db.batch(
@@ -271,6 +266,14 @@ t.test(
 interface KeyMapView {
   fresh: number
   base: { live: number } | null
+}
+
+/** Namespace `n`'s keys written since its base was made, and those its base holds. */
+function partsOf(db: Db): { fresh: number; base: number } {
+  const map = (
+    db as unknown as { keydir: { byName: Map<string, { map: KeyMapView }> } }
+  ).keydir.byName.get('n')!.map
+  return { fresh: map.fresh, base: map.base?.live ?? 0 }
 }
 
 t.test('a lone surrogate is no key, prefix or cursor', async (t) => {
@@ -339,3 +342,33 @@ t.test(
     await compare(t, again, model, 'opened from it')
   },
 )
+
+t.test('new keys are folded into a base well before the log reaches checkpointBytes', async (t) => {
+  const dir = tempDir(t, 'base-keys-fold-soon')
+  // The default checkpointBytes (64 MiB): the log below grows by a sixth of that.
+  const db = await open(dir, { durability: 'none' })
+  t.teardown(() => db.close())
+  await db.createNamespace('n')
+  const value = 'v'.repeat(200)
+  const key = (i: number) => `k/${String(i).padStart(6, '0')}`
+  for (let b = 0; b < 40_000; b += 1000)
+    await db.batch(
+      Array.from({ length: 1000 }, (_, j) => ({
+        type: 'put' as const,
+        ns: 'n',
+        key: key(b + j),
+        value,
+      })),
+    )
+  for (let i = 0; i < 200 && partsOf(db).fresh >= 8192; i++) await sleep(50)
+  const { fresh, base } = partsOf(db)
+  t.ok(fresh < 8192 && base + fresh === 40_000, `folded: ${base} in the base, ${fresh} fresh`)
+  const stats = db.checkpointStats()
+  t.ok(stats.checkpoints >= 1, `${stats.checkpoints} checkpoints written`)
+  t.equal((await db.get('n', key(12_345)))?.value, value, 'a key reads as written')
+  t.same(
+    (await db.list('n', { prefix: 'k/0399', limit: 3 })).keys,
+    [key(39_900), key(39_901), key(39_902)],
+    'and lists in order',
+  )
+})
