@@ -232,9 +232,17 @@ export class KeyDir {
     json: boolean,
   ): ListResult {
     const now = n.ttl > 0 ? Date.now() : 0
-    const [keys, at] = this.sides(n, prefix, after, limit + 1, step, now)
+    // Where the keys written since the open were taken, for their JSON (forward, no expiry).
+    const spans = json && step > 0 && now === 0 ? [] : null
+    const [keys, at] = this.sides(n, prefix, after, limit + 1, step, now, spans)
     const base = n.map.base
-    if (at.length === 0) return page(keys, limit)
+    if (at.length === 0) {
+      const text = spans === null ? undefined : n.keys.json(spans, Math.min(keys.length, limit))
+      if (text === undefined) return page(keys, limit)
+      const res: ListResult = { keys: [], json: text }
+      if (keys.length > limit) res.next = keys[limit - 1]
+      return res
+    }
     if (keys.length > 0 || !json) return page(mergeKeys(keys, base!.keysAt(at), step), limit)
     const more = at.length > limit
     if (more) at.length = limit
@@ -255,6 +263,7 @@ export class KeyDir {
     want: number,
     step: 1 | -1,
     now: number,
+    spans: number[] | null,
   ): [string[], number[]] {
     const sorted = n.keys
     const base = n.map.base
@@ -286,14 +295,15 @@ export class KeyDir {
       }
     }
     const keys: string[] = []
-    this.walk(n, prefix, ci, i, step, want, now, keys)
+    this.walk(n, prefix, ci, i, step, want, now, keys, spans)
     return [keys, at]
   }
 
   /**
    * Appends to `keys` the keys of the sorted list from chunk `ci`, position `i`, stepping
    * `step` (1 or -1), until one lacks the prefix or `want` are taken; keys expired at `now`
-   * are passed over.
+   * are passed over. With `spans` (forward, `now` 0), notes each chunk's run of keys taken
+   * there as chunk, first position, end position.
    */
   private walk(
     n: Namespace,
@@ -304,6 +314,7 @@ export class KeyDir {
     want: number,
     now: number,
     keys: string[],
+    spans: number[] | null,
   ): void {
     const chunks = n.keys.chunks
     const s = this.slots
@@ -314,7 +325,9 @@ export class KeyDir {
     ) {
       const chunk = chunks[ci]!
       if (now === 0) {
+        const before = keys.length
         const taken = takeSpan(chunk, prefix, i, step, want - keys.length, keys)
+        if (spans !== null && keys.length > before) spans.push(ci, i, i + keys.length - before)
         if (keys.length >= want || taken < 0) return
         continue
       }
