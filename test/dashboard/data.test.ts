@@ -99,6 +99,8 @@ t.test('namespaces and the data browser', { skip }, async (t) => {
       await page.getByLabel(/^Keep the current expiry/).isChecked(),
       'the expiry is kept by default',
     )
+    const expiresCell = page.locator('tr[data-key="user/1"] td.expires')
+    await t.resolves(expiresCell.getByText(/^in (59|60) min$/).waitFor(), 'listed as an hour away')
 
     // Saving again keeps the expiry; choosing "never" removes it.
     const reopened = page.waitForResponse(
@@ -114,6 +116,15 @@ t.test('namespaces and the data browser', { skip }, async (t) => {
     await page.getByRole('button', { name: 'Save' }).click()
     await page.getByText(/^Keep the current expiry/).waitFor({ state: 'hidden' })
     t.equal((await v1(base, key, 'GET', '/profiles/user/1')).headers.get('x-expires-at'), null)
+    await t.resolves(expiresCell.getByText('Never').waitFor(), 'listed as never expiring')
+
+    // A TTL of seconds reads in seconds, not as "in 1 min".
+    await page.getByLabel('Seconds until the key expires').fill('45')
+    await page.getByRole('button', { name: 'Save' }).click()
+    await t.resolves(expiresCell.getByText(/^in 4\d s$/).waitFor(), 'listed as 45 s away')
+    await page.getByLabel('Never expires').check()
+    await page.getByRole('button', { name: 'Save' }).click()
+    await expiresCell.getByText('Never').waitFor()
   })
 
   await t.test('after a JSON error, the first click on Save saves the fixed value', async (t) => {

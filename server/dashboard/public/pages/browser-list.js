@@ -21,10 +21,12 @@ export function compareKeys(a, b) {
   return a.length - b.length
 }
 
-/** "in 5 min", "in 3 h", "in 2 days", or the date; the exact time goes in the title. */
+/** "in 40 s", "in 5 min", "in 3 h", "in 2 days", or the date; the exact time goes in the title. */
 function expiresText(seconds) {
   const left = seconds - Date.now() / 1000
   if (left <= 0) return 'now'
+  // A TTL of seconds (a lock, a one-time code) would read "in 1 min" as minutes.
+  if (left < 90) return `in ${Math.ceil(left)} s`
   if (left < 5400) return `in ${Math.max(1, Math.round(left / 60))} min`
   if (left < 86400 * 2) return `in ${Math.round(left / 3600)} h`
   if (left < 86400 * 30) return `in ${Math.round(left / 86400)} days`
