@@ -173,7 +173,16 @@ t.test('sign up, use the key, see usage, manage keys, log out', { skip }, async 
     await page.getByRole('dialog').getByRole('button', { name: 'Revoke key' }).click()
     await page.locator('tr[data-key-name="reader"]').waitFor({ state: 'detached' })
     t.equal((await v1(base, reader, 'GET', '/namespaces')).status, 401)
+    t.equal(await page.locator('#new-secret').textContent(), first, "another key's secret stays")
     await shoot(page, 'keys')
+    // A key revoked while its secret is shown takes the secret off the page with it.
+    await page.getByLabel('Name', { exact: true }).fill('short-lived')
+    await page.getByRole('button', { name: 'Create key' }).click()
+    await page.getByRole('heading', { name: /New key “short-lived”/ }).waitFor()
+    await page.getByRole('button', { name: 'Revoke short-lived' }).click()
+    await page.getByRole('dialog').getByRole('button', { name: 'Revoke key' }).click()
+    await page.locator('tr[data-key-name="short-lived"]').waitFor({ state: 'detached' })
+    t.equal(await page.locator('#new-secret').count(), 0, 'its secret is no longer shown')
   })
 
   await t.test('the session cookie does not authorise /v1', async (t) => {

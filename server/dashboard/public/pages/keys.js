@@ -17,6 +17,8 @@ export async function render(main) {
   ])
   const secretSlot = h('div', { id: 'secret-slot' })
   const listSlot = h('div')
+  // The key whose secret the panel shows: revoking it takes the panel away.
+  let shownId = null
 
   const showSecret = async (secret, heading, key) => {
     // The examples use the key's own permission and namespaces, and the namespaces as they are now.
@@ -29,6 +31,7 @@ export async function render(main) {
         now.map((n) => n.name),
       ),
     )
+    shownId = key.id
     secretSlot.querySelector('h2').setAttribute('tabindex', '-1')
     secretSlot.querySelector('h2').focus()
   }
@@ -158,6 +161,10 @@ export async function render(main) {
       true,
       async () => {
         await api('POST', `/keys/${encodeURIComponent(k.id)}/revoke`)
+        if (shownId === k.id) {
+          secretSlot.replaceChildren()
+          shownId = null
+        }
         await refresh()
         announce(`Key ${k.name} revoked`)
       },
