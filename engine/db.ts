@@ -1,7 +1,7 @@
 // The database: namespaces, the in-memory index, the write path with group commit, reads,
 // and the glue to recovery and compaction. engine/FORMAT.md describes the files.
 import path from 'node:path'
-import { writeCheckpoint } from './checkpoint.js'
+import { CHECKPOINT_FILE, writeCheckpoint } from './checkpoint.js'
 import { compactAll } from './compaction.js'
 import { wantsFold } from './fold.js'
 import type { CommittedChange, DbCore } from './db-core.js'
@@ -143,6 +143,8 @@ export class Db implements Engine, DbCore {
   private checkpointCounters = { checkpoints: 0, checkpointBytes: 0 }
   /** `logBytes` when the namespaces were last looked at for one that wants a fold. */
   private foldLookedAt = 0
+  /** Bytes of the checkpoint last written, or of the one open loaded; -1 until looked at. */
+  private checkpointSize = -1
   private compactAgain = false
   /** A full pass was asked for (by compact()) and has not started yet. */
   private wantFull = false
@@ -966,14 +968,15 @@ export class Db implements Engine, DbCore {
     const every = this.options.checkpointBytes ?? 64 * 1024 * 1024
     if (every <= 0) return
     const grown = this.logBytes - this.logBytesAtCheckpoint
-    const due = Math.max(every, this.checkpointCounters.checkpointBytes)
+    const last = this.lastCheckpointSize()
+    const due = Math.max(every, last)
     if (grown >= (this.checkpointStale ? due / 16 : due)) return void this.checkpoint()
     // Keys written since the open are strings in a Map and a sorted list (fold.ts): fatter
     // than a base, and a listing of them is built string by string. A namespace with enough
     // of them gets its checkpoint sooner, which folds them into its base, once the log has
     // grown by the last checkpoint's size (so checkpoints still never write more than the
     // log does). The namespaces are looked at once per FOLD_LOOK_BYTES of log, not per write.
-    if (grown < Math.max(FOLD_LOOK_BYTES, this.checkpointCounters.checkpointBytes)) return
+    if (grown < Math.max(FOLD_LOOK_BYTES, last)) return
     if (this.logBytes - this.foldLookedAt < FOLD_LOOK_BYTES) return
     this.foldLookedAt = this.logBytes
     for (const n of this.keydir.byName.values()) if (wantsFold(n)) return void this.checkpoint()
@@ -1006,6 +1009,24 @@ export class Db implements Engine, DbCore {
   noteCheckpoint(bytes: number): void {
     this.checkpointCounters.checkpoints++
     this.checkpointCounters.checkpointBytes = bytes
+    this.checkpointSize = bytes
+  }
+
+  /**
+   * The size the next background checkpoint is measured against: that of the last one
+   * written or, before one is, of the one open loaded (a process's first checkpoint writes
+   * the whole index too).
+   */
+  private lastCheckpointSize(): number {
+    if (this.checkpointSize < 0) {
+      this.checkpointSize = 0
+      if (this.openedFrom === 'checkpoint') {
+        try {
+          this.checkpointSize = io.sizeOf(path.join(this.dir, CHECKPOINT_FILE))
+        } catch {}
+      }
+    }
+    return this.checkpointSize
   }
 
   /** Checkpoints written since open, and the size of the last. */

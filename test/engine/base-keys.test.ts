@@ -372,3 +372,39 @@ t.test('new keys are folded into a base well before the log reaches checkpointBy
     'and lists in order',
   )
 })
+
+t.test(
+  'after an open from a checkpoint, a fold waits for as much log as that checkpoint',
+  async (t) => {
+    const dir = tempDir(t, 'base-keys-fold-reopen')
+    const options = { durability: 'none' as const }
+    let db = await open(dir, options)
+    t.teardown(() => db.close())
+    await db.createNamespace('big')
+    await db.createNamespace('n')
+    await putNumbered(db, 'big', 150_000, (i) => `a-rather-long-key-of-the-big-namespace/${i}`)
+    await db.close()
+    db = await open(dir, options)
+    t.equal(openedFrom(db), 'checkpoint')
+    const loaded = fs.statSync(path.join(dir, 'CHECKPOINT')).size
+    // New keys for the small namespace: past 4 MiB of log, but short of the checkpoint's size.
+    const value = 'v'.repeat(300)
+    let logged = 0
+    for (let b = 0; logged < loaded * 0.6; b += 1000) {
+      await db.batch(
+        Array.from({ length: 1000 }, (_, j) => ({
+          type: 'put' as const,
+          ns: 'n',
+          key: `k/${b + j}`,
+          value,
+        })),
+      )
+      logged += 1000 * 360
+    }
+    t.ok(logged > 4 * 1024 * 1024, `${logged} bytes logged, against a ${loaded}-byte checkpoint`)
+    await sleep(200)
+    const running = (db as unknown as { checkpointing: unknown }).checkpointing
+    t.equal(running, null, 'no checkpoint started')
+    t.equal(db.checkpointStats().checkpoints, 0, 'none written')
+  },
+)

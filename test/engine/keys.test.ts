@@ -487,3 +487,39 @@ t.test('keys written since the open list as JSON text as JSON.stringify writes t
   t.equal(bad, 0, 'every page as JSON text is what JSON.stringify makes of its keys')
   t.ok(copied > 100, `${copied} pages were copied from chunks' text`)
 })
+
+t.test('cached chunk text follows removals, splits and dropped chunks', async (t) => {
+  const db = await open(tempDir(t, 'keys'), { checkpointBytes: 0, durability: 'none' })
+  t.teardown(() => db.close())
+  await db.createNamespace('j')
+  const key = (i: number) => `k${String(i).padStart(5, '0')}`
+  for (let i = 0; i < 3000; i++) await db.put('j', key(i), 1)
+  const shapes: [string, string | undefined][] = [
+    ['', undefined],
+    ['k01', undefined],
+    ['', key(1500)],
+    ['', key(2100)],
+    ['k024', undefined],
+  ]
+  // Twenty listings of each page make every chunk listed keep its text.
+  const check = async (what: string) => {
+    let bad = 0
+    for (let r = 0; r < 20; r++)
+      for (const limit of [200, 1000])
+        for (const [prefix, after] of shapes) {
+          const a = await db.list('j', { prefix, after, limit, json: true })
+          const b = await db.list('j', { prefix, after, limit })
+          const text = a.json?.toString() ?? JSON.stringify(a.keys)
+          if ((text !== JSON.stringify(b.keys) || a.next !== b.next) && bad++ < 2)
+            t.equal(text, JSON.stringify(b.keys), `${what}: ${prefix} after ${after}`)
+        }
+    t.equal(bad, 0, what)
+  }
+  await check('as written')
+  await db.delete('j', key(1200)) // one key of a chunk that has its text
+  await check('one key removed')
+  for (let i = 0; i < 300; i++) await db.delete('j', key(i)) // the first chunk goes empty
+  await check('a chunk emptied')
+  for (let i = 0; i < 300; i++) await db.put('j', `${key(2000)}x${String(i).padStart(3, '0')}`, 1)
+  await check('a chunk split')
+})
