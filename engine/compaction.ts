@@ -13,6 +13,7 @@
 import path from 'node:path'
 import type { DbCore } from './db-core.js'
 import { EngineError } from './errors.js'
+import { HistoryKeep, writeHistory } from './history-file.js'
 import { IO_PIECE, fsyncDirAsync, io } from './io.js'
 import { hintCrcOf } from './manifest.js'
 import { HintBuilder, writeHintAsync } from './hint.js'
@@ -258,6 +259,9 @@ async function pass(db: DbCore, sc: Scratch, full: boolean): Promise<number> {
     .sort((a, b) => a.id - b.id)
   const old = chooseSegments(sealed, full)
   if (old.length === 0) return 0
+  // The recent changes among what the pass rewrites, kept in HISTORY (history-file.ts).
+  const keep = new HistoryKeep(db)
+  await keep.load()
   // A tombstone (or an expired put, which acts as one) may be dropped only when no segment
   // left out of this pass can hold an older copy of its key (FORMAT.md, "Compaction").
   // Versions count per namespace, so the question is asked of the tombstone's namespace.
@@ -307,8 +311,12 @@ async function pass(db: DbCore, sc: Scratch, full: boolean): Promise<number> {
     for (let si = 0; si < old.length; si++) {
       const seg = old[si]!
       const list = lists[si]!
-      // A segment with nothing live may still hold tombstones a segment left out needs.
-      if (list.n === 0 && left.length === 0) continue
+      // Compaction output holds copies among older data, not a record of what happened: its
+      // recent changes went to HISTORY when it was made.
+      const history = !(await madeByCompaction(seg))
+      // A segment with nothing live may still hold tombstones a segment left out needs, or
+      // recent changes.
+      if (list.n === 0 && left.length === 0 && !history) continue
       r.start(seg)
       at.fill(0, 0, (seg.written >>> 5) + 1)
       for (let i = 0; i < list.n; i++) {
@@ -345,6 +353,7 @@ async function pass(db: DbCore, sc: Scratch, full: boolean): Promise<number> {
         }
         const count = buf.readUInt32LE(p - b + 8)
         entries += count + 1
+        if (history) keep.takeRecord(buf, p - b, count)
         let live = 0
         for (let i = 0, q = p + REC_HEADER; i < count; i++) {
           const valueLen = buf.readUInt32LE(q - b + 28)
@@ -405,6 +414,9 @@ async function pass(db: DbCore, sc: Scratch, full: boolean): Promise<number> {
       stillOurs(db)
       io.renameSync(o.tmp, path.join(db.dir, segmentFile(o.id)))
     }
+    // Before any segment can go. A disk that refuses it costs watches their history (they
+    // list again, as after any gap), not the pass: compaction is what frees space.
+    await writeHistory(keep, db.dir)
     await fsyncDirAsync(db.dir)
     for (const o of outputs) {
       if (sc.hints.length < POOLED) sc.hints.push(o.hint.buf)
@@ -566,6 +578,13 @@ function keepTombstone(
   if (!n) return false
   const slot = n.map.get(buf.toString('utf8', q + ENTRY_HEADER, q + ENTRY_HEADER + keyLen))
   return slot === undefined || db.keydir.slots.version[slot]! < version
+}
+
+/** Whether a segment is compaction output (its header's flag). */
+async function madeByCompaction(seg: Segment): Promise<boolean> {
+  const head = Buffer.alloc(SEG_HEADER)
+  if ((await io.read(seg.fd, head, 0, SEG_HEADER, 0)) < SEG_HEADER) return true
+  return (head.readUInt32LE(28) & SEG_COMPACTED) !== 0
 }
 
 /** Writes a tombstone, at the expired put's version, in place of an expired put. */

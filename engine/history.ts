@@ -1,10 +1,12 @@
 // Recent changes read back from the log: what a change feed held in memory before the
 // process stopped. The log is the history: every durable write is a record in it until
-// compaction drops what later writes made dead. So the newest segments give back the newest
-// changes, and a caller that needs an unbroken run (a watch resuming from a version) keeps only
+// compaction rewrites its segment, and what was recent there is then kept in HISTORY
+// (history-file.ts). So HISTORY and the newest segments give back the newest changes, and a
+// caller that needs an unbroken run (a watch resuming from a version) keeps only
 // the versions that follow one another without a gap: a version is given to one write only, so
 // a run with no gap is exactly what happened.
 import type { CommittedChange, DbCore } from './db-core.js'
+import { forEachRecord, readHistory } from './history-file.js'
 import { io } from './io.js'
 import {
   DEL,
@@ -24,17 +26,22 @@ import { decodeValue } from './values.js'
  */
 export async function recentChanges(db: DbCore, maxBytes: number): Promise<CommittedChange[]> {
   const out: CommittedChange[] = []
+  // What compaction took out of the log while it was recent (history-file.ts).
+  const kept = await readHistory(db.dir)
+  forEachRecord(kept, (at, count) => changesOf(db, kept, at, count, out))
   const segs = [...db.segments.values()].sort((a, b) => b.id - a.id)
   let budget = maxBytes
+  let read = 0
   for (const seg of segs) {
     const size = seg.durable
     if (size <= SEG_HEADER) continue
-    if (size > budget && out.length > 0) break
+    if (size > budget && read > 0) break
     const epoch = db.compactionEpoch
     const buf = Buffer.allocUnsafe(size)
     try {
       // Compaction's output holds old data, copied or turned into tombstones (an expired put
-      // becomes one at its own version): it is not a record of what happened.
+      // becomes one at its own version): it is not a record of what happened. What was
+      // recent in the segments it replaced is in HISTORY.
       if ((await io.read(seg.fd, buf, 0, SEG_HEADER, 0)) < SEG_HEADER) break
       if (buf.readUInt32LE(28) & SEG_COMPACTED) continue
       let got = 0
@@ -49,34 +56,44 @@ export async function recentChanges(db: DbCore, maxBytes: number): Promise<Commi
     }
     if (db.compactionEpoch !== epoch || db.isClosed()) break
     budget -= size
+    read++
     for (let p = SEG_HEADER; p + REC_HEADER <= size; ) {
       const len = checkRecord(buf, p, size)
       if (len < 0) break
-      const count = buf.readUInt32LE(p + 8)
-      let q = p + REC_HEADER
-      for (let i = 0; i < count; i++) {
-        const e = entryInfo(buf, q, q)
-        const n = db.keydir.byId.get(e.nsId)
-        if (n !== undefined) {
-          if (e.type === DEL)
-            out.push({ ns: n.name, type: 'delete', key: e.key, version: e.version })
-          else {
-            const start = q + ENTRY_HEADER + (e.len - ENTRY_HEADER - e.valueLen)
-            const c: CommittedChange = {
-              ns: n.name,
-              type: 'put',
-              key: e.key,
-              version: e.version,
-              value: decodeValue(e.flags, buf, start, start + e.valueLen),
-            }
-            if (e.expiresAt !== 0) c.expiresAt = e.expiresAt
-            out.push(c)
-          }
-        }
-        q += e.len
-      }
+      changesOf(db, buf, p, buf.readUInt32LE(p + 8), out)
       p += len
     }
   }
   return out
+}
+
+/** Appends to `out` the changes of the record at buf[p] (`count` entries) of live namespaces. */
+function changesOf(
+  db: DbCore,
+  buf: Buffer,
+  p: number,
+  count: number,
+  out: CommittedChange[],
+): void {
+  let q = p + REC_HEADER
+  for (let i = 0; i < count; i++) {
+    const e = entryInfo(buf, q, q)
+    const n = db.keydir.byId.get(e.nsId)
+    if (n !== undefined) {
+      if (e.type === DEL) out.push({ ns: n.name, type: 'delete', key: e.key, version: e.version })
+      else {
+        const start = q + ENTRY_HEADER + (e.len - ENTRY_HEADER - e.valueLen)
+        const c: CommittedChange = {
+          ns: n.name,
+          type: 'put',
+          key: e.key,
+          version: e.version,
+          value: decodeValue(e.flags, buf, start, start + e.valueLen),
+        }
+        if (e.expiresAt !== 0) c.expiresAt = e.expiresAt
+        out.push(c)
+      }
+    }
+    q += e.len
+  }
 }

@@ -5,14 +5,22 @@
 // before them reads the history back from the log (engine/history.ts), keeping only what
 // joins up with the ring without a gap.
 import type { Db } from '../../engine/index.js'
-import { type CommittedChange, recentChanges } from '../../engine/index.js'
+import {
+  type CommittedChange,
+  KEEP_BYTES,
+  KEEP_CHANGES,
+  recentChanges,
+} from '../../engine/index.js'
 import { metadataText, valueText } from './envelope.js'
 import { FeedRing, type RingInput } from './feed-ring.js'
 import type { Change, Feed } from './types.js'
 
-/** The contract's history: the last 10,000 changes of a namespace, or its last 64 MiB. */
-export const HISTORY_CHANGES = 10_000
-export const HISTORY_BYTES = 64 * 1024 * 1024
+/**
+ * The contract's history: the last 10,000 changes of a namespace, or its last 64 MiB, as the
+ * engine keeps them across compaction (engine/history-file.ts).
+ */
+const HISTORY_CHANGES = KEEP_CHANGES
+const HISTORY_BYTES = KEEP_BYTES
 /** All namespaces' rings together, in memory held; past it the largest give up changes. */
 const TOTAL_BYTES = 128 * 1024 * 1024
 /** How much of the log history is read back from, when a watch reaches back past a ring. */

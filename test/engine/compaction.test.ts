@@ -1,7 +1,9 @@
 // Compaction reclaims dead space and never resurrects deleted keys or dropped namespaces.
 import crypto from 'node:crypto'
-import t from 'tap'
-import { open } from '../../engine/index.js'
+import fs from 'node:fs'
+import path from 'node:path'
+import t, { type Test } from 'tap'
+import { open, recentChanges } from '../../engine/index.js'
 import { clearFaults, injectFault } from '../../engine/io.js'
 import { crashCopy, dirBytes, errorCode, rng, seedFromEnv, tempDir } from './helpers.js'
 
@@ -34,7 +36,8 @@ t.test('after overwrites, deletes and drops, compact() shrinks the directory', a
   const beforeBytes = dirBytes(dir)
   const compactionsBefore = db.stats().compactions
   await db.compact()
-  const afterBytes = dirBytes(dir)
+  // The recent changes the pass took out of the log are kept apart, within their window.
+  const afterBytes = dirBytes(dir) - historyBytes(t, dir, 10_000)
   t.comment(`live ${liveBytes} B, dir before ${beforeBytes} B, after ${afterBytes} B`)
   t.ok(db.stats().compactions > compactionsBefore, 'stats count the compaction')
   t.ok(afterBytes < beforeBytes / 4, 'most dead space reclaimed')
@@ -103,12 +106,11 @@ t.test('automatic compaction keeps the directory bounded under overwrites', asyn
   for (let i = 0; i < 20_000; i++) await db.put('a', `k${i % 100}`, value)
   await db.flush()
   // Give background slices a moment; the bound is generous: 100 live keys are ~100 KB.
-  for (let i = 0; i < 50 && dirBytes(dir) > 2 * 1024 * 1024; i++)
+  // The log, beside the last 10,000 changes kept for watches (at most 10.4 MB here).
+  const logBytes = () => dirBytes(dir) - historyBytes(t, dir, 10_000)
+  for (let i = 0; i < 50 && logBytes() > 2 * 1024 * 1024; i++)
     await new Promise((r) => setTimeout(r, 100))
-  t.ok(
-    dirBytes(dir) < 2 * 1024 * 1024,
-    `20 MB written to 100 keys leaves ${dirBytes(dir)} B on disk`,
-  )
+  t.ok(logBytes() < 2 * 1024 * 1024, `20 MB written to 100 keys leaves ${logBytes()} B of log`)
   t.ok(db.stats().compactions > 0, 'compaction ran on its own')
   t.equal((await db.list('a')).keys.length, 100)
 })
@@ -216,3 +218,70 @@ t.test('a pass that fails after its manifest write leaves no replaced segment al
   t.equal(await again.get('a', 'keep/7'), undefined, 'the deleted key stays deleted')
   t.equal((await again.list('a', { prefix: 'keep/' })).keys.length, 59, 'the others are there')
 })
+
+/**
+ * The size of the directory's HISTORY (0 without one), failing the test when it holds more
+ * than `most` entries of a namespace.
+ */
+function historyBytes(t: Test, dir: string, most: number): number {
+  const file = path.join(dir, 'HISTORY')
+  if (!fs.existsSync(file)) return 0
+  const buf = fs.readFileSync(file)
+  const perNs = new Map<number, number>()
+  for (let p = 32; p + 12 <= buf.length; ) {
+    const length = buf.readUInt32LE(p + 4)
+    const nsId = buf.readUInt32LE(p + 12 + 8)
+    perNs.set(nsId, (perNs.get(nsId) ?? 0) + 1)
+    p += 12 + length
+  }
+  for (const [ns, n] of perNs) if (n > most) t.fail(`HISTORY holds ${n} entries of namespace ${ns}`)
+  return buf.length
+}
+
+t.test(
+  'after compaction and a reopen, each namespace gives back its last 10,000 changes',
+  async (t) => {
+    const dir = tempDir(t, 'compact-history')
+    const opts = { segmentBytes: 64 * 1024, durability: 'none' as const, autoCompact: false }
+    let db = await open(dir, opts)
+    await db.createNamespace('few')
+    await db.createNamespace('many')
+    await db.createNamespace('gone')
+    // Five changes, overwrites and a delete, and 12,000 changes to ten keys.
+    for (let i = 1; i <= 4; i++) await db.put('few', 'k', i)
+    await db.delete('few', 'k')
+    for (let i = 1; i <= 12_000; i++) await db.put('many', `k${i % 10}`, i)
+    await db.put('gone', 'x', 1)
+    await db.dropNamespace('gone')
+    await db.compact()
+    await db.close()
+    db = await open(dir, opts)
+    t.teardown(() => db.close())
+    const got = await recentChanges(db as never, 128 * 1024 * 1024)
+    const of = (ns: string) => {
+      const m = new Map<number, (typeof got)[number]>()
+      for (const c of got) if (c.ns === ns) m.set(c.version, c)
+      return m
+    }
+    const few = of('few')
+    t.same(
+      [1, 2, 3, 4, 5].map((v) => [few.get(v)?.type, few.get(v)?.value]),
+      [
+        ['put', 1],
+        ['put', 2],
+        ['put', 3],
+        ['put', 4],
+        ['delete', undefined],
+      ],
+      'every change of a small namespace, the overwritten ones and the delete',
+    )
+    const many = of('many')
+    let run = 0
+    while (many.has(12_000 - run)) run++
+    t.ok(run >= 10_000, `the last ${run} changes of the busy one, without a gap`)
+    t.equal(many.get(12_000)?.value, 12_000)
+    t.equal(many.get(2_001)?.value, 2_001, 'the 10,000th from the end as it was written')
+    t.equal(of('gone').size, 0, 'nothing of a dropped namespace')
+    historyBytes(t, dir, 10_000)
+  },
+)
