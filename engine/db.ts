@@ -7,7 +7,12 @@ import { wantsFold } from './fold.js'
 import type { CommittedChange, DbCore } from './db-core.js'
 import { EngineError, asEngineError, fail } from './errors.js'
 import { fsyncDir, io } from './io.js'
-import { NAMESPACES_FILE, type NamespaceTable, writeNamespaces } from './namespaces-file.js'
+import {
+  NAMESPACES_FILE,
+  type NamespaceTable,
+  TableUnsure,
+  writeNamespaces,
+} from './namespaces-file.js'
 import { type Namespace, type Segment, type Staged, hintFile, noteVersion } from './parts.js'
 import { DEL, ENTRY_HEADER, PUT, REC_HEADER, checkEntry, sealEntry, sealRecord } from './record.js'
 import { type Group, SegmentLog } from './segment-log.js'
@@ -233,6 +238,11 @@ export class Db implements Engine, DbCore {
     try {
       writeNamespaces(this.dir, next, this.table)
     } catch (err) {
+      // Writes stop until the table on disk is this one again (the log's retry writes it).
+      if (err instanceof TableUnsure)
+        throw this.log.refuseUntil(err.failure, NAMESPACES_FILE, () =>
+          writeNamespaces(this.dir, this.table),
+        )
       throw this.log.refuse(err, 'write', NAMESPACES_FILE)
     }
     this.table = next

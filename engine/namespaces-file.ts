@@ -41,13 +41,21 @@ export function readNamespaces(dir: string): NamespaceTable {
   return copy
 }
 
-/** The table a file holds; undefined when there is no file; 'damaged' when it does not check out. */
+/**
+ * The table a file holds; undefined when there is no file; 'damaged' when it does not check
+ * out. A file the disk fails to read is IO_ERROR: taken for missing, it hid every namespace
+ * (and a namespace made again under the same name then let compaction drop the old data).
+ */
 function parse(file: string): NamespaceTable | undefined | 'damaged' {
   let text: string
   try {
     text = io.readFileSync(file).toString('utf8')
-  } catch {
-    return undefined
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined
+    throw new EngineError(
+      'IO_ERROR',
+      `reading ${path.basename(file)} failed (${(err as NodeJS.ErrnoException).code ?? 'EIO'}): the namespaces cannot be known; check the disk and open again`,
+    )
   }
   const nl = text.indexOf('\n')
   const body = text.slice(nl + 1)
@@ -67,27 +75,39 @@ function parse(file: string): NamespaceTable | undefined | 'damaged' {
  * open. Either way the copy is put back to `prev` as far as the disk allows.
  */
 export function writeNamespaces(dir: string, table: NamespaceTable, prev?: NamespaceTable): void {
-  const back = (names: string[]) => {
-    if (prev === undefined) return
+  const back = (err: unknown, names: string[]): never => {
+    if (prev === undefined) throw err
     try {
       for (const name of names) writeOne(dir, name, prev)
       fsyncDir(dir)
     } catch {
-      // The disk refuses this too: the caller's error stands, and so may the change.
+      // The disk refuses this too: the change may stand on disk, though the caller is told
+      // it failed.
+      throw new TableUnsure(err)
     }
+    throw err
   }
   writeOne(dir, NAMESPACES_COPY, table)
   try {
     writeOne(dir, NAMESPACES_FILE, table)
   } catch (err) {
-    back([NAMESPACES_COPY])
-    throw err
+    back(err, [NAMESPACES_COPY])
   }
   try {
     fsyncDir(dir)
   } catch (err) {
-    back([NAMESPACES_FILE, NAMESPACES_COPY])
-    throw err
+    back(err, [NAMESPACES_FILE, NAMESPACES_COPY])
+  }
+}
+
+/**
+ * A change writeNamespaces could neither make nor undo: the files may hold it. Until the
+ * table is written again as it is, a write acknowledged meanwhile (to a namespace whose drop
+ * failed) could belong to a namespace the next open does not know.
+ */
+export class TableUnsure extends Error {
+  constructor(readonly failure: unknown) {
+    super('the namespace table could not be put back')
   }
 }
 

@@ -84,6 +84,8 @@ export class SegmentLog {
   private seals = new Map<Segment, Promise<void>>()
   /** Segments whose failed tail could not be cut yet: the offset to cut them at. */
   private cuts = new Map<Segment, number>()
+  /** Files to put right before writes resume (refuseUntil), oldest first. */
+  private redos: (() => void)[] = []
   private retryTimer: NodeJS.Timeout | null = null
   private retryMs = RETRY_FIRST_MS
   /** The database version a new segment's header records. */
@@ -451,6 +453,21 @@ export class SegmentLog {
     return new EngineError('IO_ERROR', reason)
   }
 
+  /**
+   * refuse() for a change to a file other than the log that could not be undone: health is
+   * `failed` whatever the errno (a full disk's next write must not lift it), and the retry
+   * runs `redo`, which puts the file right, before it lets writes in again.
+   */
+  refuseUntil(err: unknown, file: string, redo: () => void): EngineError {
+    if (this.lockLost !== undefined) return new EngineError('IO_ERROR', this.lockLost)
+    this.redos.push(redo)
+    const code = errnoOf(err) ?? 'EIO'
+    const reason = `${code} while changing ${path.basename(file)}, and undoing it failed too; writes are refused until storage works again`
+    this.health = { state: 'failed', reason }
+    this.scheduleRetry()
+    return new EngineError('IO_ERROR', reason)
+  }
+
   private scheduleRetry(): void {
     if (this.retryTimer || this.closed) return
     this.retryTimer = setTimeout(() => {
@@ -472,6 +489,10 @@ export class SegmentLog {
       return
     }
     try {
+      while (this.redos.length > 0) {
+        this.redos[0]!()
+        this.redos.shift()
+      }
       for (const [seg, at] of this.cuts) {
         io.ftruncateSync(seg.fd, at)
         io.fsyncSync(seg.fd)
@@ -541,8 +562,15 @@ export class SegmentLog {
     this.closed = true
     if (this.retryTimer) clearTimeout(this.retryTimer)
     await this.drain()
-    // A failed tail still on disk would come back at the next open: one more try to cut it.
+    // A failed tail still on disk would come back at the next open: one more try to cut it,
+    // and to put right what refuseUntil left wrong.
     this.cutTails()
+    try {
+      while (this.redos.length > 0) {
+        this.redos[0]!()
+        this.redos.shift()
+      }
+    } catch {}
     if (this.durability !== 'always' && this.health.state === 'ok')
       await this.syncDirty().catch(() => {})
     const active = this.active

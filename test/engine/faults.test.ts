@@ -293,6 +293,52 @@ t.test('a create or drop the caller is told failed is not there at the next open
   }
 })
 
+t.test(
+  'a drop the disk can neither make nor undo stops writes until the table is right',
+  async (t) => {
+    t.teardown(clearFaults)
+    for (const code of ['EIO', 'ENOSPC']) {
+      const dir = tempDir(t, 'faults-ns-undo')
+      const db = await open(dir, OPTIONS)
+      await db.createNamespace('orders')
+      await db.put('orders', 'o1', 1)
+      // The drop's rename goes through, the directory's fsync fails, and so does putting the
+      // table back: NAMESPACES no longer lists the namespace the caller still has.
+      injectFault({ op: 'fsync', code, path: /faults-ns-undo-[^/]*$/ })
+      injectFault({ op: 'rename', code, path: /NAMESPACES$/, nth: 2 })
+      t.equal(await errorCode(db.dropNamespace('orders')), 'IO_ERROR', `${code}: the drop fails`)
+      clearFaults()
+      t.equal(db.hasNamespace('orders'), true, `${code}: the namespace is still there`)
+      t.equal(db.health().state, 'failed', `${code}: writes are refused, not just until one fits`)
+      t.ok(await healed(db), `${code}: the retry puts the table right`)
+      await db.put('orders', 'o2', 2)
+      await db.close()
+      const again = await open(dir, OPTIONS)
+      t.same(
+        [(await again.get('orders', 'o1'))?.value, (await again.get('orders', 'o2'))?.value],
+        [1, 2],
+        `${code}: after a reopen, the namespace and the write acknowledged after the failure`,
+      )
+      await again.close()
+    }
+  },
+)
+
+t.test('NAMESPACES the disk fails to read fails the open, and hides nothing', async (t) => {
+  t.teardown(clearFaults)
+  const dir = tempDir(t, 'faults-ns-read')
+  const db = await open(dir, OPTIONS)
+  await db.createNamespace('users')
+  await db.put('users', 'u1', 1)
+  await db.close()
+  injectFault({ op: 'read', code: 'EIO', path: /NAMESPACES$/ })
+  t.equal(await errorCode(open(dir, OPTIONS)), 'IO_ERROR', 'the open fails')
+  clearFaults()
+  const again = await open(dir, OPTIONS)
+  t.equal((await again.get('users', 'u1'))?.value, 1, 'the next open has every namespace')
+  await again.close()
+})
+
 t.test('a write that failed gives its version back: no gap, now or after a reopen', async (t) => {
   t.teardown(clearFaults)
   const dir = tempDir(t, 'faults-version')
