@@ -148,11 +148,24 @@ class Parser {
  * on them) and -0 as `-0`, so a value read with `bigints: 'bigint'` is written back unchanged.
  * Returns undefined for a value JSON cannot represent at all (undefined, a function).
  * @throws TypeError for what JSON.stringify would silently change into something else (NaN
- *   and Infinity into `null`, a Map or Set into `{}`) and for circular structures.
+ *   and Infinity into `null`, a Map or Set into `{}`, an array's undefined, function or
+ *   symbol into `null`, a member that is a function or symbol into nothing) and for circular
+ *   structures.
  */
 export function stringifyJson(value: unknown): string | undefined {
   let marker: string | undefined
-  const text = JSON.stringify(value, (key, v) => {
+  const text = JSON.stringify(value, function (this: unknown, key, v) {
+    // In an array these become null; a member that is a function or symbol is left out. A
+    // member that is undefined is left out too, as JSON has it: that is how an optional
+    // member is written.
+    const none = typeof v === 'function' || typeof v === 'symbol'
+    if (key !== '' && (none || (v === undefined && Array.isArray(this)))) {
+      throw new TypeError(
+        Array.isArray(this)
+          ? `element ${key} is ${typeof v}, which JSON would store as null`
+          : `${where(key)} is a ${typeof v}, which JSON would leave out`,
+      )
+    }
     if (typeof v === 'number' && !Number.isFinite(v)) {
       throw new TypeError(`${where(key)} is ${v}, which JSON would store as null`)
     }

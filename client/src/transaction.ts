@@ -148,6 +148,14 @@ export class Transaction<R extends TxResult[] = []> {
    * unless `key` is at exactly `version`, or, with `null`, unless it does not exist.
    */
   check(key: string, version: string | null): Transaction<[...R, TxCheckResult]> {
+    if (version !== null && typeof version !== 'string') {
+      throw new InvalidTransactionError({
+        status: 400,
+        code: 'invalid_transaction',
+        message: `check takes a version (a string) or null for "absent"; got ${describeValue(version)}.`,
+        index: this.#ops.length,
+      })
+    }
     return this.#add(
       'check',
       `{"op":"check","key":${JSON.stringify(key)},"version":${version === null ? 'null' : JSON.stringify(bare(version))}}`,
@@ -187,7 +195,8 @@ export class Transaction<R extends TxResult[] = []> {
     if (options.expiresAt !== undefined) {
       json += `,"expiresAt":${JSON.stringify(unixSeconds(options.expiresAt))}`
     }
-    if (options.metadata !== undefined) json += `,"metadata":${metadataText(options.metadata)}`
+    if (options.metadata !== undefined)
+      json += `,"metadata":${metadataText(options.metadata, this.#ops.length)}`
     if (options.ifMatch !== undefined) json += `,"ifMatch":${JSON.stringify(bare(options.ifMatch))}`
     if (options.ifNoneMatch !== undefined) {
       json += `,"ifNoneMatch":${JSON.stringify(options.ifNoneMatch)}`

@@ -145,7 +145,11 @@ async function* run<T>(
   const maxReconnects = options.maxReconnects ?? Number.POSITIVE_INFINITY
   /** The version the watch has delivered everything up to: where a reconnection resumes. */
   let last: string | undefined = options.since
-  /** The version of the last event handed out; progress marks at or below it are not repeated. */
+  /**
+   * The version of the last event handed out: the progress mark a reconnection opens with is
+   * not repeated when it is at or below it. Later marks on a stream are the server's
+   * heartbeat after 15 s without a change, and are handed out as they come.
+   */
   let shown: string | undefined
   let failures = 0
   let serverRetryMs: number | undefined
@@ -204,6 +208,7 @@ async function* run<T>(
       const reader = res.body.getReader()
       const decoder = new TextDecoder()
       const parser = new SseParser()
+      let opening = true
       const idle = () => {
         idled = true
         conn.abort()
@@ -238,10 +243,12 @@ async function* run<T>(
             const version = String(data?.version ?? msg.id)
             // Whatever arrives shows the stream works: the next failure starts back-off anew.
             failures = 0
+            const first = opening
+            opening = false
             if (msg.event === 'progress') {
               if (last === undefined || newer(version, last)) last = version
-              if (shown !== undefined && !newer(version, shown)) continue
-              shown = version
+              if (first && shown !== undefined && !newer(version, shown)) continue
+              if (shown === undefined || newer(version, shown)) shown = version
               yield { type: 'progress', version }
               continue
             }

@@ -8,6 +8,8 @@ import type { Metadata } from './types.js'
 
 /** Quotes a version for If-Match, leaving an already quoted ETag alone. */
 export function etag(version: string): string {
+  // `*` is HTTP's "any version": If-Match: * holds while the entry exists.
+  if (version === '*') return version
   return /^(W\/)?".*"$/.test(version) ? version : `"${version}"`
 }
 
@@ -80,7 +82,9 @@ export function valueText(key: string, value: unknown, index?: number): string {
  * @throws BadRequestError (`invalid_json`) before anything is sent.
  */
 export function rawText(key: string, json: string, index?: number): string {
-  const at = typeof json === 'string' ? jsonTextError(json) : 0
+  let at = typeof json === 'string' ? jsonTextError(json) : 0
+  // Half a surrogate pair has no UTF-8 form: sent, it would be stored as U+FFFD.
+  if (at < 0) at = json.search(LONE_SURROGATE)
   if (at >= 0) {
     throw new BadRequestError({
       status: 400,
@@ -93,17 +97,20 @@ export function rawText(key: string, json: string, index?: number): string {
 }
 
 const encoder = new TextEncoder()
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/
 
 /**
- * The JSON text of metadata: `null`, or an object of at most 1 KiB of JSON text.
+ * The JSON text of metadata: `null`, or an object of at most 1 KiB of JSON text. `index`
+ * names a transaction's op.
  * @throws InvalidMetadataError for anything else, before it is sent.
  */
-export function metadataText(metadata: Metadata | null): string {
+export function metadataText(metadata: Metadata | null, index?: number): string {
   const refuse = (why: string): never => {
     throw new InvalidMetadataError({
       status: 400,
       code: 'invalid_metadata',
       message: `Metadata must be a JSON object of at most 1 KiB of JSON text (or null); ${why}.`,
+      index,
     })
   }
   if (metadata === null) return 'null'

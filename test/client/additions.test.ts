@@ -313,6 +313,24 @@ t.test('the additions against a real server', async (t) => {
     await t.rejects(tooMany.commit(), { name: 'InvalidTransactionError', index: 1000 })
     t.throws(() => kv.transaction(ns).put('k', Number.NaN), BadRequestError)
     t.throws(() => kv.transaction(ns).increment('k', 0.5), InvalidPatchError)
+    t.throws(
+      () =>
+        kv
+          .transaction(ns)
+          .put('a', 1)
+          .put('b', 1, { metadata: [] as never }),
+      { name: 'InvalidMetadataError', index: 1 },
+      'bad metadata names its op',
+    )
+    t.throws(
+      () =>
+        kv
+          .transaction(ns)
+          .put('a', 1)
+          .check('b', undefined as never),
+      { name: 'InvalidTransactionError', code: 'invalid_transaction', index: 1 },
+      'a check without a version is refused before sending, not sent as broken JSON',
+    )
     t.equal((await kv.get(ns, 'a'))?.value, 'text')
   })
 

@@ -107,6 +107,10 @@ t.test('errors are typed', async (t) => {
       ['a Map', { m: new Map([['a', 1]]) }],
       ['a Set', new Set([1])],
       ['a cycle', cyclic],
+      ['undefined in an array', [1, undefined]],
+      ['a function in an array', [() => 1]],
+      ['a symbol in an array', [Symbol('s')]],
+      ['a function as a member', { f: () => 1 }],
     ] as const) {
       const err = await counting.put(ns, 'k', value).catch((e: unknown) => e)
       t.ok(err instanceof BadRequestError, `${what}: a BadRequestError`)
@@ -136,6 +140,8 @@ t.test('errors are typed', async (t) => {
       '  ',
       '[1,]',
       "{'a':1}",
+      '"a\ud800"',
+      '"\udc00b"',
     ]) {
       const err = await counting.putRaw(ns, 'raw', text).catch((e: unknown) => e)
       t.match(err, { status: 400, code: 'invalid_json' }, JSON.stringify(text))

@@ -79,6 +79,19 @@ t.test('every method against a real server', async (t) => {
       true,
       'a quoted ETag works too',
     )
+    // ifMatch '*': any version, so only while the entry exists.
+    await t.rejects(kv.put(ns, 'cond', 'd', { ifMatch: '*' }), { code: 'precondition_failed' })
+    await kv.put(ns, 'cond', 'e')
+    t.equal(
+      (await kv.put(ns, 'cond', 'f', { ifMatch: '*' })).created,
+      false,
+      "'*' over any version",
+    )
+    t.same(await kv.get(ns, 'cond', { ifNoneMatch: '*' }), {
+      notModified: true,
+      version: (await kv.get(ns, 'cond'))!.version,
+    })
+    t.equal(await kv.delete(ns, 'cond', { ifMatch: '*' }), true, "a delete with '*'")
   })
 
   t.test('a prefix that is not valid Unicode is a BadRequestError, not a URIError', async (t) => {

@@ -236,6 +236,24 @@ t.test('since and a progress older than what was seen', async (t) => {
   )
 })
 
+t.test('the heartbeat progress of a quiet stream is handed out each time', async (t) => {
+  // The server sends progress again after 15 s without a change, at the same version: a
+  // consumer may take it as the stream's sign of life.
+  const { baseUrl } = await scripted(t, (_req, res) => {
+    sse(res)
+    send(res, 'progress', '{"version":"7"}')
+    send(res, 'progress', '{"version":"7"}')
+    send(res, 'progress', '{"version":"7"}')
+  })
+  const seen: WatchEvent[] = []
+  const ctl = new AbortController()
+  for await (const ev of client(baseUrl).watch('ns', { signal: ctl.signal })) {
+    seen.push(ev)
+    if (seen.length === 3) ctl.abort()
+  }
+  t.same(seen, Array(3).fill({ type: 'progress', version: '7' }))
+})
+
 t.test('errors that end a watch at once', async (t) => {
   const { baseUrl, requests } = await scripted(t, (_req, res, n) => {
     if (n === 0) {
