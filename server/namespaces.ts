@@ -96,20 +96,26 @@ export class Namespaces {
     const counts = await Promise.all(
       [...account.namespaces.values()].map((n) => this.bytesOf(n.storeName, shared)),
     )
-    const total = counts.reduce((sum, n) => sum + n, 0)
-    if (shared) this.totals.set(account.id, { bytes: total, at })
+    const total = counts.reduce((sum: number, n) => sum + (n ?? 0), 0)
+    // A total with a namespace this process never counted standing in as 0 is not kept: the
+    // next write asks again.
+    if (shared && !counts.includes(undefined)) this.totals.set(account.id, { bytes: total, at })
     return total
   }
 
-  /** A namespace's bytes; on a shared store its last count stands in for a slow or failing master. */
-  private bytesOf(ns: string, shared: boolean): Promise<number> {
+  /**
+   * A namespace's bytes. On a shared store its last count stands in for a slow or failing
+   * master, and undefined (counted as 0) where this process never counted it: a front end
+   * just started, or new to the account, must not fail the account's writes on every other
+   * master for one it cannot reach. The quota may be passed by as much meanwhile.
+   */
+  private bytesOf(ns: string, shared: boolean): Promise<number | undefined> {
     const asked = this.store.namespaceCounts(ns).then((c) => {
       if (shared) this.counted.set(ns, c?.bytes ?? 0)
       return c?.bytes ?? 0
     })
-    const last = shared ? this.counted.get(ns) : undefined
-    if (last === undefined) return asked
-    return within(asked, COUNT_WAIT_MS, last)
+    if (!shared) return asked
+    return within(asked, COUNT_WAIT_MS, this.counted.get(ns))
   }
 
   /** A write here changed the account's bytes by `delta`; undefined: by an amount not known. */

@@ -130,6 +130,19 @@ else {
           t.equal(res.status, 201, `a write to ${name} is taken`)
           t.ok(ms < ANSWER_MS, `in ${ms} ms, not after the stalled master's timeout`)
         }
+        // A front end started now has never counted the stalled namespace: that must not
+        // fail the account's writes elsewhere either.
+        const fresh = await startServer({
+          plans: plansFile({ id: 'quota', maxStorageBytes: 1_000_000 }),
+          args: ['--store', cluster.url],
+        })
+        t.teardown(() => fresh.stop())
+        const res = await fetch(`${fresh.baseUrl}/${elsewhere[0]}/fresh`, {
+          method: 'PUT',
+          headers: { 'x-api-key': acct.apiKey, 'content-type': 'application/json' },
+          body: '{"value":3}',
+        })
+        t.equal(res.status, 201, `a new front end first write to ${elsewhere[0]} is taken`)
       } finally {
         victim.proc.kill('SIGCONT')
       }
