@@ -316,11 +316,13 @@ export class WatchSession {
     this.ctx.store.feed.version(this.ns).then(
       (v) => {
         if (this.closed) return
-        // Versions only go up: a lower one is a namespace deleted and made again elsewhere.
+        // Versions only go up, but for a namespace deleted and made again elsewhere, and on
+        // Redis for a failover that lost changes this watch had sent (docs/redis.md, "Change
+        // feed"): either way what the watcher holds is no longer what the namespace holds.
         if (v < this.last)
           return this.fail(
             'history_expired',
-            "The namespace's versions started over (it was deleted and made again); list again, then watch.",
+            "The namespace's versions went back (it was deleted and made again, or a failover lost changes this watch had sent); list again, then watch.",
           )
         if (Date.now() - this.lastSent < PROGRESS_MS) return
         if (v > this.last && this.queued === null) return // a change is on its way
