@@ -8,15 +8,7 @@
 import type { CommittedChange, DbCore } from './db-core.js'
 import { forEachRecord, readHistory } from './history-file.js'
 import { io } from './io.js'
-import {
-  DEL,
-  ENTRY_HEADER,
-  REC_HEADER,
-  SEG_COMPACTED,
-  SEG_HEADER,
-  checkRecord,
-  entryInfo,
-} from './record.js'
+import { DEL, ENTRY_HEADER, REC_HEADER, SEG_COMPACTED, SEG_HEADER, entryInfo } from './record.js'
 import { decodeValue } from './values.js'
 
 /**
@@ -57,12 +49,7 @@ export async function recentChanges(db: DbCore, maxBytes: number): Promise<Commi
     if (db.compactionEpoch !== epoch || db.isClosed()) break
     budget -= size
     read++
-    for (let p = SEG_HEADER; p + REC_HEADER <= size; ) {
-      const len = checkRecord(buf, p, size)
-      if (len < 0) break
-      changesOf(db, buf, p, buf.readUInt32LE(p + 8), out)
-      p += len
-    }
+    forEachRecord(buf, (at, count) => changesOf(db, buf, at, count, out))
   }
   return out
 }
