@@ -22,7 +22,15 @@ export interface NamespaceTable {
  */
 export function readNamespaces(dir: string): NamespaceTable {
   const primary = parse(path.join(dir, NAMESPACES_FILE))
-  const copy = parse(path.join(dir, NAMESPACES_COPY))
+  // The copy matters only when NAMESPACES is damaged: a copy the disk cannot read beside a
+  // good NAMESPACES is left as it is (the next create or drop rewrites it).
+  let copy: ReturnType<typeof parse>
+  try {
+    copy = parse(path.join(dir, NAMESPACES_COPY))
+  } catch (err) {
+    if (primary === 'damaged') throw err
+    copy = 'damaged'
+  }
   if (primary !== 'damaged') {
     // A directory from before the copy gets one.
     if (primary !== undefined && copy === undefined) {

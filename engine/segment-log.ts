@@ -325,6 +325,12 @@ export class SegmentLog {
         this.reject(groups, new EngineError('IO_ERROR', this.lockLost))
         continue
       }
+      // A file to put right first (refuseUntil): these writes may be to a namespace the
+      // table on disk does not list.
+      if (this.redos.length > 0) {
+        this.reject(groups, this.tableError())
+        continue
+      }
       let step = 'write'
       try {
         for (const g of groups) {
@@ -357,6 +363,11 @@ export class SegmentLog {
         }
       } catch (err) {
         this.fail(groups, err, step)
+        continue
+      }
+      // refuseUntil while they were written: not acknowledged, as above, and cut.
+      if (this.redos.length > 0) {
+        this.fail(groups, this.tableError(), step)
         continue
       }
       if (this.health.state === 'no_space') this.health = { state: 'ok' }
@@ -442,7 +453,10 @@ export class SegmentLog {
     if (this.lockLost !== undefined) return new EngineError('IO_ERROR', this.lockLost)
     const code = errnoOf(err) ?? 'EIO'
     const where = `${step} of ${path.basename(file)}`
-    if ((code === 'ENOSPC' || code === 'EDQUOT') && step !== 'sync' && this.cuts.size === 0) {
+    // A full disk lifts with the next write that fits, unless something must be put right
+    // first (cuts, refuseUntil's redos): then only the retry may lift it.
+    const lifts = this.cuts.size === 0 && this.redos.length === 0
+    if ((code === 'ENOSPC' || code === 'EDQUOT') && step !== 'sync' && lifts) {
       const reason = `disk full (${code}) during ${where}; writes resume once space is freed`
       this.health = { state: 'no_space', reason }
       return new EngineError('NO_SPACE', reason)
@@ -466,6 +480,12 @@ export class SegmentLog {
     this.health = { state: 'failed', reason }
     this.scheduleRetry()
     return new EngineError('IO_ERROR', reason)
+  }
+
+  /** The error for a write refused while refuseUntil's redos wait. */
+  private tableError(): EngineError {
+    const h = this.health
+    return new EngineError('IO_ERROR', h.state === 'ok' ? 'storage failed' : h.reason)
   }
 
   private scheduleRetry(): void {
@@ -563,14 +583,16 @@ export class SegmentLog {
     if (this.retryTimer) clearTimeout(this.retryTimer)
     await this.drain()
     // A failed tail still on disk would come back at the next open: one more try to cut it,
-    // and to put right what refuseUntil left wrong.
-    this.cutTails()
-    try {
-      while (this.redos.length > 0) {
-        this.redos[0]!()
-        this.redos.shift()
-      }
-    } catch {}
+    // and to put right what refuseUntil left wrong; not in a directory another process has.
+    if (this.lockLost === undefined) {
+      this.cutTails()
+      try {
+        while (this.redos.length > 0) {
+          this.redos[0]!()
+          this.redos.shift()
+        }
+      } catch {}
+    }
     if (this.durability !== 'always' && this.health.state === 'ok')
       await this.syncDirty().catch(() => {})
     const active = this.active

@@ -8,7 +8,8 @@ import t, { type Test } from 'tap'
 import { open } from '../../engine/index.js'
 import { type IoOp, clearFaults, injectFault } from '../../engine/io.js'
 import type { Db } from '../../engine/index.js'
-import { errorCode, sleep, tempDir } from './helpers.js'
+import { writeNamespaces } from '../../engine/namespaces-file.js'
+import { crashCopy, errorCode, sleep, tempDir } from './helpers.js'
 
 const OPTIONS = { segmentBytes: 4 * 1024, autoCompact: false }
 
@@ -321,6 +322,78 @@ t.test(
       )
       await again.close()
     }
+  },
+)
+
+t.test(
+  'writes in flight when a drop can neither be made nor undone are not acknowledged',
+  async (t) => {
+    t.teardown(clearFaults)
+    for (const full of [false, true]) {
+      const label = full ? 'the disk also full' : 'EIO'
+      const dir = tempDir(t, 'faults-ns-flight')
+      const db = await open(dir, OPTIONS)
+      await db.createNamespace('orders')
+      await db.put('orders', 'o1', 1)
+      const inFlight = db.put('orders', 'o2', 2) // staged before the drop
+      injectFault({ op: 'fsync', code: 'EIO', path: /faults-ns-flight-[^/]*$/ })
+      injectFault({ op: 'rename', code: 'EIO', path: /NAMESPACES$/, nth: 2 })
+      if (full) injectFault({ op: 'write', code: 'ENOSPC', path: /seg-\d+\.seg$/ })
+      t.equal(await errorCode(db.dropNamespace('orders')), 'IO_ERROR', `${label}: the drop fails`)
+      t.equal(await errorCode(inFlight), 'IO_ERROR', `${label}: the write in flight fails with it`)
+      clearFaults()
+      t.equal(
+        db.health().state,
+        'failed',
+        `${label}: and writes wait for the retry, full disk or not`,
+      )
+      t.equal(await errorCode(db.put('orders', 'o3', 3)), 'IO_ERROR', `${label}: a write now fails`)
+      // A crash now, before the retry has put the table right: nothing acknowledged is lost.
+      const image = tempDir(t, 'faults-ns-flight-image')
+      crashCopy(dir, image)
+      await db.close()
+      const again = await open(image, OPTIONS)
+      t.equal(again.hasNamespace('orders'), false, `${label}: the disk kept the drop`)
+      await again.close()
+    }
+  },
+)
+
+t.test(
+  "a process that lost the lock leaves the new holder's NAMESPACES alone at close",
+  async (t) => {
+    t.teardown(clearFaults)
+    const dir = tempDir(t, 'faults-ns-lost')
+    const db = await open(dir, OPTIONS)
+    await db.createNamespace('orders')
+    injectFault({ op: 'fsync', code: 'EIO', path: /faults-ns-lost-[^/]*$/ })
+    injectFault({ op: 'rename', code: 'EIO', path: /NAMESPACES$/, nth: 2 })
+    t.equal(await errorCode(db.dropNamespace('orders')), 'IO_ERROR')
+    clearFaults()
+    // Another process takes the directory over before the retry, and writes its own table.
+    ;(db as unknown as { log: { loseLock(r: string): void } }).log.loseLock('taken over')
+    writeNamespaces(dir, { nextId: 3, list: [[2, 'users']] })
+    await db.close()
+    const table = fs.readFileSync(path.join(dir, 'NAMESPACES'), 'utf8')
+    t.match(table, /"users"/, "the new holder's table stands")
+    t.notMatch(table, /"orders"/)
+  },
+)
+
+t.test(
+  'a NAMESPACES.copy the disk fails to read beside a good NAMESPACES: the open goes on',
+  async (t) => {
+    t.teardown(clearFaults)
+    const dir = tempDir(t, 'faults-ns-copy')
+    const db = await open(dir, OPTIONS)
+    await db.createNamespace('users')
+    await db.put('users', 'u1', 1)
+    await db.close()
+    injectFault({ op: 'read', code: 'EIO', path: /NAMESPACES\.copy$/, times: 5 })
+    const again = await open(dir, OPTIONS)
+    clearFaults()
+    t.equal((await again.get('users', 'u1'))?.value, 1, 'every namespace, from NAMESPACES')
+    await again.close()
   },
 )
 
