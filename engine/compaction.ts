@@ -259,7 +259,9 @@ async function pass(db: DbCore, sc: Scratch, full: boolean): Promise<number> {
     .sort((a, b) => a.id - b.id)
   const old = chooseSegments(sealed, full)
   if (old.length === 0) return 0
-  // The recent changes among what the pass rewrites, kept in HISTORY (history-file.ts).
+  // The recent changes among what the pass rewrites, kept in HISTORY (history-file.ts). A
+  // HISTORY the disk cannot read fails the pass, as a damaged record does: going on would
+  // lose what it holds, or the recent changes of the segments this pass deletes.
   const keep = new HistoryKeep(db)
   await keep.load()
   // A tombstone (or an expired put, which acts as one) may be dropped only when no segment
@@ -416,7 +418,7 @@ async function pass(db: DbCore, sc: Scratch, full: boolean): Promise<number> {
     }
     // Before any segment can go. A disk that refuses it costs watches their history (they
     // list again, as after any gap), not the pass: compaction is what frees space.
-    await writeHistory(keep, db.dir)
+    await writeHistory(keep, db.dir, () => stillOurs(db))
     await fsyncDirAsync(db.dir)
     for (const o of outputs) {
       if (sc.hints.length < POOLED) sc.hints.push(o.hint.buf)

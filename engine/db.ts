@@ -4,6 +4,7 @@ import path from 'node:path'
 import { CHECKPOINT_FILE, writeCheckpoint } from './checkpoint.js'
 import { compactAll } from './compaction.js'
 import { wantsFold } from './fold.js'
+import { HISTORY_FILE } from './history-file.js'
 import type { CommittedChange, DbCore } from './db-core.js'
 import { EngineError, asEngineError, fail } from './errors.js'
 import { fsyncDir, io } from './io.js'
@@ -1118,6 +1119,8 @@ export class Db implements Engine, DbCore {
       const hint = path.join(this.dir, hintFile(seg.id))
       if (!seg.hint && io.existsSync(hint)) copy(hint, hintFile(seg.id), io.sizeOf(hint))
     }
+    const history = path.join(this.dir, HISTORY_FILE)
+    if (io.existsSync(history)) copy(history, HISTORY_FILE, io.sizeOf(history))
     writeNamespaces(toDir, this.table)
     fsyncDir(toDir)
   }

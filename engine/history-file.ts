@@ -7,7 +7,7 @@
 // writes them here before the pass can delete a segment (FORMAT.md, "HISTORY").
 import path from 'node:path'
 import type { DbCore } from './db-core.js'
-import { fsyncDirAsync, io } from './io.js'
+import { IO_PIECE, fsyncDirAsync, io } from './io.js'
 import { ENTRY_HEADER, REC_HEADER, SEG_HEADER, checkRecord, sealRecord } from './record.js'
 
 export const HISTORY_FILE = 'HISTORY'
@@ -15,22 +15,26 @@ export const HISTORY_FILE = 'HISTORY'
 export const KEEP_CHANGES = 10_000
 /** ...or fewer, where they come to more than 64 MiB of entries. */
 export const KEEP_BYTES = 64 * 1024 * 1024
+/**
+ * The whole file's bound: past it, the namespaces with most keep their newest changes up to
+ * an equal share, so the file costs a pass, the disk and a reader a bounded amount however
+ * many namespaces are busy.
+ */
+export const KEEP_TOTAL = 64 * 1024 * 1024
 /** The file's first bytes; the rest of its 32-byte header is zeros. */
 const MAGIC = Buffer.from('CAIRNHST')
 
-/** One namespace's entries kept so far, by version. */
-type Kept = Map<number, Buffer>
+/** One namespace's entries kept so far, by version, and their bytes. */
+interface Kept {
+  entries: Map<number, Buffer>
+  bytes: number
+}
 
 export class HistoryKeep {
   private byNs = new Map<number, Kept>()
+  private total = 0
 
   constructor(private readonly db: DbCore) {}
-
-  /** Whether an entry of namespace nsId at `version` is within its namespace's window. */
-  private wanted(nsId: number, version: number): boolean {
-    const n = this.db.keydir.byId.get(nsId)
-    return n !== undefined && version > n.version - KEEP_CHANGES
-  }
 
   /** Keeps a copy of each entry of the record at buf[at] that is within its window. */
   takeRecord(buf: Buffer, at: number, count: number): void {
@@ -39,66 +43,136 @@ export class HistoryKeep {
       const len = ENTRY_HEADER + buf.readUInt16LE(q + 6) + buf.readUInt32LE(q + 28)
       const nsId = buf.readUInt32LE(q + 8)
       const version = buf.readDoubleLE(q + 12)
-      if (this.wanted(nsId, version)) {
+      const n = this.db.keydir.byId.get(nsId)
+      if (n !== undefined && version > n.version - KEEP_CHANGES) {
         let kept = this.byNs.get(nsId)
         if (!kept) {
-          kept = new Map()
+          kept = { entries: new Map(), bytes: 0 }
           this.byNs.set(nsId, kept)
         }
-        kept.set(version, Buffer.from(buf.subarray(q, q + len)))
+        const was = kept.entries.get(version)
+        if (was === undefined) {
+          kept.entries.set(version, Buffer.from(buf.subarray(q, q + len)))
+          kept.bytes += len
+          this.total += len
+        }
+        // Entries come oldest first, as a rule: the oldest go as soon as a bound is passed,
+        // so a pass holds little more than it writes.
+        if (kept.bytes > KEEP_BYTES * 1.25) this.trim(kept, KEEP_BYTES)
+        if (this.total > KEEP_TOTAL * 2) this.fit(KEEP_TOTAL)
       }
       q += len
     }
   }
 
-  /** Takes in what the file holds now (a damaged or missing file gives what it can). */
+  /** Drops a namespace's oldest entries until it holds at most `bytes` (or one entry). */
+  private trim(kept: Kept, bytes: number): void {
+    const versions = [...kept.entries.keys()].sort((a, b) => a - b)
+    for (let i = 0; kept.bytes > bytes && i < versions.length - 1; i++) {
+      const len = kept.entries.get(versions[i]!)!.length
+      kept.entries.delete(versions[i]!)
+      kept.bytes -= len
+      this.total -= len
+    }
+  }
+
+  /**
+   * Brings the total under `bound`: a share that the namespaces under it leave to the others
+   * (water-filling), each of the rest trimmed to it.
+   */
+  private fit(bound: number): void {
+    if (this.total <= bound) return
+    const sizes = [...this.byNs.values()].sort((a, b) => a.bytes - b.bytes)
+    let left = bound
+    for (let i = 0; i < sizes.length; i++) {
+      const share = left / (sizes.length - i)
+      if (sizes[i]!.bytes <= share) {
+        left -= sizes[i]!.bytes
+        continue
+      }
+      for (let j = i; j < sizes.length; j++) this.trim(sizes[j]!, share)
+      return
+    }
+  }
+
+  /**
+   * Takes in what the file holds now. @throws when it cannot be read (see readHistory): the
+   * pass then fails, as one that went on would write over what the file holds.
+   */
   async load(): Promise<void> {
     const text = await readHistory(this.db.dir)
     forEachRecord(text, (at, count) => this.takeRecord(text, at, count))
   }
 
   /**
-   * Writes the kept entries, newest first per namespace up to its window, as the new file:
-   * durable under its temporary name, then renamed. The caller fsyncs the directory.
+   * Writes the kept entries, newest first per namespace up to its window and the total's
+   * bound, as the new file: durable under its temporary name, then renamed once `mayRename`
+   * allows (it throws when the directory is no longer this process's).
    */
-  async write(): Promise<void> {
-    const parts: Buffer[] = [Buffer.concat([MAGIC, Buffer.alloc(SEG_HEADER - MAGIC.length)])]
+  async write(mayRename: () => void): Promise<void> {
     for (const kept of this.byNs.values()) {
-      const versions = [...kept.keys()].sort((a, b) => b - a)
-      let bytes = 0
-      for (let i = 0; i < versions.length && i < KEEP_CHANGES; i++) {
-        const entry = kept.get(versions[i]!)!
-        bytes += entry.length
-        if (bytes > KEEP_BYTES && i > 0) break
-        const head = Buffer.alloc(REC_HEADER)
-        sealRecord(head, 0, entry.length, 1)
-        parts.push(head, entry)
+      // The newest KEEP_CHANGES of each namespace (its window moved on since some came in).
+      if (kept.entries.size > KEEP_CHANGES) {
+        const versions = [...kept.entries.keys()].sort((a, b) => b - a)
+        for (const v of versions.slice(KEEP_CHANGES)) {
+          kept.bytes -= kept.entries.get(v)!.length
+          this.total -= kept.entries.get(v)!.length
+          kept.entries.delete(v)
+        }
       }
+      this.trim(kept, KEEP_BYTES)
     }
-    const body = Buffer.concat(parts)
+    this.fit(KEEP_TOTAL)
+    let size = SEG_HEADER
+    for (const kept of this.byNs.values()) size += kept.bytes + kept.entries.size * REC_HEADER
+    const body = Buffer.alloc(size)
+    MAGIC.copy(body, 0)
+    let o = SEG_HEADER
+    for (const kept of this.byNs.values())
+      for (const entry of kept.entries.values()) {
+        sealRecord(body, o, entry.length, 1)
+        o += REC_HEADER + entry.copy(body, o + REC_HEADER)
+      }
     const file = path.join(this.db.dir, HISTORY_FILE)
     const tmp = `${file}.tmp`
     const fd = io.openSync(tmp, 'w')
     try {
-      let off = 0
-      while (off < body.length) off += await io.write(fd, body, off, body.length - off, off)
+      await io.writeAll(fd, body, 0, body.length, 0)
       await io.fdatasync(fd)
     } finally {
       io.closeSync(fd)
     }
+    mayRename()
     io.renameSync(tmp, file)
   }
 }
 
-/** The file's bytes, or an empty history when there is none or it cannot be read. */
+/**
+ * The file's bytes; empty when there is none (or it is not one). A file the disk fails to
+ * read throws: taken for an empty one, the next pass would write over what it holds.
+ */
 export async function readHistory(dir: string): Promise<Buffer> {
   const file = path.join(dir, HISTORY_FILE)
+  let fd: number
   try {
-    if (!io.existsSync(file)) return Buffer.alloc(0)
-    const text = io.readFileSync(file)
+    fd = io.openSync(file, 'r')
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return Buffer.alloc(0)
+    throw err
+  }
+  try {
+    // Larger than any this engine writes: not one of ours (and not to be held in memory).
+    const size = io.sizeOf(file)
+    if (size > KEEP_TOTAL * 2) return Buffer.alloc(0)
+    const text = Buffer.allocUnsafe(size)
+    for (let got = 0; got < size; ) {
+      const n = await io.read(fd, text, got, Math.min(IO_PIECE, size - got), got)
+      if (n <= 0) return text.subarray(0, got)
+      got += n
+    }
     return text.subarray(0, MAGIC.length).equals(MAGIC) ? text : Buffer.alloc(0)
-  } catch {
-    return Buffer.alloc(0)
+  } finally {
+    io.closeSync(fd)
   }
 }
 
@@ -113,9 +187,13 @@ export function forEachRecord(buf: Buffer, each: (at: number, count: number) => 
 }
 
 /** Writes `keep` as the new HISTORY, then makes the rename durable; never throws. */
-export async function writeHistory(keep: HistoryKeep, dir: string): Promise<boolean> {
+export async function writeHistory(
+  keep: HistoryKeep,
+  dir: string,
+  mayRename: () => void,
+): Promise<boolean> {
   try {
-    await keep.write()
+    await keep.write(mayRename)
     await fsyncDirAsync(dir)
     return true
   } catch {

@@ -19,7 +19,7 @@ import { decodeValue } from './values.js'
 export async function recentChanges(db: DbCore, maxBytes: number): Promise<CommittedChange[]> {
   const out: CommittedChange[] = []
   // What compaction took out of the log while it was recent (history-file.ts).
-  const kept = await readHistory(db.dir)
+  const kept = await readHistory(db.dir).catch(() => Buffer.alloc(0))
   forEachRecord(kept, (at, count) => changesOf(db, kept, at, count, out))
   const segs = [...db.segments.values()].sort((a, b) => b.id - a.id)
   let budget = maxBytes
