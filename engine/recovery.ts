@@ -150,7 +150,6 @@ export function recover(db: DbCore, repair: boolean): { dropped: Dropped[]; kept
   const empty: number[] = []
   let maxVersion = 0
   let kept = 0
-  const now = Date.now()
 
   for (const id of ids) {
     const file = path.join(dir, segmentFile(id))
@@ -216,7 +215,7 @@ export function recover(db: DbCore, repair: boolean): { dropped: Dropped[]; kept
       kept++
       if (version > maxVersion) maxVersion = version
       noteVersion(seg, nsId, version)
-      apply(db, tombs, seg, type, nsId, key, version, expiresAt, off, len, now)
+      apply(db, tombs, seg, type, nsId, key, version, expiresAt, off, len)
     }
     if (hint) forEachHintEntry(hint, visit)
     else for (const e of entries) visit(e.type, e.nsId, e.key, e.version, e.expiresAt, e.off, e.len)
@@ -385,7 +384,6 @@ function fromCheckpoint(db: DbCore, ck: Checkpoint, x: Found): number {
   const s = db.keydir.slots
   s.adopt(ck.count, ck.seg, ck.off, ck.len, ck.version, ck.expires)
   const live = new Float64Array(maxCovered + 1)
-  const now = Date.now()
   const fromCkpt = new Set<Namespace>()
   for (const c of ck.namespaces) {
     const n = db.keydir.byId.get(c.id)
@@ -393,8 +391,10 @@ function fromCheckpoint(db: DbCore, ck: Checkpoint, x: Found): number {
     for (let i = 0; i < c.count; i++) {
       const slot = c.first + i
       const exp = s.expires[slot]!
-      // A dropped namespace's keys are dead; an expired key acts as its tombstone.
-      if (!n || (exp !== 0 && exp <= now)) {
+      // A dropped namespace's keys are dead. An expired key stays, as in a running index, so
+      // its expiry is written (with a version, and a delete for watchers) once open: taken for
+      // its own tombstone here, it went with no delete ever sent.
+      if (!n) {
         slots[i] = GONE
         s.release(slot)
         continue
@@ -451,7 +451,7 @@ function fromCheckpoint(db: DbCore, ck: Checkpoint, x: Found): number {
       kept++
       if (version > maxVersion) maxVersion = version
       noteVersion(seg, nsId, version)
-      apply(db, tombs, seg, type, nsId, key, version, expiresAt, off, len, now, fromCkpt)
+      apply(db, tombs, seg, type, nsId, key, version, expiresAt, off, len, fromCkpt)
     }
     if (t.hint) forEachHintEntry(t.hint, visit, t.from)
     else if (t.entries)
@@ -617,7 +617,6 @@ function apply(
   expiresAt: number,
   off: number,
   len: number,
-  now: number,
   /** Namespaces whose sorted list exists already (an open from a checkpoint) and is kept up. */
   sorted: Set<Namespace> | null = null,
 ): void {
@@ -629,13 +628,14 @@ function apply(
   const slot = n.map.get(key)
   const current = slot !== undefined ? db.keydir.slots.version[slot]! : (tomb?.get(key) ?? -1)
   if (version < current) return
-  const expired = type === PUT && expiresAt !== 0 && expiresAt <= now
-  if (type === PUT && !expired) {
+  // An expired put is applied as live, as in a running index: its expiry is written (with a
+  // version, and a delete for watchers) once open (see the checkpoint's load above).
+  if (type === PUT) {
     db.keydir.setLive(n, key, seg, off, len, version, expiresAt, recovering, slot)
     tomb?.delete(key)
     return
   }
-  if (type === DEL || expired) {
+  if (type === DEL) {
     if (slot !== undefined) db.keydir.remove(n, key, recovering)
     if (!tomb) {
       tomb = new Map()

@@ -2,7 +2,7 @@
 import t from 'tap'
 import { open } from '../../engine/index.js'
 import { clearFaults, injectFault } from '../../engine/io.js'
-import { errorCode, sleep, tempDir } from './helpers.js'
+import { crashCopy, errorCode, sleep, tempDir } from './helpers.js'
 
 t.test('expiresAt is reported for ttlMs and for an absolute expiresAt', async (t) => {
   const dir = tempDir(t, 'ttl')
@@ -143,3 +143,45 @@ t.test('expiries the disk refuses are written once it works again, for watchers'
   while (deleted.length < 3 && Date.now() < end) await new Promise((r) => setTimeout(r, 100))
   t.same(deleted.sort(), ['t0', 't1', 't2'], 'each expiry is a delete once the disk works')
 })
+
+t.test(
+  'keys that expired while the database was shut are written as deletes once open',
+  async (t) => {
+    // From a checkpoint (a clean close) and from the log alone (a crash): either way each
+    // expiry becomes a delete with a version of its own, as a watcher must see it.
+    for (const how of ['close', 'crash'] as const) {
+      const dir = tempDir(t, `ttl-shut-${how}`)
+      const db = await open(dir)
+      await db.createNamespace('s')
+      for (let i = 0; i < 5; i++) await db.put('s', `e${i}`, i, { ttlMs: 100 })
+      await db.put('s', 'stays', 1)
+      let from = dir
+      if (how === 'close') await db.close()
+      else {
+        from = tempDir(t, `ttl-shut-${how}-image`)
+        crashCopy(dir, from)
+        await db.close()
+      }
+      await sleep(150)
+      const again = await open(from)
+      t.teardown(() => again.close())
+      const deleted: [string, number][] = []
+      again.onCommit((changes) => {
+        for (const c of changes) if (c.type === 'delete') deleted.push([c.key, c.version])
+      })
+      t.same((await again.list('s')).keys, ['stays'], `${how}: expired keys are gone for reads`)
+      again.sweepExpired(100)
+      const end = Date.now() + 10_000
+      while (deleted.length < 5 && Date.now() < end) await sleep(50)
+      t.same(
+        deleted.map(([k]) => k).sort(),
+        ['e0', 'e1', 'e2', 'e3', 'e4'],
+        `${how}: a delete for each`,
+      )
+      t.ok(
+        deleted.every(([, v]) => v > 6),
+        `${how}: each at a version after the writes before the shutdown`,
+      )
+    }
+  },
+)
