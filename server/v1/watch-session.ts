@@ -32,6 +32,8 @@ export interface WatchSink {
 const PAGE = 1000
 /** A progress event after this long without any event. */
 const PROGRESS_MS = 15_000
+/** Changes passed over for a prefix between two progress marks: a tenth of the history. */
+const PASSED_OVER = 1000
 /** Live changes held while history is still being sent, past which the watch is too slow. */
 const MAX_QUEUED = 100_000
 /**
@@ -80,6 +82,8 @@ export function keyWorks(ctx: Context, secret: string, account: Account) {
 export class WatchSession {
   /** The last version passed on (or passed over, for keys outside the prefix). */
   private last = 0
+  /** The last version the client was told: an event's, or a progress mark's. */
+  private told = 0
   private queued: Change[] | null = []
   private backlog: Change[] = []
   private unsubscribe: (() => void) | null = null
@@ -148,6 +152,7 @@ export class WatchSession {
   /** Sends the opening progress event, the history, then live changes until stopped. */
   async run(): Promise<void> {
     if (this.closed) return
+    this.told = this.last
     this.send('progress', `{"version":"${this.last}"}`, this.last)
     this.ctx.usage.watchEvents(this.account.id, 1, 0, Date.now())
     const feed = this.ctx.store.feed
@@ -208,7 +213,17 @@ export class WatchSession {
   private add(c: Change): number {
     if (c.version <= this.last) return -1
     this.last = c.version
-    if (!c.key.startsWith(this.prefix)) return -1
+    if (!c.key.startsWith(this.prefix)) {
+      // Changes passed over for the prefix are told as a progress mark every PASSED_OVER of
+      // them: a client resumes from the last version it was told, and one told nothing
+      // while the namespace moved on would reach back past the history (410) after a restart.
+      if (this.last - this.told < PASSED_OVER) return -1
+      this.told = this.last
+      const mark = `{"version":"${this.last}"}`
+      this.sink.event('progress', mark, this.last)
+      return mark.length
+    }
+    this.told = c.version
     const data = dataOf(c)
     this.sink.event(c.type, data, c.version)
     return data.length
@@ -326,6 +341,7 @@ export class WatchSession {
           )
         if (Date.now() - this.lastSent < PROGRESS_MS) return
         if (v > this.last && this.queued === null) return // a change is on its way
+        this.told = this.last
         this.send('progress', `{"version":"${this.last}"}`, this.last)
         this.ctx.usage.watchEvents(this.account.id, 1, 0, Date.now())
       },

@@ -73,6 +73,30 @@ t.test('a prefix narrows the events; versions stay the namespace’s', async (t)
   t.same([put!.event, put!.data.key, put!.data.version], ['put', 'user/1', '2'])
 })
 
+t.test('a prefix watch is told, with a progress mark, of changes it passes over', async (t) => {
+  // Resuming from the last version it was told, it must not reach back past the history
+  // because other keys kept the namespace busy.
+  const ns = await freshNamespace(api)
+  const w = await open(`/${ns}?watch=1&prefix=user%2F`)
+  t.teardown(() => w.close())
+  await w.until(1)
+  await api.mustPut(ns, 'user/1', 1)
+  for (let b = 0; b < 2; b++) {
+    const ops = Array.from({ length: 600 }, (_, i) => ({ op: 'put', key: `o/${b}/${i}`, value: i }))
+    t.equal((await api.post(`/${ns}`, { ops })).status, 200, `600 other keys (${b + 1})`)
+  }
+  const events = await w.until(3)
+  t.same(
+    events.map((e) => [e.event, e.id]),
+    [
+      ['progress', '0'],
+      ['put', '1'],
+      ['progress', '1001'],
+    ],
+    'a mark once a thousand versions went by unseen',
+  )
+})
+
 t.test('since replays history with no gap and no repeat; Last-Event-ID wins', async (t) => {
   const ns = await freshNamespace(api)
   for (let i = 1; i <= 5; i++) await api.mustPut(ns, `k${i}`, i)
