@@ -133,17 +133,7 @@ export class HistoryKeep {
         sealRecord(body, o, entry.length, 1)
         o += REC_HEADER + entry.copy(body, o + REC_HEADER)
       }
-    const file = path.join(this.db.dir, HISTORY_FILE)
-    const tmp = `${file}.tmp`
-    const fd = io.openSync(tmp, 'w')
-    try {
-      await io.writeAll(fd, body, 0, body.length, 0)
-      await io.fdatasync(fd)
-    } finally {
-      io.closeSync(fd)
-    }
-    mayRename()
-    io.renameSync(tmp, file)
+    await io.writeFileAtomic(path.join(this.db.dir, HISTORY_FILE), body, mayRename)
   }
 }
 

@@ -244,8 +244,11 @@ export const io = {
     }
     io.renameSync(tmp, file)
   },
-  /** The same, with the bytes written and synced off the event loop. */
-  async writeFileAtomic(file: string, bytes: Uint8Array): Promise<void> {
+  /**
+   * The same, with the bytes written and synced off the event loop; `beforeRename` may throw
+   * to leave the file unnamed (the directory is no longer this process's).
+   */
+  async writeFileAtomic(file: string, bytes: Uint8Array, beforeRename?: () => void): Promise<void> {
     const tmp = `${file}.tmp`
     const fd = io.openSync(tmp, 'w')
     try {
@@ -254,6 +257,7 @@ export const io = {
     } finally {
       io.closeSync(fd)
     }
+    beforeRename?.()
     io.renameSync(tmp, file)
   },
   existsSync(file: string): boolean {
