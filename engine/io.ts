@@ -271,8 +271,15 @@ export const io = {
     fs.chmodSync(dir, DIR_MODE)
     for (const name of fs.readdirSync(dir)) {
       const p = `${dir}/${name}`
-      const st = fs.lstatSync(p)
-      if (st.isFile() && (st.mode & 0o777) !== FILE_MODE) fs.chmodSync(p, FILE_MODE)
+      // A file gone since the listing is no file to mend: another process opening the
+      // directory at the same moment takes a stale LOCK over (remove, then create), and
+      // failing here failed that open with IO_ERROR instead of LOCKED (test/engine/lock.test.ts).
+      try {
+        const st = fs.lstatSync(p)
+        if (st.isFile() && (st.mode & 0o777) !== FILE_MODE) fs.chmodSync(p, FILE_MODE)
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err
+      }
     }
   },
 }
