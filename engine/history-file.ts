@@ -65,10 +65,17 @@ export class HistoryKeep {
     }
   }
 
-  /** Drops a namespace's oldest entries until it holds at most `bytes` (or one entry). */
-  private trim(kept: Kept, bytes: number): void {
+  /**
+   * Drops a namespace's oldest entries until it holds at most `bytes` (or one entry) and at
+   * most `count` entries.
+   */
+  private trim(kept: Kept, bytes: number, count = Number.POSITIVE_INFINITY): void {
     const versions = [...kept.entries.keys()].sort((a, b) => a - b)
-    for (let i = 0; kept.bytes > bytes && i < versions.length - 1; i++) {
+    for (
+      let i = 0;
+      (kept.bytes > bytes || kept.entries.size > count) && i < versions.length - 1;
+      i++
+    ) {
       const len = kept.entries.get(versions[i]!)!.length
       kept.entries.delete(versions[i]!)
       kept.bytes -= len
@@ -110,18 +117,8 @@ export class HistoryKeep {
    * allows (it throws when the directory is no longer this process's).
    */
   async write(mayRename: () => void): Promise<void> {
-    for (const kept of this.byNs.values()) {
-      // The newest KEEP_CHANGES of each namespace (its window moved on since some came in).
-      if (kept.entries.size > KEEP_CHANGES) {
-        const versions = [...kept.entries.keys()].sort((a, b) => b - a)
-        for (const v of versions.slice(KEEP_CHANGES)) {
-          kept.bytes -= kept.entries.get(v)!.length
-          this.total -= kept.entries.get(v)!.length
-          kept.entries.delete(v)
-        }
-      }
-      this.trim(kept, KEEP_BYTES)
-    }
+    // The newest KEEP_CHANGES of each namespace (its window moved on since some came in).
+    for (const kept of this.byNs.values()) this.trim(kept, KEEP_BYTES, KEEP_CHANGES)
     this.fit(KEEP_TOTAL)
     let size = SEG_HEADER
     for (const kept of this.byNs.values()) size += kept.bytes + kept.entries.size * REC_HEADER

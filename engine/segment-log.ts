@@ -482,6 +482,14 @@ export class SegmentLog {
     return new EngineError('IO_ERROR', reason)
   }
 
+  /** Runs refuseUntil's redos, oldest first; one that throws stays, with those after it. */
+  private runRedos(): void {
+    while (this.redos.length > 0) {
+      this.redos[0]!()
+      this.redos.shift()
+    }
+  }
+
   /** The error for a write refused while refuseUntil's redos wait. */
   private tableError(): EngineError {
     const h = this.health
@@ -509,10 +517,7 @@ export class SegmentLog {
       return
     }
     try {
-      while (this.redos.length > 0) {
-        this.redos[0]!()
-        this.redos.shift()
-      }
+      this.runRedos()
       for (const [seg, at] of this.cuts) {
         io.ftruncateSync(seg.fd, at)
         io.fsyncSync(seg.fd)
@@ -587,10 +592,7 @@ export class SegmentLog {
     if (this.lockLost === undefined) {
       this.cutTails()
       try {
-        while (this.redos.length > 0) {
-          this.redos[0]!()
-          this.redos.shift()
-        }
+        this.runRedos()
       } catch {}
     }
     if (this.durability !== 'always' && this.health.state === 'ok')
