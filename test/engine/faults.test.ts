@@ -84,6 +84,16 @@ async function check(t: Test, db: Db, model: Model, label: string): Promise<void
 }
 
 /** A failed disk heals by a retry in the background; a full one on the next write that fits. */
+/** A closed directory whose namespace `users` holds u1 = 1. */
+async function usersDir(t: Test, name: string): Promise<string> {
+  const dir = tempDir(t, name)
+  const db = await open(dir, OPTIONS)
+  await db.createNamespace('users')
+  await db.put('users', 'u1', 1)
+  await db.close()
+  return dir
+}
+
 async function healed(db: Db): Promise<boolean> {
   for (let i = 0; i < 100; i++) {
     if (db.health().state !== 'failed') return true
@@ -384,11 +394,7 @@ t.test(
   'a NAMESPACES.copy the disk fails to read beside a good NAMESPACES: the open goes on',
   async (t) => {
     t.teardown(clearFaults)
-    const dir = tempDir(t, 'faults-ns-copy')
-    const db = await open(dir, OPTIONS)
-    await db.createNamespace('users')
-    await db.put('users', 'u1', 1)
-    await db.close()
+    const dir = await usersDir(t, 'faults-ns-copy')
     injectFault({ op: 'read', code: 'EIO', path: /NAMESPACES\.copy$/, times: 5 })
     const again = await open(dir, OPTIONS)
     clearFaults()
@@ -399,11 +405,7 @@ t.test(
 
 t.test('NAMESPACES the disk fails to read fails the open, and hides nothing', async (t) => {
   t.teardown(clearFaults)
-  const dir = tempDir(t, 'faults-ns-read')
-  const db = await open(dir, OPTIONS)
-  await db.createNamespace('users')
-  await db.put('users', 'u1', 1)
-  await db.close()
+  const dir = await usersDir(t, 'faults-ns-read')
   injectFault({ op: 'read', code: 'EIO', path: /NAMESPACES$/ })
   t.equal(await errorCode(open(dir, OPTIONS)), 'IO_ERROR', 'the open fails')
   clearFaults()
