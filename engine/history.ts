@@ -1,86 +1,167 @@
-// Recent changes read back from the log: what a change feed held in memory before the
-// process stopped. The log is the history: every durable write is a record in it until
-// compaction rewrites its segment, and what was recent there is then kept in HISTORY
-// (history-file.ts). So HISTORY and the newest segments give back the newest changes, and a
-// caller that needs an unbroken run (a watch resuming from a version) keeps only
-// the versions that follow one another without a gap: a version is given to one write only, so
-// a run with no gap is exactly what happened.
+// A namespace's recent changes read back from the log: what a change feed holds in memory,
+// for a watch that resumes from before it (after a restart, or once memory shed it). The
+// log is the history: every durable write is a record in it until compaction rewrites its
+// segment, and what was recent there is then kept in HISTORY (history-file.ts). A caller
+// that needs an unbroken run (a watch resuming from a version) keeps only the versions that
+// follow one another without a gap: a version is given to one write only, so a run with no
+// gap is exactly what happened.
+//
+// One namespace is read at a time, with no bound shared with the others: the contract's
+// window is per namespace, and a budget for all of them would leave out the quiet ones.
 import type { CommittedChange, DbCore } from './db-core.js'
-import { forEachRecord, readHistory } from './history-file.js'
-import { io } from './io.js'
-import { DEL, ENTRY_HEADER, REC_HEADER, SEG_COMPACTED, SEG_HEADER, entryInfo } from './record.js'
+import { KEEP_BYTES, KEEP_CHANGES, readHistory } from './history-file.js'
+import { IO_PIECE, io } from './io.js'
+import type { Segment } from './parts.js'
+import {
+  DEL,
+  ENTRY_HEADER,
+  REC_HEADER,
+  SEG_COMPACTED,
+  SEG_HEADER,
+  checkRecord,
+  entryInfo,
+} from './record.js'
 import { decodeValue } from './values.js'
+import { SLICE_MS, yieldToRequests } from './yield.js'
 
 /**
- * The changes in the newest segments, reading at most about `maxBytes` of the log (always the
- * whole newest segment with data), in no particular order. A segment that compaction replaces
- * while it is read is left out.
+ * The changes of namespace `ns` after version `since` that the log still holds, in no
+ * particular order: at least its newest KEEP_CHANGES (or KEEP_BYTES) of them, where it has
+ * that many, and possibly more. Empty for a namespace that does not exist.
+ *
+ * Segments are read newest first, and only as far back as needed: a segment compaction
+ * did not write holds a namespace's versions in the order they were given, so once one
+ * reaches `since`, or the newest window is full, the older ones cannot add to it. Segments
+ * known to hold nothing of the namespace are passed over unread. HISTORY is read last: a
+ * pass writes it before it deletes the segments it rewrote, so a segment gone before it
+ * was read has its recent entries there.
  */
-export async function recentChanges(db: DbCore, maxBytes: number): Promise<CommittedChange[]> {
-  const out: CommittedChange[] = []
-  // What compaction took out of the log while it was recent (history-file.ts).
-  const kept = await readHistory(db.dir).catch(() => Buffer.alloc(0))
-  forEachRecord(kept, (at, count) => changesOf(db, kept, at, count, out))
+export async function namespaceChanges(
+  db: DbCore,
+  ns: string,
+  since: number,
+): Promise<CommittedChange[]> {
+  const n = db.keydir.byName.get(ns)
+  if (n === undefined) return []
+  const found = new Found(ns, n.id, since)
   const segs = [...db.segments.values()].sort((a, b) => b.id - a.id)
-  let budget = maxBytes
-  let read = 0
   for (const seg of segs) {
-    const size = seg.durable
-    if (size <= SEG_HEADER) continue
-    if (size > budget && read > 0) break
-    const epoch = db.compactionEpoch
-    const buf = Buffer.allocUnsafe(size)
-    try {
-      // Compaction's output holds old data, copied or turned into tombstones (an expired put
-      // becomes one at its own version): it is not a record of what happened. What was
-      // recent in the segments it replaced is in HISTORY.
-      if ((await io.read(seg.fd, buf, 0, SEG_HEADER, 0)) < SEG_HEADER) break
-      if (buf.readUInt32LE(28) & SEG_COMPACTED) continue
-      let got = 0
-      while (got < size) {
-        const n = await io.read(seg.fd, buf, got, size - got, got)
-        if (n <= 0) break
-        got += n
-      }
-      if (got < size) break
-    } catch {
-      break // closed or replaced meanwhile: the history is shorter, never wrong
-    }
-    if (db.compactionEpoch !== epoch || db.isClosed()) break
-    budget -= size
-    read++
-    forEachRecord(buf, (at, count) => changesOf(db, buf, at, count, out))
+    if (seg.minVersions !== null && !seg.minVersions.has(n.id)) continue
+    const buf = await readSegment(seg)
+    if (buf === undefined) continue
+    const lowest = await found.take(buf)
+    if (db.isClosed()) return []
+    if (lowest <= since + 1 || found.full()) break
   }
-  return out
+  // What compaction took out of the log while it was recent. Unreadable, the history is
+  // shorter, never wrong.
+  const kept = await readHistory(db.dir).catch(() => undefined)
+  if (kept !== undefined) await found.take(kept)
+  return [...found.changes.values()]
 }
 
-/** Appends to `out` the changes of the record at buf[p] (`count` entries) of live namespaces. */
-function changesOf(
-  db: DbCore,
-  buf: Buffer,
-  p: number,
-  count: number,
-  out: CommittedChange[],
-): void {
-  let q = p + REC_HEADER
-  for (let i = 0; i < count; i++) {
-    const e = entryInfo(buf, q, q)
-    const n = db.keydir.byId.get(e.nsId)
-    if (n !== undefined) {
-      if (e.type === DEL) out.push({ ns: n.name, type: 'delete', key: e.key, version: e.version })
-      else {
-        const start = q + ENTRY_HEADER + (e.len - ENTRY_HEADER - e.valueLen)
-        const c: CommittedChange = {
-          ns: n.name,
-          type: 'put',
-          key: e.key,
-          version: e.version,
-          value: decodeValue(e.flags, buf, start, start + e.valueLen),
+/** The segment's durable bytes; undefined when it is compaction's or went meanwhile. */
+async function readSegment(seg: Segment): Promise<Buffer | undefined> {
+  const size = seg.durable
+  if (size <= SEG_HEADER) return undefined
+  const buf = Buffer.allocUnsafe(size)
+  try {
+    // Compaction's output holds old data, copied or turned into tombstones (an expired put
+    // becomes one at its own version): it is not a record of what happened. What was
+    // recent in the segments it replaced is in HISTORY.
+    if ((await io.read(seg.fd, buf, 0, SEG_HEADER, 0)) < SEG_HEADER) return undefined
+    if (buf.readUInt32LE(28) & SEG_COMPACTED) return undefined
+    for (let got = SEG_HEADER; got < size; ) {
+      const n = await io.read(seg.fd, buf, got, Math.min(IO_PIECE, size - got), got)
+      if (n <= 0) return buf.subarray(0, got)
+      got += n
+    }
+    return buf
+  } catch {
+    return undefined // closed by a compaction that replaced it: HISTORY has what it held
+  }
+}
+
+/** The changes of one namespace found so far, by version. */
+class Found {
+  readonly changes = new Map<number, CommittedChange>()
+  /** Each change's entry length, by version. */
+  private sizes = new Map<number, number>()
+  private bytes = 0
+
+  constructor(
+    private readonly ns: string,
+    private readonly nsId: number,
+    private readonly since: number,
+  ) {}
+
+  /** Whether the newest window is already found (all that is left to read is older). */
+  full(): boolean {
+    return this.changes.size >= KEEP_CHANGES || this.bytes >= KEEP_BYTES
+  }
+
+  /**
+   * Takes the namespace's changes after `since` from every whole, intact record of `buf`
+   * (a segment or HISTORY, records after a 32-byte header), in slices that leave the event
+   * loop to requests. Answers the lowest version of the namespace it met.
+   */
+  async take(buf: Buffer): Promise<number> {
+    let lowest = Number.POSITIVE_INFINITY
+    let sliceAt = performance.now()
+    for (let p = SEG_HEADER; p + REC_HEADER <= buf.length; ) {
+      const len = checkRecord(buf, p, buf.length)
+      if (len <= 0) break
+      const count = buf.readUInt32LE(p + 8)
+      let q = p + REC_HEADER
+      for (let i = 0; i < count; i++) {
+        // Other namespaces' entries are passed over by their header alone.
+        if (buf.readUInt32LE(q + 8) === this.nsId) {
+          const version = buf.readDoubleLE(q + 12)
+          if (version < lowest) lowest = version
+          if (version > this.since && !this.changes.has(version)) this.add(buf, q)
         }
-        if (e.expiresAt !== 0) c.expiresAt = e.expiresAt
-        out.push(c)
+        q += ENTRY_HEADER + buf.readUInt16LE(q + 6) + buf.readUInt32LE(q + 28)
+      }
+      p += len
+      if (performance.now() - sliceAt >= SLICE_MS) {
+        await yieldToRequests(performance.now() - sliceAt)
+        sliceAt = performance.now()
       }
     }
-    q += e.len
+    return lowest
+  }
+
+  private add(buf: Buffer, q: number): void {
+    const e = entryInfo(buf, q, q)
+    const c: CommittedChange = { ns: this.ns, type: 'delete', key: e.key, version: e.version }
+    if (e.type !== DEL) {
+      const start = q + ENTRY_HEADER + (e.len - ENTRY_HEADER - e.valueLen)
+      c.type = 'put'
+      c.value = decodeValue(e.flags, buf, start, start + e.valueLen)
+      if (e.expiresAt !== 0) c.expiresAt = e.expiresAt
+    }
+    this.changes.set(e.version, c)
+    this.sizes.set(e.version, e.len)
+    this.bytes += e.len
+    // A segment can hold far more of a namespace than its window: what is held stays within
+    // twice the window, the newest kept.
+    if (this.changes.size >= 2 * KEEP_CHANGES || this.bytes > 2 * KEEP_BYTES) this.trim()
+  }
+
+  /** Keeps the newest window. */
+  private trim(): void {
+    const newest = [...this.sizes.keys()].sort((a, b) => b - a)
+    let count = 0
+    let bytes = 0
+    for (const v of newest) {
+      if (count < KEEP_CHANGES && bytes < KEEP_BYTES) {
+        count++
+        bytes += this.sizes.get(v)!
+        continue
+      }
+      this.changes.delete(v)
+      this.sizes.delete(v)
+    }
+    this.bytes = bytes
   }
 }

@@ -1,15 +1,17 @@
 // The change feed of the embedded store. The engine hands every durable group of writes to
 // onCommit, in commit order, once reads can see them; here each namespace keeps its recent
 // changes in a ring (for watches that resume from a version) and passes them to its live
-// subscribers. After a restart the rings start empty, and the first resume that reaches back
-// before them reads the history back from the log (engine/history.ts), keeping only what
-// joins up with the ring without a gap.
+// subscribers. After a restart the rings start empty, and memory sheds the largest and the
+// least recently changed when many namespaces are busy; a resume that reaches back before a
+// ring reads that namespace's history back from the log (engine/history.ts), keeping only
+// what joins up with the ring without a gap.
+import { LRUCache } from 'lru-cache'
 import type { Db } from '../../engine/index.js'
 import {
   type CommittedChange,
   KEEP_BYTES,
   KEEP_CHANGES,
-  recentChanges,
+  namespaceChanges,
 } from '../../engine/index.js'
 import { metadataText, valueText } from './envelope.js'
 import { FeedRing, type RingInput } from './feed-ring.js'
@@ -23,10 +25,13 @@ const HISTORY_CHANGES = KEEP_CHANGES
 const HISTORY_BYTES = KEEP_BYTES
 /** All namespaces' rings together, in memory held; past it the largest give up changes. */
 const TOTAL_BYTES = 128 * 1024 * 1024
-/** How much of the log history is read back from, when a watch reaches back past a ring. */
-const RECOVER_BYTES = 128 * 1024 * 1024
-/** The log is read for history at most this often (each read is up to RECOVER_BYTES). */
-const RECOVER_EVERY_MS = 10_000
+/**
+ * A ring read from history this recently is being caught up with by a watch: shedding
+ * passes over it while others have changes to give.
+ */
+const READING_MS = 30_000
+/** Namespaces whose log was found not to reach back further (see reach). */
+const REACH_NAMESPACES = 100_000
 /** How long live changes are gathered before they go to watchers (see deliver). */
 const FANOUT_MS = 5
 type Listener = (changes: Change[]) => void
@@ -52,8 +57,16 @@ export class EmbeddedFeed implements Feed {
   private rings = new Map<string, FeedRing>()
   private listeners = new Map<string, Set<Listener>>()
   private total = 0
-  private recovering: Promise<void> | null = null
-  private recoveredAt = Number.NEGATIVE_INFINITY
+  /** The log is read for one namespace at a time: the reads queue here. */
+  private reads: Promise<void> = Promise.resolve()
+  /** A read of a namespace's log queued or under way, and from what version. */
+  private pending = new Map<string, { since: number; done: Promise<void> }>()
+  /**
+   * Per namespace, the version below which its log was found to hold no unbroken run: a
+   * resume from before it is told the history expired without reading the log again (the
+   * window only moves on).
+   */
+  private reach = new LRUCache<string, number>({ max: REACH_NAMESPACES })
   private stop: () => void
 
   constructor(
@@ -74,6 +87,7 @@ export class EmbeddedFeed implements Feed {
     const ring = this.rings.get(ns)
     if (ring) this.total -= ring.memory
     this.rings.delete(ns)
+    this.reach.delete(ns)
   }
 
   /** The memory all rings hold together (at most the bound, give or take a change). */
@@ -86,21 +100,34 @@ export class EmbeddedFeed implements Feed {
   }
 
   async read(ns: string, since: number, limit: number): Promise<Change[] | 'expired'> {
-    const current = this.db.namespaceVersion(ns)
-    if (since >= current) return []
-    if (since < (this.rings.get(ns)?.floor ?? current)) {
-      // The ring does not reach back far enough (a restart emptied it, or memory trimmed it):
-      // the log may, and is read again now and then, never by many watches at once.
-      if (this.recovering === null && Date.now() - this.recoveredAt >= RECOVER_EVERY_MS) {
-        this.recoveredAt = Date.now()
-        this.recovering = this.recover(ns).finally(() => {
-          this.recovering = null
-        })
-      }
-      if (this.recovering) await this.recovering
-      if (since < (this.rings.get(ns)?.floor ?? this.db.namespaceVersion(ns))) return 'expired'
+    if (since >= this.db.namespaceVersion(ns)) return []
+    // The ring does not reach back far enough (a restart emptied it, or memory shed it): the
+    // log may. Another read covers a change shed while the first was queued.
+    for (let tries = 0; since < this.floorOf(ns); tries++) {
+      if (tries === 3 || since < (this.reach.get(ns) ?? Number.NEGATIVE_INFINITY)) return 'expired'
+      await this.readLog(ns, since)
     }
-    return this.rings.get(ns)!.read(since, limit)
+    const ring = this.rings.get(ns)!
+    ring.readAt = Date.now()
+    return ring.read(since, limit)
+  }
+
+  /** The version the namespace's ring holds every change after. */
+  private floorOf(ns: string): number {
+    return this.rings.get(ns)?.floor ?? this.db.namespaceVersion(ns)
+  }
+
+  /** Reads the namespace's history after `since` from the log, or waits for a read that does. */
+  private readLog(ns: string, since: number): Promise<void> {
+    const queued = this.pending.get(ns)
+    if (queued !== undefined && queued.since <= since) return queued.done
+    const done = this.reads.then(() => this.recover(ns, since))
+    const entry = { since, done }
+    this.pending.set(ns, entry)
+    this.reads = done.finally(() => {
+      if (this.pending.get(ns) === entry) this.pending.delete(ns)
+    })
+    return done
   }
 
   subscribe(ns: string, listener: Listener): () => void {
@@ -195,12 +222,19 @@ export class EmbeddedFeed implements Feed {
   /**
    * Past the total, the largest rings give up their oldest changes first. If rings of one
    * change each still hold too much (many namespaces, each holding a little), those changed
-   * least recently go whole: a resume from before what is left reads the log, or is told
-   * the history expired.
+   * least recently go whole: a resume from before what is left reads the log again.
+   * `keep`, a ring just read back from the log for a watch, is left whole: the bound is
+   * passed by at most one namespace's window, and every read of the log serves a page.
    */
-  private shed(): void {
+  private shed(keep?: FeedRing): void {
     const goal = this.maxBytes * 0.9
-    for (const ring of [...this.rings.values()].sort((a, b) => b.memory - a.memory)) {
+    // Rings a watch is catching up with go last, so that it is not sent back to the log.
+    const since = Date.now() - READING_MS
+    const order = [...this.rings.values()].sort(
+      (a, b) => Number(a.readAt > since) - Number(b.readAt > since) || b.memory - a.memory,
+    )
+    for (const ring of order) {
+      if (ring === keep) continue
       const before = ring.memory
       while (this.total - before + ring.memory > goal && ring.length > 1) ring.dropOldest()
       this.total += ring.memory - before
@@ -208,6 +242,7 @@ export class EmbeddedFeed implements Feed {
     }
     // The map's order is the order rings were last used in (touch).
     for (const [ns, ring] of this.rings) {
+      if (ring === keep) continue
       this.rings.delete(ns)
       this.total -= ring.memory
       if (this.total <= goal) return
@@ -215,51 +250,44 @@ export class EmbeddedFeed implements Feed {
   }
 
   /**
-   * Reads recent history back from the log (once per process) and puts in front of each ring
-   * the run of versions that leads up to it without a gap.
+   * Reads the namespace's history after `since` back from the log and puts in front of its
+   * ring the run of versions that leads up to it without a gap. Where that run stops short
+   * of `since`, the log holds no more: the version it stops at is kept (reach).
    */
-  private async recover(wanted: string): Promise<void> {
+  private async recover(ns: string, since: number): Promise<void> {
     let found: CommittedChange[]
     try {
-      found = await recentChanges(this.db, RECOVER_BYTES)
+      found = await namespaceChanges(this.db, ns, since)
     } catch {
       return
     }
-    const byNs = new Map<string, Map<number, CommittedChange>>()
-    for (const c of found) {
-      if (!carried(c)) continue
-      let m = byNs.get(c.ns)
-      if (!m) {
-        m = new Map()
-        byNs.set(c.ns, m)
-      }
-      m.set(c.version, c)
+    const versions = new Map<number, CommittedChange>()
+    for (const c of found) if (carried(c)) versions.set(c.version, c)
+    let ring = this.rings.get(ns)
+    const top = ring ? ring.floor : this.db.namespaceVersion(ns)
+    const before: RingInput[] = []
+    let v = top
+    while (v > since && versions.has(v) && before.length < HISTORY_CHANGES) {
+      before.push(toChange(versions.get(v)!))
+      v--
     }
-    for (const [ns, versions] of byNs) {
-      let ring = this.rings.get(ns)
-      const top = ring ? ring.floor : this.db.namespaceVersion(ns)
-      const before: RingInput[] = []
-      let v = top
-      while (v > 0 && versions.has(v) && before.length < HISTORY_CHANGES) {
-        before.push(toChange(versions.get(v)!))
-        v--
-      }
-      if (before.length === 0) continue
-      before.reverse()
-      if (!ring) {
-        ring = new FeedRing(top)
-        this.rings.set(ns, ring)
-        this.total += ring.memory
-      }
-      const held = ring.memory
-      ring.prepend(before)
-      ring.floor = v
-      this.bound(ring)
-      this.total += ring.memory - held
+    if (before.length === 0) return
+    // Only a run that was found tells where the log stops: with none, writes may have moved
+    // the ring on while the log was read.
+    if (v > since) this.reach.set(ns, v)
+    before.reverse()
+    if (!ring) {
+      ring = new FeedRing(top)
+      this.rings.set(ns, ring)
+      this.total += ring.memory
     }
-    // The namespace asked about goes last, so a shed that follows takes the others first.
-    const ring = this.rings.get(wanted)
-    if (ring) this.touch(wanted, ring)
-    if (this.total > this.maxBytes) this.shed()
+    const held = ring.memory
+    ring.prepend(before)
+    ring.floor = v
+    ring.readAt = Date.now()
+    this.bound(ring)
+    this.total += ring.memory - held
+    this.touch(ns, ring)
+    if (this.total > this.maxBytes) this.shed(ring)
   }
 }

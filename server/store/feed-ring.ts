@@ -49,6 +49,8 @@ export class FeedRing {
   bytes = 0
   /** Memory the ring holds: rows and chunks at their capacity, and its objects. */
   memory = RING_OBJECTS + FIRST_ROWS * ROW
+  /** When a watch last read from it (ms since the epoch; shedding spares it a while). */
+  readAt = 0
   private head = 0
   private count = 0
   private rows = Buffer.alloc(FIRST_ROWS * ROW)

@@ -1,0 +1,115 @@
+// The contract's history is per namespace: a watch can resume from any of a namespace's last
+// 10,000 changes however many other namespaces are busy. The feed's memory holds less than
+// all of them together; what it shed is read back from the log, one namespace at a time,
+// while the server runs and after a restart (and after compaction, from HISTORY).
+import t, { type Test } from 'tap'
+import { type Db, open } from '../../engine/index.js'
+import { EmbeddedFeed } from '../../server/store/embedded-feed.js'
+import type { Change } from '../../server/store/types.js'
+import { tempDir } from '../engine/helpers.js'
+
+const NAMESPACES = 8
+const CHANGES = 300
+/** The feed's memory bound: about a fifth of what the namespaces' histories come to. */
+const BOUND = 512 * 1024
+const value = (ns: number, i: number) =>
+  Buffer.from(JSON.stringify({ ns, i, pad: 'x'.repeat(900) }))
+
+/** Writes CHANGES changes to each namespace, taking turns, the last of each a delete. */
+async function fill(db: Db): Promise<void> {
+  for (let n = 0; n < NAMESPACES; n++) await db.createNamespace(`ns${n}`)
+  for (let i = 1; i <= CHANGES; i++)
+    for (let n = 0; n < NAMESPACES; n++) {
+      if (i === CHANGES) await db.delete(`ns${n}`, `k${(i - 1) % 7}`)
+      else await db.put(`ns${n}`, `k${i % 7}`, value(n, i))
+    }
+}
+
+/** Every change after `since`, read page by page as a resuming watch reads them. */
+async function resume(feed: EmbeddedFeed, ns: string, since: number, page: number) {
+  const all: Change[] = []
+  for (let last = since; ; ) {
+    const got = await feed.read(ns, last, page)
+    if (got === 'expired') return 'expired'
+    if (got.length === 0) return all
+    all.push(...got)
+    last = got[got.length - 1]!.version
+  }
+}
+
+/**
+ * Whether `got` is the namespace's whole history after version `since`, in order: the
+ * changes fill wrote, then any written since, without a gap.
+ */
+function whole(t: Test, n: number, got: Change[] | 'expired', since: number): void {
+  if (got === 'expired') {
+    t.fail(`ns${n}: history expired`)
+    return
+  }
+  t.same(
+    got.map((c) => c.version),
+    got.map((_, i) => since + 1 + i),
+    `ns${n}: every change after ${since}, without a gap`,
+  )
+  t.ok(got.length >= CHANGES - since, `ns${n}: ${got.length} changes`)
+  const bad = got.find(
+    (c) =>
+      (c.version < CHANGES && c.value?.toString() !== value(n, c.version).toString()) ||
+      (c.version === CHANGES && c.type !== 'delete'),
+  )
+  t.equal(bad, undefined, `ns${n}: each change as it was written`)
+}
+
+t.test('every busy namespace resumes from its first change on a running server', async (t) => {
+  const db = await open(tempDir(t, 'feed-history'), {
+    durability: 'none',
+    segmentBytes: 256 * 1024,
+  })
+  t.teardown(() => db.close())
+  const feed = new EmbeddedFeed(db, BOUND)
+  t.teardown(() => feed.close())
+  await fill(db)
+  t.ok(feed.held <= BOUND, `the rings hold ${feed.held} B, under the bound`)
+  for (let n = 0; n < NAMESPACES; n++) {
+    // Other namespaces change between the pages, so memory sheds while a watch catches up.
+    const reading = resume(feed, `ns${n}`, 0, 50)
+    for (let m = 0; m < NAMESPACES; m++) if (m !== n) await db.put(`ns${m}`, 'other', value(m, 0))
+    whole(t, n, await reading, 0)
+  }
+  t.ok(feed.held <= BOUND * 1.1, `still about the bound (${feed.held} B)`)
+})
+
+t.test('after compaction and a restart, each namespace resumes from any version', async (t) => {
+  const dir = tempDir(t, 'feed-history-restart')
+  const opts = { durability: 'none' as const, segmentBytes: 256 * 1024, autoCompact: false }
+  let db = await open(dir, opts)
+  await fill(db)
+  await db.compact()
+  await db.close()
+  db = await open(dir, opts)
+  t.teardown(() => db.close())
+  const feed = new EmbeddedFeed(db, BOUND)
+  t.teardown(() => feed.close())
+  for (let n = 0; n < NAMESPACES; n++)
+    whole(t, n, await resume(feed, `ns${n}`, n * 10, 1000), n * 10)
+  // Back again to the first: read from the log a second time, as memory shed it meanwhile.
+  whole(t, 0, await resume(feed, 'ns0', 0, 1000), 0)
+})
+
+t.test('a resume from before what the log holds is told the history expired', async (t) => {
+  const dir = tempDir(t, 'feed-history-expired')
+  const opts = { durability: 'none' as const, segmentBytes: 64 * 1024, autoCompact: false }
+  let db = await open(dir, opts)
+  await db.createNamespace('busy')
+  for (let i = 1; i <= 10_500; i++) await db.put('busy', `k${i % 5}`, Buffer.from(`"${i}"`))
+  await db.compact()
+  await db.close()
+  db = await open(dir, opts)
+  t.teardown(() => db.close())
+  const feed = new EmbeddedFeed(db, BOUND)
+  t.teardown(() => feed.close())
+  const got = await resume(feed, 'busy', 100, 1000)
+  t.equal(got, 'expired', 'from 10,400 changes back, compacted: expired')
+  const recent = await resume(feed, 'busy', 10_500 - 10_000, 1000)
+  t.equal(recent === 'expired' ? recent : recent.length, 10_000, 'the last 10,000 are there')
+})
