@@ -22,13 +22,17 @@ function readText(file: string): string | undefined {
 /** The boot this system is in (Linux), or undefined. */
 const bootId = readText('/proc/sys/kernel/random/boot_id')
 
-/** When process `pid` started, in clock ticks since boot (field 22 of /proc/PID/stat), or undefined. */
-function startOf(pid: number): string | undefined {
+/** The fields of /proc/PID/stat from the third (the state) on, or undefined. */
+function statOf(pid: number): string[] | undefined {
   const stat = readText(`/proc/${pid}/stat`)
   if (stat === undefined) return undefined
   // The command name (field 2) is in parentheses and may hold spaces and parentheses itself.
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
-  return fields[19]
+  return stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+}
+
+/** When process `pid` started, in clock ticks since boot (field 22 of /proc/PID/stat), or undefined. */
+function startOf(pid: number): string | undefined {
+  return statOf(pid)?.[19]
 }
 
 /** This process's name: `pid start boot`, or `pid` alone where there is no /proc. */
@@ -52,10 +56,11 @@ function pidRuns(pid: number): boolean {
 export function runs(owner: Owner): boolean {
   if (owner.pid === 0 || owner.pid === process.pid) return false
   if (owner.boot !== undefined && bootId !== undefined && owner.boot !== bootId) return false
-  if (owner.start !== undefined) {
-    const now = startOf(owner.pid)
-    if (now !== undefined) return now === owner.start
-  }
+  const stat = statOf(owner.pid)
+  // A zombie (Z) or dead (X) process was killed and only waits for its parent to reap it: a
+  // supervisor that restarts at once must not find its own killed server holding on.
+  if (stat !== undefined && (stat[0] === 'Z' || stat[0] === 'X')) return false
+  if (owner.start !== undefined && stat !== undefined) return stat[19] === owner.start
   // No start time to compare: this system has no /proc, or hides other users' processes in
   // it (hidepid, ProtectProc), or the pid is gone. The pid alone then decides, which errs
   // towards a live holder: a reused pid of another user's only keeps the directory shut.

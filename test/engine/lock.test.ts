@@ -72,6 +72,45 @@ t.test('processes racing for a stale lock: exactly one gets it', async (t) => {
   }
 })
 
+t.test('a killed holder not yet reaped (a zombie) does not hold the directory', async (t) => {
+  const dir = tempDir(t, 'lock-zombie')
+  // The holder's parent becomes `sleep`, which never reaps it: killed, it stays a zombie.
+  const parent = spawn(
+    'sh',
+    [
+      '-c',
+      `"$0" --import tsx "$1" "$2" & echo "pid $!"; exec sleep 60`,
+      process.execPath,
+      holder,
+      dir,
+    ],
+    { cwd: repoRoot, stdio: ['ignore', 'pipe', 'inherit'] },
+  )
+  t.teardown(() => parent.kill('SIGKILL'))
+  let out = ''
+  parent.stdout.setEncoding('utf8')
+  const said = new Promise<void>((resolve) =>
+    parent.stdout.on('data', (chunk: string) => {
+      out += chunk
+      if (/ready|error/.test(out)) resolve()
+    }),
+  )
+  await said
+  t.match(out, /ready/, 'the holder opened the directory')
+  const pid = Number(/pid (\d+)/.exec(out)![1])
+  process.kill(pid, 'SIGKILL')
+  let state = ''
+  for (let i = 0; i < 100 && state !== 'Z'; i++) {
+    await sleep(20)
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8')
+    state = stat.slice(stat.lastIndexOf(')') + 2)[0]!
+  }
+  t.equal(state, 'Z', 'the killed holder is a zombie')
+  const db = await open(dir)
+  t.ok((await db.get('held', 'pid'))?.value, 'opened, with what the killed process wrote')
+  await db.close()
+})
+
 t.test(
   'a LOCK naming a reused pid is stale: the start time and boot it names decide',
   async (t) => {
