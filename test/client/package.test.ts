@@ -131,16 +131,21 @@ t.test('ESM, CommonJS and type declarations from the packed package', async (t) 
       await kv.put('sessions', 'abc', 1, { ttl: 'soon' })
       // @ts-expect-error get has no such option
       await kv.get('sessions', 'abc', { ttl: 1 })
-      return [n, keys, fresh, counted, never]
+      // A builder started as a chain, then filled in a loop, declared as the README says.
+      const tx: Transaction<TxResult[]> = kv.transaction('sessions').check('a', null)
+      for (const k of keys) tx.put(k, 1)
+      const done = await tx.commit()
+      const last: TxResult | undefined = done.results[keys.length]
+      return [n, keys, fresh, counted, never, last]
     }
     void main`
   fs.writeFileSync(
     path.join(tmp, 'use.ts'),
-    `import { Cairn, RateLimitError } from 'cairn-client'\n${typed}\n`,
+    `import { Cairn, RateLimitError, type Transaction, type TxResult } from 'cairn-client'\n${typed}\n`,
   )
   fs.writeFileSync(
     path.join(tmp, 'use.cts'),
-    `import cairn = require('cairn-client')\nconst { Cairn, RateLimitError } = cairn\n${typed}\n`,
+    `import cairn = require('cairn-client')\nconst { Cairn, RateLimitError } = cairn\ntype TxResult = cairn.TxResult\ntype Transaction<R extends TxResult[]> = cairn.Transaction<R>\n${typed}\n`,
   )
   fs.writeFileSync(
     path.join(tmp, 'tsconfig.json'),
