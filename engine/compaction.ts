@@ -13,7 +13,7 @@
 import path from 'node:path'
 import type { DbCore } from './db-core.js'
 import { EngineError } from './errors.js'
-import { HistoryKeep, writeHistory } from './history-file.js'
+import { HistoryKeep } from './history-file.js'
 import { IO_PIECE, fsyncDirAsync, io } from './io.js'
 import { hintCrcOf } from './manifest.js'
 import { HintBuilder, writeHintAsync } from './hint.js'
@@ -259,10 +259,10 @@ async function pass(db: DbCore, sc: Scratch, full: boolean): Promise<number> {
     .sort((a, b) => a.id - b.id)
   const old = chooseSegments(sealed, full)
   if (old.length === 0) return 0
-  // The recent changes among what the pass rewrites, kept in HISTORY (history-file.ts). A
-  // HISTORY the disk cannot read fails the pass, as a damaged record does: going on would
-  // lose what it holds, or the recent changes of the segments this pass deletes.
-  const keep = new HistoryKeep(db)
+  // The recent changes among what the pass rewrites, kept in history files (history-file.ts).
+  // One the disk cannot read fails the pass, as a damaged record does: going on would lose
+  // what it holds, or the recent changes of the segments this pass deletes.
+  const keep = new HistoryKeep(db, () => stillOurs(db))
   await keep.load()
   // A tombstone (or an expired put, which acts as one) may be dropped only when no segment
   // left out of this pass can hold an older copy of its key (FORMAT.md, "Compaction").
@@ -314,7 +314,7 @@ async function pass(db: DbCore, sc: Scratch, full: boolean): Promise<number> {
       const seg = old[si]!
       const list = lists[si]!
       // Compaction output holds copies among older data, not a record of what happened: its
-      // recent changes went to HISTORY when it was made.
+      // recent changes went to history files when it was made.
       const history = !(await madeByCompaction(seg))
       // A segment with nothing live may still hold tombstones a segment left out needs, or
       // recent changes.
@@ -337,6 +337,7 @@ async function pass(db: DbCore, sc: Scratch, full: boolean): Promise<number> {
         if (entries >= 256) {
           entries = 0
           await tick()
+          if (keep.full) await keep.spill()
         }
         if (!r.has(p, REC_HEADER)) await r.load(p, REC_HEADER)
         const recEnd = p + REC_HEADER + r.buf.readUInt32LE(p - r.base + 4)
@@ -418,7 +419,7 @@ async function pass(db: DbCore, sc: Scratch, full: boolean): Promise<number> {
     }
     // Before any segment can go. A disk that refuses it costs watches their history (they
     // list again, as after any gap), not the pass: compaction is what frees space.
-    await writeHistory(keep, db.dir, () => stillOurs(db))
+    await keep.write()
     await fsyncDirAsync(db.dir)
     for (const o of outputs) {
       if (sc.hints.length < POOLED) sc.hints.push(o.hint.buf)

@@ -4,7 +4,7 @@ import path from 'node:path'
 import { CHECKPOINT_FILE, writeCheckpoint } from './checkpoint.js'
 import { compactAll } from './compaction.js'
 import { wantsFold } from './fold.js'
-import { HISTORY_FILE } from './history-file.js'
+import { LEGACY_HISTORY } from './history-file.js'
 import type { CommittedChange, DbCore } from './db-core.js'
 import { EngineError, asEngineError, fail } from './errors.js'
 import { fsyncDir, io } from './io.js'
@@ -14,7 +14,14 @@ import {
   TableUnsure,
   writeNamespaces,
 } from './namespaces-file.js'
-import { type Namespace, type Segment, type Staged, hintFile, noteVersion } from './parts.js'
+import {
+  HISTORY_NAME,
+  type Namespace,
+  type Segment,
+  type Staged,
+  hintFile,
+  noteVersion,
+} from './parts.js'
 import { DEL, ENTRY_HEADER, PUT, REC_HEADER, checkEntry, sealEntry, sealRecord } from './record.js'
 import { type Group, SegmentLog } from './segment-log.js'
 import { KeyDir, type SweepCursor } from './keydir.js'
@@ -1119,8 +1126,10 @@ export class Db implements Engine, DbCore {
       const hint = path.join(this.dir, hintFile(seg.id))
       if (!seg.hint && io.existsSync(hint)) copy(hint, hintFile(seg.id), io.sizeOf(hint))
     }
-    const history = path.join(this.dir, HISTORY_FILE)
-    if (io.existsSync(history)) copy(history, HISTORY_FILE, io.sizeOf(history))
+    // The history files, so that a copy resumes watches too.
+    for (const name of io.readdirSync(this.dir))
+      if (HISTORY_NAME.test(name) || name === LEGACY_HISTORY)
+        copy(path.join(this.dir, name), name, io.sizeOf(path.join(this.dir, name)))
     writeNamespaces(toDir, this.table)
     fsyncDir(toDir)
   }

@@ -1,27 +1,35 @@
-// HISTORY: the recent changes compaction takes out of the log. The log is the history of
-// what happened (history.ts reads it back after a restart), but a pass drops overwritten
-// and deleted entries, and the entries it copies land in its output among older data, where
-// they no longer read as what happened. So each pass first keeps, from the segments it
-// rewrites, every entry still within its namespace's window (its last KEEP_CHANGES changes,
-// KEEP_BYTES at most), with what the file already held and is still within the window, and
-// writes them here before the pass can delete a segment (FORMAT.md, "HISTORY").
+// History files: the recent changes compaction takes out of the log. The log is the history
+// of what happened (history.ts reads it back), but a pass drops overwritten and deleted
+// entries, and the entries it copies land in its output among older data, where they no
+// longer read as what happened. So each pass keeps, from the segments it rewrites, every
+// entry still within its namespace's window (its last KEEP_CHANGES changes, KEEP_BYTES at
+// most), and writes them, with what the namespace's file already held and is still within
+// the window, to that namespace's file before the pass can delete a segment (FORMAT.md,
+// "History files").
+//
+// One file per namespace, so that the window holds for each however many are busy: a pass
+// rewrites the files of the namespaces it took entries of, and a watch resuming in one
+// namespace reads that namespace's file alone. Before these, one file (HISTORY) held every
+// namespace's, 64 MiB in all; it is still read, and the next pass moves what it holds into
+// the namespaces' files.
 import path from 'node:path'
 import type { DbCore } from './db-core.js'
 import { IO_PIECE, fsyncDirAsync, io } from './io.js'
+import { HISTORY_NAME, historyFile } from './parts.js'
 import { ENTRY_HEADER, REC_HEADER, SEG_HEADER, checkRecord, sealRecord } from './record.js'
 
-export const HISTORY_FILE = 'HISTORY'
+/** The single file of every namespace's history, as engines before history files kept it. */
+export const LEGACY_HISTORY = 'HISTORY'
 /** Each namespace's window: its last 10,000 changes... */
 export const KEEP_CHANGES = 10_000
 /** ...or fewer, where they come to more than 64 MiB of entries. */
 export const KEEP_BYTES = 64 * 1024 * 1024
 /**
- * The whole file's bound: past it, the namespaces with most keep their newest changes up to
- * an equal share, so the file costs a pass, the disk and a reader a bounded amount however
- * many namespaces are busy.
+ * What a pass holds in memory before it writes the namespaces holding most to their files:
+ * a pass over many busy namespaces holds a bounded amount, whatever their windows come to.
  */
-export const KEEP_TOTAL = 64 * 1024 * 1024
-/** The file's first bytes; the rest of its 32-byte header is zeros. */
+const HELD_BYTES = 64 * 1024 * 1024
+/** A file's first bytes; the rest of its 32-byte header is zeros. */
 const MAGIC = Buffer.from('CAIRNHST')
 
 /** One namespace's entries kept so far, by version, and their bytes. */
@@ -32,9 +40,17 @@ interface Kept {
 
 export class HistoryKeep {
   private byNs = new Map<number, Kept>()
-  private total = 0
+  private held = 0
+  /** Whether the legacy file was read in (and goes once its entries are in their files). */
+  private legacy = false
+  /** Whether a file could not be written: the pass goes on, and the legacy file stays. */
+  private failed = false
 
-  constructor(private readonly db: DbCore) {}
+  constructor(
+    private readonly db: DbCore,
+    /** Throws when the directory is no longer this process's: nothing is renamed then. */
+    private readonly mayRename: () => void,
+  ) {}
 
   /** Keeps a copy of each entry of the record at buf[at] that is within its window. */
   takeRecord(buf: Buffer, at: number, count: number): void {
@@ -50,19 +66,22 @@ export class HistoryKeep {
           kept = { entries: new Map(), bytes: 0 }
           this.byNs.set(nsId, kept)
         }
-        const was = kept.entries.get(version)
-        if (was === undefined) {
+        if (!kept.entries.has(version)) {
           kept.entries.set(version, Buffer.from(buf.subarray(q, q + len)))
           kept.bytes += len
-          this.total += len
+          this.held += len
         }
-        // Entries come oldest first, as a rule: the oldest go as soon as a bound is passed,
+        // Entries come oldest first, as a rule: the oldest go as soon as the bound is passed,
         // so a pass holds little more than it writes.
         if (kept.bytes > KEEP_BYTES * 1.25) this.trim(kept, KEEP_BYTES)
-        if (this.total > KEEP_TOTAL * 2) this.fit(KEEP_TOTAL)
       }
       q += len
     }
+  }
+
+  /** Whether the pass should write some namespaces out (see spill) before it goes on. */
+  get full(): boolean {
+    return this.held > HELD_BYTES
   }
 
   /**
@@ -79,67 +98,98 @@ export class HistoryKeep {
       const len = kept.entries.get(versions[i]!)!.length
       kept.entries.delete(versions[i]!)
       kept.bytes -= len
-      this.total -= len
+      this.held -= len
     }
   }
 
   /**
-   * Brings the total under `bound`: a share that the namespaces under it leave to the others
-   * (water-filling), each of the rest trimmed to it.
-   */
-  private fit(bound: number): void {
-    if (this.total <= bound) return
-    const sizes = [...this.byNs.values()].sort((a, b) => a.bytes - b.bytes)
-    let left = bound
-    for (let i = 0; i < sizes.length; i++) {
-      const share = left / (sizes.length - i)
-      if (sizes[i]!.bytes <= share) {
-        left -= sizes[i]!.bytes
-        continue
-      }
-      for (let j = i; j < sizes.length; j++) this.trim(sizes[j]!, share)
-      return
-    }
-  }
-
-  /**
-   * Takes in what the file holds now. @throws when it cannot be read (see readHistory): the
-   * pass then fails, as one that went on would write over what the file holds.
+   * Takes in the legacy file, whose entries this pass moves into their namespaces' files.
+   * @throws when it cannot be read (see readHistory): the pass then fails, as one that went
+   *   on would delete what only it holds.
    */
   async load(): Promise<void> {
-    const text = await readHistory(this.db.dir)
+    const file = path.join(this.db.dir, LEGACY_HISTORY)
+    const text = await readHistory(file)
+    if (text.length === 0) return
     forEachRecord(text, (at, count) => this.takeRecord(text, at, count))
+    this.legacy = true
+    if (this.full) await this.spill()
+  }
+
+  /** Writes the namespaces holding most to their files, until half the bound is held. */
+  async spill(): Promise<void> {
+    const most = [...this.byNs.entries()].sort((a, b) => b[1].bytes - a[1].bytes)
+    for (const [nsId, kept] of most) {
+      if (this.held <= HELD_BYTES / 2) break
+      await this.writeOne(nsId, kept)
+    }
   }
 
   /**
-   * Writes the kept entries, newest first per namespace up to its window and the total's
-   * bound, as the new file: durable under its temporary name, then renamed once `mayRename`
-   * allows (it throws when the directory is no longer this process's).
+   * Merges a namespace's kept entries with its file's, and writes the newest of them within
+   * its window as the new file: durable under its temporary name, then renamed. A file the
+   * disk cannot read throws, and fails the pass: going on would write over what it holds,
+   * or delete the segments whose recent changes are not written. A disk that refuses the
+   * write does not: compaction is what frees space, and the watches that reach the gap list
+   * again, as after any (FORMAT.md).
    */
-  async write(mayRename: () => void): Promise<void> {
-    // The newest KEEP_CHANGES of each namespace (its window moved on since some came in).
-    for (const kept of this.byNs.values()) this.trim(kept, KEEP_BYTES, KEEP_CHANGES)
-    this.fit(KEEP_TOTAL)
-    let size = SEG_HEADER
-    for (const kept of this.byNs.values()) size += kept.bytes + kept.entries.size * REC_HEADER
-    const body = Buffer.alloc(size)
+  private async writeOne(nsId: number, kept: Kept): Promise<void> {
+    const file = path.join(this.db.dir, historyFile(nsId))
+    this.byNs.delete(nsId)
+    this.held -= kept.bytes
+    const old = await readHistory(file)
+    const merged = new HistoryKeep(this.db, this.mayRename)
+    merged.byNs.set(nsId, kept)
+    merged.held = kept.bytes
+    forEachRecord(old, (at, count) => merged.takeRecord(old, at, count))
+    // The newest KEEP_CHANGES (its window moved on since some came in).
+    merged.trim(kept, KEEP_BYTES, KEEP_CHANGES)
+    const body = Buffer.alloc(SEG_HEADER + kept.bytes + kept.entries.size * REC_HEADER)
     MAGIC.copy(body, 0)
     let o = SEG_HEADER
-    for (const kept of this.byNs.values())
-      for (const entry of kept.entries.values()) {
-        sealRecord(body, o, entry.length, 1)
-        o += REC_HEADER + entry.copy(body, o + REC_HEADER)
+    for (const entry of kept.entries.values()) {
+      sealRecord(body, o, entry.length, 1)
+      o += REC_HEADER + entry.copy(body, o + REC_HEADER)
+    }
+    try {
+      await io.writeFileAtomic(file, body, this.mayRename)
+    } catch {
+      this.failed = true
+      try {
+        io.rmSync(`${file}.tmp`)
+      } catch {}
+    }
+  }
+
+  /**
+   * Writes every namespace still held to its file, and makes the renames durable, before the
+   * pass deletes a segment. Then the files of namespaces that are gone go, and the legacy
+   * file once every file was written. @throws as writeOne does; true when all was written.
+   */
+  async write(): Promise<boolean> {
+    for (const [nsId, kept] of [...this.byNs]) await this.writeOne(nsId, kept)
+    try {
+      await fsyncDirAsync(this.db.dir)
+      for (const name of io.readdirSync(this.db.dir)) {
+        const m = HISTORY_NAME.exec(name)
+        if (m && !this.db.keydir.byId.has(Number(m[1]))) io.rmSync(path.join(this.db.dir, name))
       }
-    await io.writeFileAtomic(path.join(this.db.dir, HISTORY_FILE), body, mayRename)
+      if (this.legacy && !this.failed) {
+        this.mayRename()
+        io.rmSync(path.join(this.db.dir, LEGACY_HISTORY))
+      }
+    } catch {
+      this.failed = true
+    }
+    return !this.failed
   }
 }
 
 /**
- * The file's bytes; empty when there is none (or it is not one). A file the disk fails to
- * read throws: taken for an empty one, the next pass would write over what it holds.
+ * A history file's bytes; empty when there is none (or it is not one). A file the disk fails
+ * to read throws: taken for an empty one, the next pass would write over what it holds.
  */
-export async function readHistory(dir: string): Promise<Buffer> {
-  const file = path.join(dir, HISTORY_FILE)
+export async function readHistory(file: string): Promise<Buffer> {
   let fd: number
   try {
     fd = io.openSync(file, 'r')
@@ -150,7 +200,7 @@ export async function readHistory(dir: string): Promise<Buffer> {
   try {
     // Larger than any this engine writes: not one of ours (and not to be held in memory).
     const size = io.sizeOf(file)
-    if (size > KEEP_TOTAL * 2) return Buffer.alloc(0)
+    if (size > KEEP_BYTES * 2) return Buffer.alloc(0)
     const text = Buffer.allocUnsafe(size)
     for (let got = 0; got < size; ) {
       const n = await io.read(fd, text, got, Math.min(IO_PIECE, size - got), got)
@@ -170,23 +220,5 @@ export function forEachRecord(buf: Buffer, each: (at: number, count: number) => 
     if (len <= 0) return
     each(p, buf.readUInt32LE(p + 8))
     p += len
-  }
-}
-
-/** Writes `keep` as the new HISTORY, then makes the rename durable; never throws. */
-export async function writeHistory(
-  keep: HistoryKeep,
-  dir: string,
-  mayRename: () => void,
-): Promise<boolean> {
-  try {
-    await keep.write(mayRename)
-    await fsyncDirAsync(dir)
-    return true
-  } catch {
-    try {
-      io.rmSync(path.join(dir, `${HISTORY_FILE}.tmp`))
-    } catch {}
-    return false
   }
 }

@@ -1,7 +1,8 @@
 // A namespace's recent changes read back from the log: what a change feed holds in memory,
 // for a watch that resumes from before it (after a restart, or once memory shed it). The
 // log is the history: every durable write is a record in it until compaction rewrites its
-// segment, and what was recent there is then kept in HISTORY (history-file.ts). A caller
+// segment, and what was recent there is then kept in the namespace's history file
+// (history-file.ts). A caller
 // that needs an unbroken run (a watch resuming from a version) keeps only the versions that
 // follow one another without a gap: a version is given to one write only, so a run with no
 // gap is exactly what happened.
@@ -9,9 +10,10 @@
 // One namespace is read at a time, with no bound shared with the others: the contract's
 // window is per namespace, and a budget for all of them would leave out the quiet ones.
 import type { CommittedChange, DbCore } from './db-core.js'
-import { KEEP_BYTES, KEEP_CHANGES, readHistory } from './history-file.js'
+import path from 'node:path'
+import { KEEP_BYTES, KEEP_CHANGES, LEGACY_HISTORY, readHistory } from './history-file.js'
 import { IO_PIECE, io } from './io.js'
-import type { Segment } from './parts.js'
+import { type Segment, historyFile } from './parts.js'
 import {
   DEL,
   ENTRY_HEADER,
@@ -24,61 +26,95 @@ import {
 import { decodeValue } from './values.js'
 import { SLICE_MS, yieldToRequests } from './yield.js'
 
+/** What namespaceChanges found. */
+export interface FoundChanges {
+  /** In no particular order. */
+  changes: CommittedChange[]
+  /**
+   * false when a file could not be read (the disk refused, or the database closed): what is
+   * missing may be there on another try. true when all that holds the history was read.
+   */
+  complete: boolean
+}
+
 /**
- * The changes of namespace `ns` after version `since` that the log still holds, in no
- * particular order: at least its newest KEEP_CHANGES (or KEEP_BYTES) of them, where it has
- * that many, and possibly more. Empty for a namespace that does not exist.
+ * The changes of namespace `ns` after version `since` that the log still holds: at least
+ * its newest KEEP_CHANGES (or KEEP_BYTES) of them, where it has that many, and possibly
+ * more. None for a namespace that does not exist.
  *
  * Segments are read newest first, and only as far back as needed: a segment compaction
  * did not write holds a namespace's versions in the order they were given, so once one
  * reaches `since`, or the newest window is full, the older ones cannot add to it. Segments
- * known to hold nothing of the namespace are passed over unread. HISTORY is read last: a
- * pass writes it before it deletes the segments it rewrote, so a segment gone before it
- * was read has its recent entries there.
+ * known to hold nothing of the namespace are passed over unread. The history files are read
+ * last: a pass writes them before it deletes the segments it rewrote, so a segment gone
+ * before it was read has its recent entries there. The legacy file comes before the
+ * namespace's own for the same reason: a pass moves its entries there, then deletes it.
  */
 export async function namespaceChanges(
   db: DbCore,
   ns: string,
   since: number,
-): Promise<CommittedChange[]> {
+): Promise<FoundChanges> {
   const n = db.keydir.byName.get(ns)
-  if (n === undefined) return []
+  if (n === undefined) return { changes: [], complete: true }
   const found = new Found(ns, n.id, since)
+  let complete = true
   const segs = [...db.segments.values()].sort((a, b) => b.id - a.id)
   for (const seg of segs) {
     if (seg.minVersions !== null && !seg.minVersions.has(n.id)) continue
-    const buf = await readSegment(seg)
+    const buf = await readSegment(db, seg)
+    if (buf === 'gone') continue
+    if (buf === 'failed') {
+      complete = false
+      continue
+    }
     if (buf === undefined) continue
     const lowest = await found.take(buf)
-    if (db.isClosed()) return []
+    if (db.isClosed()) return { changes: [], complete: false }
     if (lowest <= since + 1 || found.full()) break
   }
   // What compaction took out of the log while it was recent. Unreadable, the history is
   // shorter, never wrong.
-  const kept = await readHistory(db.dir).catch(() => undefined)
-  if (kept !== undefined) await found.take(kept)
-  return [...found.changes.values()]
+  for (const file of [LEGACY_HISTORY, historyFile(n.id)]) {
+    const kept = await readHistory(path.join(db.dir, file)).catch(() => undefined)
+    if (kept === undefined) complete = false
+    else await found.take(kept)
+  }
+  return { changes: [...found.changes.values()], complete }
 }
 
-/** The segment's durable bytes; undefined when it is compaction's or went meanwhile. */
-async function readSegment(seg: Segment): Promise<Buffer | undefined> {
+/**
+ * The segment's durable bytes; undefined when it is compaction's output, 'gone' when a
+ * compaction replaced it meanwhile (the history files have its recent changes), 'failed'
+ * when the disk refused.
+ */
+async function readSegment(
+  db: DbCore,
+  seg: Segment,
+): Promise<Buffer | 'gone' | 'failed' | undefined> {
   const size = seg.durable
   if (size <= SEG_HEADER) return undefined
   const buf = Buffer.allocUnsafe(size)
+  // A compaction removes the segments it replaced from the map as it closes their files: a
+  // read after that may have met another file on the same descriptor, and counts for nothing.
+  const ours = () => db.segments.get(seg.id) === seg && !db.isClosed()
   try {
     // Compaction's output holds old data, copied or turned into tombstones (an expired put
     // becomes one at its own version): it is not a record of what happened. What was
-    // recent in the segments it replaced is in HISTORY.
-    if ((await io.read(seg.fd, buf, 0, SEG_HEADER, 0)) < SEG_HEADER) return undefined
+    // recent in the segments it replaced is in the history files.
+    const head = await io.read(seg.fd, buf, 0, SEG_HEADER, 0)
+    if (!ours()) return 'gone'
+    if (head < SEG_HEADER) return 'failed'
     if (buf.readUInt32LE(28) & SEG_COMPACTED) return undefined
     for (let got = SEG_HEADER; got < size; ) {
       const n = await io.read(seg.fd, buf, got, Math.min(IO_PIECE, size - got), got)
-      if (n <= 0) return buf.subarray(0, got)
+      if (!ours()) return 'gone'
+      if (n <= 0) return 'failed'
       got += n
     }
     return buf
   } catch {
-    return undefined // closed by a compaction that replaced it: HISTORY has what it held
+    return ours() ? 'failed' : 'gone'
   }
 }
 
@@ -102,7 +138,7 @@ class Found {
 
   /**
    * Takes the namespace's changes after `since` from every whole, intact record of `buf`
-   * (a segment or HISTORY, records after a 32-byte header), in slices that leave the event
+   * (a segment or a history file, records after a 32-byte header), in slices that leave the event
    * loop to requests. Answers the lowest version of the namespace it met.
    */
   async take(buf: Buffer): Promise<number> {

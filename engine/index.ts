@@ -91,4 +91,4 @@ function report(db: Db, dropped: Dropped[], kept: number): RepairReport {
   return out
 }
 export { KEEP_BYTES, KEEP_CHANGES } from './history-file.js'
-export { namespaceChanges } from './history.js'
+export { type FoundChanges, namespaceChanges } from './history.js'

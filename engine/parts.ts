@@ -90,5 +90,8 @@ const pad = (id: number) => String(id).padStart(8, '0')
 export const segmentFile = (id: number) => `seg-${pad(id)}.seg`
 export const hintFile = (id: number) => `seg-${pad(id)}.hint`
 export const compactTmpFile = (id: number) => `compact-${pad(id)}.tmp`
+/** A namespace's recent changes that compaction took out of the log (history-file.ts). */
+export const historyFile = (nsId: number) => `history-${pad(nsId)}.hst`
+export const HISTORY_NAME = /^history-(\d{8,})\.hst$/
 export const SEGMENT_NAME = /^seg-(\d{8})\.seg$/
 export const COMPACTED_FILE = 'COMPACTED'

@@ -67,6 +67,8 @@ export class EmbeddedFeed implements Feed {
    * window only moves on).
    */
   private reach = new LRUCache<string, number>({ max: REACH_NAMESPACES })
+  /** Counts drops: a read of the log that a drop overtook may be of the namespace dropped. */
+  private drops = 0
   private stop: () => void
 
   constructor(
@@ -88,6 +90,7 @@ export class EmbeddedFeed implements Feed {
     if (ring) this.total -= ring.memory
     this.rings.delete(ns)
     this.reach.delete(ns)
+    this.drops++
   }
 
   /** The memory all rings hold together (at most the bound, give or take a change). */
@@ -104,10 +107,11 @@ export class EmbeddedFeed implements Feed {
     // The ring does not reach back far enough (a restart emptied it, or memory shed it): the
     // log may. Another read covers a change shed while the first was queued.
     for (let tries = 0; since < this.floorOf(ns); tries++) {
-      if (tries === 3 || since < (this.reach.get(ns) ?? Number.NEGATIVE_INFINITY)) return 'expired'
+      if (tries === 2 || since < (this.reach.get(ns) ?? Number.NEGATIVE_INFINITY)) return 'expired'
       await this.readLog(ns, since)
     }
-    const ring = this.rings.get(ns)!
+    const ring = this.rings.get(ns)
+    if (ring === undefined) return [] // reached by writes the feed does not carry
     ring.readAt = Date.now()
     return ring.read(since, limit)
   }
@@ -121,12 +125,15 @@ export class EmbeddedFeed implements Feed {
   private readLog(ns: string, since: number): Promise<void> {
     const queued = this.pending.get(ns)
     if (queued !== undefined && queued.since <= since) return queued.done
+    // recover never throws, so one read cannot stop the queue.
     const done = this.reads.then(() => this.recover(ns, since))
     const entry = { since, done }
     this.pending.set(ns, entry)
-    this.reads = done.finally(() => {
-      if (this.pending.get(ns) === entry) this.pending.delete(ns)
-    })
+    this.reads = done
+      .finally(() => {
+        if (this.pending.get(ns) === entry) this.pending.delete(ns)
+      })
+      .catch(() => {})
     return done
   }
 
@@ -240,8 +247,11 @@ export class EmbeddedFeed implements Feed {
       this.total += ring.memory - before
       if (this.total <= goal) return
     }
-    // The map's order is the order rings were last used in (touch).
-    for (const [ns, ring] of this.rings) {
+    // The map's order is the order rings were last used in (touch); those being read go last.
+    const whole = [...this.rings].sort(
+      ([, a], [, b]) => Number(a.readAt > since) - Number(b.readAt > since),
+    )
+    for (const [ns, ring] of whole) {
       if (ring === keep) continue
       this.rings.delete(ns)
       this.total -= ring.memory
@@ -252,15 +262,21 @@ export class EmbeddedFeed implements Feed {
   /**
    * Reads the namespace's history after `since` back from the log and puts in front of its
    * ring the run of versions that leads up to it without a gap. Where that run stops short
-   * of `since`, the log holds no more: the version it stops at is kept (reach).
+   * of `since` and the whole log was read, the log holds no more: the version it stops at is
+   * kept (reach). Never throws: what it cannot read is history not found.
    */
   private async recover(ns: string, since: number): Promise<void> {
-    let found: CommittedChange[]
+    const drops = this.drops
     try {
-      found = await namespaceChanges(this.db, ns, since)
-    } catch {
-      return
-    }
+      const found = await namespaceChanges(this.db, ns, since)
+      // Dropped meanwhile, and perhaps made again: what was read may be the old one's.
+      if (this.drops !== drops || !this.db.hasNamespace(ns)) return
+      this.join(ns, since, found.changes, found.complete)
+    } catch {}
+  }
+
+  /** Puts in front of the namespace's ring what joins up with it (see recover). */
+  private join(ns: string, since: number, found: CommittedChange[], complete: boolean): void {
     const versions = new Map<number, CommittedChange>()
     for (const c of found) if (carried(c)) versions.set(c.version, c)
     let ring = this.rings.get(ns)
@@ -274,7 +290,7 @@ export class EmbeddedFeed implements Feed {
     if (before.length === 0) return
     // Only a run that was found tells where the log stops: with none, writes may have moved
     // the ring on while the log was read.
-    if (v > since) this.reach.set(ns, v)
+    if (v > since && complete) this.reach.set(ns, v)
     before.reverse()
     if (!ring) {
       ring = new FeedRing(top)

@@ -219,23 +219,31 @@ t.test('a pass that fails after its manifest write leaves no replaced segment al
   t.equal((await again.list('a', { prefix: 'keep/' })).keys.length, 59, 'the others are there')
 })
 
+/** The directory's history files (FORMAT.md, "History files"). */
+const historyFiles = (dir: string) =>
+  fs.readdirSync(dir).filter((n) => /^history-\d+\.hst$/.test(n))
+
 /**
- * The size of the directory's HISTORY (0 without one), failing the test when it holds more
- * than `most` entries of a namespace.
+ * The size of the directory's history files (0 without any), failing the test when one holds
+ * more than `most` entries, or entries of another namespace than it is named for.
  */
 function historyBytes(t: Test, dir: string, most: number): number {
-  const file = path.join(dir, 'HISTORY')
-  if (!fs.existsSync(file)) return 0
-  const buf = fs.readFileSync(file)
-  const perNs = new Map<number, number>()
-  for (let p = 32; p + 12 <= buf.length; ) {
-    const length = buf.readUInt32LE(p + 4)
-    const nsId = buf.readUInt32LE(p + 12 + 8)
-    perNs.set(nsId, (perNs.get(nsId) ?? 0) + 1)
-    p += 12 + length
+  let total = 0
+  for (const name of historyFiles(dir)) {
+    const buf = fs.readFileSync(path.join(dir, name))
+    const own = Number(/\d+/.exec(name)![0])
+    let entries = 0
+    for (let p = 32; p + 12 <= buf.length; ) {
+      const length = buf.readUInt32LE(p + 4)
+      const nsId = buf.readUInt32LE(p + 12 + 8)
+      if (nsId !== own) t.fail(`${name} holds an entry of namespace ${nsId}`)
+      entries++
+      p += 12 + length
+    }
+    if (entries > most) t.fail(`${name} holds ${entries} entries`)
+    total += buf.length
   }
-  for (const [ns, n] of perNs) if (n > most) t.fail(`HISTORY holds ${n} entries of namespace ${ns}`)
-  return buf.length
+  return total
 }
 
 t.test(
@@ -258,8 +266,8 @@ t.test(
     db = await open(dir, opts)
     t.teardown(() => db.close())
     const of = async (ns: string) => {
-      const m = new Map<number, Awaited<ReturnType<typeof namespaceChanges>>[number]>()
-      for (const c of await namespaceChanges(db as never, ns, 0)) m.set(c.version, c)
+      const m = new Map<number, Awaited<ReturnType<typeof namespaceChanges>>['changes'][number]>()
+      for (const c of (await namespaceChanges(db as never, ns, 0)).changes) m.set(c.version, c)
       return m
     }
     const few = await of('few')
@@ -285,7 +293,7 @@ t.test(
   },
 )
 
-t.test('a HISTORY the disk cannot read fails the pass, and loses nothing', async (t) => {
+t.test('a history file the disk cannot read fails the pass, and loses nothing', async (t) => {
   t.teardown(clearFaults)
   const dir = tempDir(t, 'compact-history-read')
   const opts = { segmentBytes: 64 * 1024, durability: 'none' as const, autoCompact: false }
@@ -294,14 +302,14 @@ t.test('a HISTORY the disk cannot read fails the pass, and loses nothing', async
   for (let i = 1; i <= 5; i++) await db.put('a', 'k', i)
   await db.compact()
   for (let i = 6; i <= 8; i++) await db.put('a', 'k', i)
-  injectFault({ op: 'read', code: 'EIO', path: /HISTORY$/ })
+  injectFault({ op: 'read', code: 'EIO', path: /history-\d+\.hst$/ })
   t.equal(await errorCode(db.compact()), 'IO_ERROR', 'the pass fails')
   clearFaults()
   await db.compact()
   await db.close()
   db = await open(dir, opts)
   t.teardown(() => db.close())
-  const got = await namespaceChanges(db as never, 'a', 0)
+  const got = (await namespaceChanges(db as never, 'a', 0)).changes
   t.same(
     got.map((c) => c.version).sort((x, y) => x - y),
     [1, 2, 3, 4, 5, 6, 7, 8],
@@ -311,30 +319,71 @@ t.test('a HISTORY the disk cannot read fails the pass, and loses nothing', async
   const copy = tempDir(t, 'compact-history-backup')
   await db.backup(copy)
   const restored = await open(copy, opts)
-  const again = await namespaceChanges(restored as never, 'a', 0)
+  const again = (await namespaceChanges(restored as never, 'a', 0)).changes
   t.equal(again.length, 8, 'a backup resumes watches as well')
   await restored.close()
 })
 
-t.test('HISTORY stays within 64 MiB in all, the newest of each namespace kept', async (t) => {
+t.test('each namespace keeps its window in history files, however many are busy', async (t) => {
   const dir = tempDir(t, 'compact-history-total')
   const opts = { segmentBytes: 4 * 1024 * 1024, durability: 'none' as const, autoCompact: false }
-  const db = await open(dir, opts)
-  t.teardown(() => db.close())
-  // Two namespaces whose windows come to about 72 MiB, overwriting a few keys.
+  let db = await open(dir, opts)
+  // Three namespaces whose windows come to about 108 MiB, more than one file held in all
+  // before history files, overwriting a few keys; and one dropped.
   const value = Buffer.alloc(12 * 1024, 3)
-  for (const ns of ['x', 'y']) {
+  for (const ns of ['x', 'y', 'z']) {
     await db.createNamespace(ns)
     for (let i = 1; i <= 3000; i++) await db.put(ns, `k${i % 4}`, value)
   }
+  await db.createNamespace('gone')
+  await db.put('gone', 'k', 1)
   await db.compact()
-  const size = fs.statSync(path.join(dir, 'HISTORY')).size
-  t.ok(size <= 64 * 1024 * 1024 + 64 * 1024, `HISTORY is ${size} bytes`)
-  for (const ns of ['x', 'y']) {
-    const got = await namespaceChanges(db as never, ns, 0)
+  await db.dropNamespace('gone')
+  await db.put('x', 'one more', 1)
+  await db.compact()
+  t.equal(historyFiles(dir).length, 3, 'a file per namespace with history, none for a dropped one')
+  t.ok(historyBytes(t, dir, 10_000) > 100 * 1024 * 1024, 'the windows, all of them')
+  await db.close()
+  db = await open(dir, opts)
+  t.teardown(() => db.close())
+  for (const ns of ['x', 'y', 'z']) {
+    const got = (await namespaceChanges(db as never, ns, 0)).changes
     const versions = new Set(got.map((c) => c.version))
     let run = 0
-    while (versions.has(3000 - run)) run++
-    t.ok(run > 2000, `${ns}: its newest ${run} changes, without a gap`)
+    while (versions.has((ns === 'x' ? 3001 : 3000) - run)) run++
+    t.equal(run, ns === 'x' ? 3001 : 3000, `${ns}: every change, without a gap`)
   }
+})
+
+t.test('a HISTORY from before history files is read, then moved into them', async (t) => {
+  const dir = tempDir(t, 'compact-history-legacy')
+  const opts = { segmentBytes: 64 * 1024, durability: 'none' as const, autoCompact: false }
+  let db = await open(dir, opts)
+  for (const ns of ['a', 'b']) {
+    await db.createNamespace(ns)
+    for (let i = 1; i <= 500; i++) await db.put(ns, `k${i % 3}`, i)
+  }
+  await db.compact()
+  await db.close()
+  // The single file engines wrote before: the same header, every namespace's records.
+  const files = historyFiles(dir)
+  t.equal(files.length, 2)
+  const bodies = files.map((n) => fs.readFileSync(path.join(dir, n)))
+  fs.writeFileSync(
+    path.join(dir, 'HISTORY'),
+    Buffer.concat([bodies[0]!, ...bodies.slice(1).map((b) => b.subarray(32))]),
+  )
+  for (const n of files) fs.rmSync(path.join(dir, n))
+  db = await open(dir, opts)
+  t.teardown(() => db.close())
+  const every = async (ns: string) =>
+    (await namespaceChanges(db as never, ns, 0)).changes.map((c) => c.version).sort((x, y) => x - y)
+  const all = Array.from({ length: 500 }, (_, i) => i + 1)
+  t.same(await every('a'), all, 'read from HISTORY')
+  await db.put('a', 'k0', 501)
+  await db.compact()
+  t.notOk(fs.existsSync(path.join(dir, 'HISTORY')), 'HISTORY is gone once a pass moved it')
+  t.equal(historyFiles(dir).length, 2, 'into a file per namespace')
+  t.same(await every('a'), [...all, 501], 'a: every change')
+  t.same(await every('b'), all, 'b: every change')
 })

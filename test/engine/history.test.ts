@@ -13,7 +13,7 @@ t.test('a segment of 25,000 changes of one namespace gives back its newest windo
     await db.put('a', `k${i % 10}`, Buffer.from(`${i}`))
     if (i % 100 === 0) await db.put('b', 'k', Buffer.from(`${i}`))
   }
-  const got = await namespaceChanges(db as never, 'a', 0)
+  const got = (await namespaceChanges(db as never, 'a', 0)).changes
   const versions = new Set(got.map((c) => c.version))
   let run = 0
   while (versions.has(25_000 - run)) run++
@@ -24,11 +24,15 @@ t.test('a segment of 25,000 changes of one namespace gives back its newest windo
     got.every((c) => c.ns === 'a'),
     'only the namespace asked for',
   )
-  const since = await namespaceChanges(db as never, 'a', 24_990)
+  const since = (await namespaceChanges(db as never, 'a', 24_990)).changes
   t.same(
     since.map((c) => c.version).sort((x, y) => x - y),
     [24_991, 24_992, 24_993, 24_994, 24_995, 24_996, 24_997, 24_998, 24_999, 25_000],
     'after a version: only what follows it',
   )
-  t.same(await namespaceChanges(db as never, 'none', 0), [], 'nothing of a namespace not there')
+  t.same(
+    (await namespaceChanges(db as never, 'none', 0)).changes,
+    [],
+    'nothing of a namespace not there',
+  )
 })

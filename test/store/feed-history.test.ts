@@ -4,6 +4,7 @@
 // while the server runs and after a restart (and after compaction, from HISTORY).
 import t, { type Test } from 'tap'
 import { type Db, open } from '../../engine/index.js'
+import { io } from '../../engine/io.js'
 import { EmbeddedFeed } from '../../server/store/embedded-feed.js'
 import type { Change } from '../../server/store/types.js'
 import { tempDir } from '../engine/helpers.js'
@@ -34,6 +35,30 @@ async function resume(feed: EmbeddedFeed, ns: string, since: number, page: numbe
     if (got.length === 0) return all
     all.push(...got)
     last = got[got.length - 1]!.version
+  }
+}
+
+/** Holds the engine's file reads (its I/O module's) until `release`; `held` waits for one. */
+function holdReads(t: Test) {
+  const read = io.read
+  t.teardown(() => {
+    io.read = read
+  })
+  let release!: () => void
+  const gate = new Promise<void>((resolve) => {
+    release = resolve
+  })
+  let waiting = 0
+  io.read = async (...args: Parameters<typeof read>) => {
+    waiting++
+    await gate
+    return read.apply(io, args)
+  }
+  return {
+    release,
+    async held() {
+      while (waiting === 0) await new Promise((resolve) => setTimeout(resolve, 5))
+    },
   }
 }
 
@@ -112,4 +137,61 @@ t.test('a resume from before what the log holds is told the history expired', as
   t.equal(got, 'expired', 'from 10,400 changes back, compacted: expired')
   const recent = await resume(feed, 'busy', 10_500 - 10_000, 1000)
   t.equal(recent === 'expired' ? recent : recent.length, 10_000, 'the last 10,000 are there')
+})
+
+t.test('a namespace dropped and made again while its log is read', async (t) => {
+  const db = await open(tempDir(t, 'feed-history-drop'), { durability: 'none' })
+  t.teardown(() => db.close())
+  await db.createNamespace('a')
+  await db.createNamespace('c')
+  for (let i = 1; i <= 50; i++) await db.put('a', 'k', Buffer.from(`"old-${i}"`))
+  for (let i = 1; i <= 10; i++) await db.put('c', 'k', Buffer.from(`"c-${i}"`))
+  // A feed started now holds nothing: as after a restart, a resume reads the log.
+  const feed = new EmbeddedFeed(db, BOUND)
+  t.teardown(() => feed.close())
+  // The engine's file reads wait until the namespace has been dropped and made again.
+  const gate = holdReads(t)
+  const reading = feed.read('a', 0, 100)
+  await gate.held()
+  await db.dropNamespace('a')
+  feed.dropped('a')
+  await db.createNamespace('a')
+  // Values the feed does not carry (the service's own records are such): the new namespace
+  // moves on without a ring.
+  for (let i = 1; i <= 30; i++) await db.put('a', 'k', i)
+  gate.release()
+  t.equal(await reading, 'expired', "the old namespace's changes are not given as the new one's")
+  const c = await feed.read('c', 0, 100)
+  t.same(
+    c === 'expired' ? c : c.map((x) => x.value?.toString()),
+    Array.from({ length: 10 }, (_, i) => `"c-${i + 1}"`),
+    'and reads of the log go on for other namespaces',
+  )
+})
+
+t.test('a namespace dropped while its log is read: other reads go on', async (t) => {
+  const db = await open(tempDir(t, 'feed-history-gone'), { durability: 'none' })
+  t.teardown(() => db.close())
+  await db.createNamespace('a')
+  await db.createNamespace('c')
+  await db.put('a', 'k', Buffer.from('"a"'))
+  await db.put('c', 'k', Buffer.from('"c"'))
+  const feed = new EmbeddedFeed(db, BOUND)
+  t.teardown(() => feed.close())
+  const gate = holdReads(t)
+  const reading = feed.read('a', 0, 100).then(
+    (got) => got,
+    (err: { code?: string }) => err.code,
+  )
+  await gate.held()
+  await db.dropNamespace('a')
+  feed.dropped('a')
+  gate.release()
+  t.equal(await reading, 'NAMESPACE_NOT_FOUND', 'the resume is told the namespace is gone')
+  const c = await feed.read('c', 0, 100)
+  t.same(
+    c === 'expired' ? c : c.map((x) => x.value?.toString()),
+    ['"c"'],
+    'and the next read of the log, of another namespace, is answered',
+  )
 })
