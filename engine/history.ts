@@ -37,50 +37,124 @@ export interface FoundChanges {
   complete: boolean
 }
 
+/** A namespace whose history is wanted, after which version. */
+export interface Wanted {
+  ns: string
+  since: number
+}
+
 /**
  * The changes of namespace `ns` after version `since` that the log still holds: at least
  * its newest KEEP_CHANGES (or KEEP_BYTES) of them, where it has that many, and possibly
- * more. None for a namespace that does not exist.
- *
- * Segments are read newest first, and only as far back as needed: a segment compaction
- * did not write holds a namespace's versions in the order they were given, so once one
- * reaches `since`, or the newest window is full, the older ones cannot add to it. Segments
- * known to hold nothing of the namespace are passed over unread. The history files are read
- * last: a pass writes them before it deletes the segments it rewrote, so a segment gone
- * before it was read has its recent entries there. The legacy file comes before the
- * namespace's own for the same reason: a pass moves its entries there, then deletes it.
+ * more. None for a namespace that does not exist. See namespacesChanges.
  */
 export async function namespaceChanges(
   db: DbCore,
   ns: string,
   since: number,
 ): Promise<FoundChanges> {
-  const n = db.keydir.byName.get(ns)
-  if (n === undefined) return { changes: [], complete: true }
-  const found = new Found(ns, n.id, since)
+  return (await namespacesChanges(db, [{ ns, since }])).get(ns)!
+}
+
+/**
+ * The changes of each wanted namespace, as namespaceChanges gives them, read in one pass
+ * over the log: resumes that wait together share the reading.
+ *
+ * Segments are read newest first, and only as far back as needed: a segment compaction
+ * did not write holds a namespace's versions in the order they were given, so once one
+ * reaches `since`, or the newest window is full, the older ones cannot add to it. Segments
+ * known to hold none of the namespaces still wanted are passed over unread. The history
+ * files are read last: a pass writes them before it deletes the segments it rewrote, so a
+ * segment gone before it was read has its recent entries there. The legacy file comes
+ * before the namespaces' own for the same reason: a pass moves its entries there, then
+ * deletes it.
+ */
+export async function namespacesChanges(
+  db: DbCore,
+  wanted: Wanted[],
+): Promise<Map<string, FoundChanges>> {
+  const out = new Map<string, FoundChanges>()
+  const founds = new Map<number, Found>()
+  for (const w of wanted) {
+    const n = db.keydir.byName.get(w.ns)
+    if (n === undefined) out.set(w.ns, { changes: [], complete: true })
+    else if (!founds.has(n.id)) founds.set(n.id, new Found(w.ns, n.id, w.since))
+  }
   let complete = true
   const segs = [...db.segments.values()].sort((a, b) => b.id - a.id)
   for (const seg of segs) {
-    if (seg.minVersions !== null && !seg.minVersions.has(n.id)) continue
+    const open = new Map([...founds].filter(([, f]) => !f.done))
+    if (open.size === 0) break
+    const known = seg.minVersions
+    if (known !== null && ![...open.keys()].some((id) => known.has(id))) continue
     const buf = await readSegment(db, seg)
-    if (buf === 'gone') continue
+    if (buf === 'gone' || buf === undefined) continue
     if (buf === 'failed') {
       complete = false
       continue
     }
-    if (buf === undefined) continue
-    const lowest = await found.take(buf)
-    if (db.isClosed()) return { changes: [], complete: false }
-    if (lowest <= since + 1 || found.full()) break
+    // A segment an open took from a checkpoint does not know which namespaces it holds:
+    // read whole, it learns, and the next read of other namespaces passes it over.
+    const learn = known === null && seg.sealed && buf.length === seg.end
+    const mins = learn ? new Map<number, number>() : undefined
+    const whole = await take(buf, open, mins)
+    if (db.isClosed()) return new Map(wanted.map((w) => [w.ns, { changes: [], complete: false }]))
+    if (mins !== undefined && whole && db.segments.get(seg.id) === seg) seg.minVersions = mins
+    for (const f of open.values()) if (f.lowest <= f.since + 1 || f.full()) f.done = true
   }
   // What compaction took out of the log while it was recent. Unreadable, the history is
   // shorter, never wrong.
-  for (const file of [LEGACY_HISTORY, historyFile(n.id)]) {
-    const kept = await readHistory(path.join(db.dir, file)).catch(() => undefined)
-    if (kept === undefined) complete = false
-    else await found.take(kept)
+  const legacy = await readHistory(path.join(db.dir, LEGACY_HISTORY)).catch(() => undefined)
+  if (legacy === undefined) complete = false
+  else await take(legacy, founds)
+  for (const [id, f] of founds) {
+    const own = await readHistory(path.join(db.dir, historyFile(id))).catch(() => undefined)
+    if (own === undefined) f.failed = true
+    else await take(own, new Map([[id, f]]))
+    out.set(f.ns, { changes: [...f.changes.values()], complete: complete && !f.failed })
   }
-  return { changes: [...found.changes.values()], complete }
+  return out
+}
+
+/**
+ * Gives each of `founds` its namespace's entries among the whole, intact records of `buf`
+ * (a segment or a history file, records after a 32-byte header), in slices that leave the
+ * event loop to requests; sets each one's `lowest` to the lowest version of its namespace
+ * met. `mins`, when given, gets the lowest version of every namespace met
+ * (Segment.minVersions). Answers whether every byte was such a record.
+ */
+async function take(
+  buf: Buffer,
+  founds: Map<number, Found>,
+  mins?: Map<number, number>,
+): Promise<boolean> {
+  for (const f of founds.values()) f.lowest = Number.POSITIVE_INFINITY
+  let sliceAt = performance.now()
+  let p = SEG_HEADER
+  while (p + REC_HEADER <= buf.length) {
+    const len = checkRecord(buf, p, buf.length)
+    if (len <= 0) break
+    const count = buf.readUInt32LE(p + 8)
+    let q = p + REC_HEADER
+    for (let i = 0; i < count; i++) {
+      const nsId = buf.readUInt32LE(q + 8)
+      if (mins !== undefined) {
+        const v = buf.readDoubleLE(q + 12)
+        const was = mins.get(nsId)
+        if (was === undefined || v < was) mins.set(nsId, v)
+      }
+      // Other namespaces' entries are passed over by their header alone.
+      const f = founds.get(nsId)
+      if (f !== undefined) f.meet(buf, q)
+      q += ENTRY_HEADER + buf.readUInt16LE(q + 6) + buf.readUInt32LE(q + 28)
+    }
+    p += len
+    if (performance.now() - sliceAt >= SLICE_MS) {
+      await yieldToRequests(performance.now() - sliceAt)
+      sliceAt = performance.now()
+    }
+  }
+  return p === buf.length
 }
 
 /**
@@ -124,11 +198,17 @@ class Found {
   /** Each change's entry length, by version. */
   private sizes = new Map<number, number>()
   private bytes = 0
+  /** The lowest version of the namespace met in the last buffer taken. */
+  lowest = Number.POSITIVE_INFINITY
+  /** Whether the log holds nothing more the namespace needs (older segments cannot add). */
+  done = false
+  /** Whether its own history file could not be read. */
+  failed = false
 
   constructor(
-    private readonly ns: string,
-    private readonly nsId: number,
-    private readonly since: number,
+    readonly ns: string,
+    readonly nsId: number,
+    readonly since: number,
   ) {}
 
   /** Whether the newest window is already found (all that is left to read is older). */
@@ -136,35 +216,11 @@ class Found {
     return this.changes.size >= KEEP_CHANGES || this.bytes >= KEEP_BYTES
   }
 
-  /**
-   * Takes the namespace's changes after `since` from every whole, intact record of `buf`
-   * (a segment or a history file, records after a 32-byte header), in slices that leave the event
-   * loop to requests. Answers the lowest version of the namespace it met.
-   */
-  async take(buf: Buffer): Promise<number> {
-    let lowest = Number.POSITIVE_INFINITY
-    let sliceAt = performance.now()
-    for (let p = SEG_HEADER; p + REC_HEADER <= buf.length; ) {
-      const len = checkRecord(buf, p, buf.length)
-      if (len <= 0) break
-      const count = buf.readUInt32LE(p + 8)
-      let q = p + REC_HEADER
-      for (let i = 0; i < count; i++) {
-        // Other namespaces' entries are passed over by their header alone.
-        if (buf.readUInt32LE(q + 8) === this.nsId) {
-          const version = buf.readDoubleLE(q + 12)
-          if (version < lowest) lowest = version
-          if (version > this.since && !this.changes.has(version)) this.add(buf, q)
-        }
-        q += ENTRY_HEADER + buf.readUInt16LE(q + 6) + buf.readUInt32LE(q + 28)
-      }
-      p += len
-      if (performance.now() - sliceAt >= SLICE_MS) {
-        await yieldToRequests(performance.now() - sliceAt)
-        sliceAt = performance.now()
-      }
-    }
-    return lowest
+  /** Takes the namespace's entry at buf[q] when it is after `since` and new here. */
+  meet(buf: Buffer, q: number): void {
+    const version = buf.readDoubleLE(q + 12)
+    if (version < this.lowest) this.lowest = version
+    if (version > this.since && !this.changes.has(version)) this.add(buf, q)
   }
 
   private add(buf: Buffer, q: number): void {
@@ -180,8 +236,8 @@ class Found {
     this.sizes.set(e.version, e.len)
     this.bytes += e.len
     // A segment can hold far more of a namespace than its window: what is held stays within
-    // twice the window, the newest kept.
-    if (this.changes.size >= 2 * KEEP_CHANGES || this.bytes > 2 * KEEP_BYTES) this.trim()
+    // a quarter more than the window, the newest kept.
+    if (this.changes.size >= 1.25 * KEEP_CHANGES || this.bytes > 1.25 * KEEP_BYTES) this.trim()
   }
 
   /** Keeps the newest window. */

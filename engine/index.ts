@@ -91,4 +91,9 @@ function report(db: Db, dropped: Dropped[], kept: number): RepairReport {
   return out
 }
 export { KEEP_BYTES, KEEP_CHANGES } from './history-file.js'
-export { type FoundChanges, namespaceChanges } from './history.js'
+export {
+  type FoundChanges,
+  type Wanted,
+  namespaceChanges,
+  namespacesChanges,
+} from './history.js'

@@ -11,7 +11,8 @@ import {
   type CommittedChange,
   KEEP_BYTES,
   KEEP_CHANGES,
-  namespaceChanges,
+  type Wanted,
+  namespacesChanges,
 } from '../../engine/index.js'
 import { metadataText, valueText } from './envelope.js'
 import { FeedRing, type RingInput } from './feed-ring.js'
@@ -32,6 +33,11 @@ const TOTAL_BYTES = 128 * 1024 * 1024
 const READING_MS = 30_000
 /** Namespaces whose log was found not to reach back further (see reach). */
 const REACH_NAMESPACES = 100_000
+/**
+ * The most namespaces one read of the log serves: resumes waiting together share it, and
+ * each holds what it found (up to its window) until the read ends.
+ */
+const BATCH = 16
 /** How long live changes are gathered before they go to watchers (see deliver). */
 const FANOUT_MS = 5
 type Listener = (changes: Change[]) => void
@@ -57,18 +63,20 @@ export class EmbeddedFeed implements Feed {
   private rings = new Map<string, FeedRing>()
   private listeners = new Map<string, Set<Listener>>()
   private total = 0
-  /** The log is read for one namespace at a time: the reads queue here. */
-  private reads: Promise<void> = Promise.resolve()
-  /** A read of a namespace's log queued or under way, and from what version. */
-  private pending = new Map<string, { since: number; done: Promise<void> }>()
+  /**
+   * Resumes waiting for the log to be read, by namespace, from the lowest version asked for.
+   * One read of the log runs at a time, for up to BATCH of them.
+   */
+  private waiting = new Map<string, { since: number; done: Promise<void>; resolve: () => void }>()
+  private reading = false
+  /** Namespaces dropped while the log is read: what was read of them may be of the old ones. */
+  private droppedDuring: Set<string> | null = null
   /**
    * Per namespace, the version below which its log was found to hold no unbroken run: a
    * resume from before it is told the history expired without reading the log again (the
    * window only moves on).
    */
   private reach = new LRUCache<string, number>({ max: REACH_NAMESPACES })
-  /** Counts drops: a read of the log that a drop overtook may be of the namespace dropped. */
-  private drops = 0
   private stop: () => void
 
   constructor(
@@ -90,7 +98,7 @@ export class EmbeddedFeed implements Feed {
     if (ring) this.total -= ring.memory
     this.rings.delete(ns)
     this.reach.delete(ns)
-    this.drops++
+    this.droppedDuring?.add(ns)
   }
 
   /** The memory all rings hold together (at most the bound, give or take a change). */
@@ -107,7 +115,7 @@ export class EmbeddedFeed implements Feed {
     // The ring does not reach back far enough (a restart emptied it, or memory shed it): the
     // log may. Another read covers a change shed while the first was queued.
     for (let tries = 0; since < this.floorOf(ns); tries++) {
-      if (tries === 2 || since < (this.reach.get(ns) ?? Number.NEGATIVE_INFINITY)) return 'expired'
+      if (tries === 3 || since < (this.reach.get(ns) ?? Number.NEGATIVE_INFINITY)) return 'expired'
       await this.readLog(ns, since)
     }
     const ring = this.rings.get(ns)
@@ -123,18 +131,33 @@ export class EmbeddedFeed implements Feed {
 
   /** Reads the namespace's history after `since` from the log, or waits for a read that does. */
   private readLog(ns: string, since: number): Promise<void> {
-    const queued = this.pending.get(ns)
-    if (queued !== undefined && queued.since <= since) return queued.done
-    // recover never throws, so one read cannot stop the queue.
-    const done = this.reads.then(() => this.recover(ns, since))
-    const entry = { since, done }
-    this.pending.set(ns, entry)
-    this.reads = done
-      .finally(() => {
-        if (this.pending.get(ns) === entry) this.pending.delete(ns)
-      })
-      .catch(() => {})
+    const queued = this.waiting.get(ns)
+    if (queued !== undefined) {
+      queued.since = Math.min(queued.since, since)
+      return queued.done
+    }
+    let resolve!: () => void
+    const done = new Promise<void>((r) => {
+      resolve = r
+    })
+    this.waiting.set(ns, { since, done, resolve })
+    // Started after the other requests already in hand, so that they share the read.
+    if (!this.reading) {
+      this.reading = true
+      setImmediate(() => void this.readWaiting())
+    }
     return done
+  }
+
+  /** Reads the log for the resumes waiting, BATCH namespaces a read, until none wait. */
+  private async readWaiting(): Promise<void> {
+    while (this.waiting.size > 0) {
+      const batch = [...this.waiting].slice(0, BATCH)
+      for (const [ns] of batch) this.waiting.delete(ns)
+      await this.recover(batch.map(([ns, w]) => ({ ns, since: w.since })))
+      for (const [, w] of batch) w.resolve()
+    }
+    this.reading = false
   }
 
   subscribe(ns: string, listener: Listener): () => void {
@@ -230,10 +253,11 @@ export class EmbeddedFeed implements Feed {
    * Past the total, the largest rings give up their oldest changes first. If rings of one
    * change each still hold too much (many namespaces, each holding a little), those changed
    * least recently go whole: a resume from before what is left reads the log again.
-   * `keep`, a ring just read back from the log for a watch, is left whole: the bound is
-   * passed by at most one namespace's window, and every read of the log serves a page.
+   * `keep`, the rings just read back from the log for resumes, are left whole: the bound is
+   * passed by at most one read's namespaces' windows, and every read of the log serves each
+   * of them a page.
    */
-  private shed(keep?: FeedRing): void {
+  private shed(keep = new Set<FeedRing>()): void {
     const goal = this.maxBytes * 0.9
     // Rings a watch is catching up with go last, so that it is not sent back to the log.
     const since = Date.now() - READING_MS
@@ -241,7 +265,7 @@ export class EmbeddedFeed implements Feed {
       (a, b) => Number(a.readAt > since) - Number(b.readAt > since) || b.memory - a.memory,
     )
     for (const ring of order) {
-      if (ring === keep) continue
+      if (keep.has(ring)) continue
       const before = ring.memory
       while (this.total - before + ring.memory > goal && ring.length > 1) ring.dropOldest()
       this.total += ring.memory - before
@@ -252,7 +276,7 @@ export class EmbeddedFeed implements Feed {
       ([, a], [, b]) => Number(a.readAt > since) - Number(b.readAt > since),
     )
     for (const [ns, ring] of whole) {
-      if (ring === keep) continue
+      if (keep.has(ring)) continue
       this.rings.delete(ns)
       this.total -= ring.memory
       if (this.total <= goal) return
@@ -260,23 +284,41 @@ export class EmbeddedFeed implements Feed {
   }
 
   /**
-   * Reads the namespace's history after `since` back from the log and puts in front of its
-   * ring the run of versions that leads up to it without a gap. Where that run stops short
-   * of `since` and the whole log was read, the log holds no more: the version it stops at is
-   * kept (reach). Never throws: what it cannot read is history not found.
+   * Reads the namespaces' history after each one's `since` back from the log, and puts in
+   * front of each ring the run of versions that leads up to it without a gap. Where that run
+   * stops short of `since` and the whole log was read, the log holds no more: the version it
+   * stops at is kept (reach). Never throws: what it cannot read is history not found.
    */
-  private async recover(ns: string, since: number): Promise<void> {
-    const drops = this.drops
+  private async recover(wanted: Wanted[]): Promise<void> {
+    const dropped = new Set<string>()
+    this.droppedDuring = dropped
+    let found: Awaited<ReturnType<typeof namespacesChanges>>
     try {
-      const found = await namespaceChanges(this.db, ns, since)
+      found = await namespacesChanges(this.db, wanted)
+    } catch {
+      return
+    } finally {
+      this.droppedDuring = null
+    }
+    // The rings just read stay whole until their resumes have read them.
+    const joined = new Set<FeedRing>()
+    for (const { ns, since } of wanted) {
+      const f = found.get(ns)
       // Dropped meanwhile, and perhaps made again: what was read may be the old one's.
-      if (this.drops !== drops || !this.db.hasNamespace(ns)) return
-      this.join(ns, since, found.changes, found.complete)
-    } catch {}
+      if (f === undefined || dropped.has(ns) || !this.db.hasNamespace(ns)) continue
+      const ring = this.join(ns, since, f.changes, f.complete)
+      if (ring) joined.add(ring)
+    }
+    if (this.total > this.maxBytes) this.shed(joined)
   }
 
   /** Puts in front of the namespace's ring what joins up with it (see recover). */
-  private join(ns: string, since: number, found: CommittedChange[], complete: boolean): void {
+  private join(
+    ns: string,
+    since: number,
+    found: CommittedChange[],
+    complete: boolean,
+  ): FeedRing | undefined {
     const versions = new Map<number, CommittedChange>()
     for (const c of found) if (carried(c)) versions.set(c.version, c)
     let ring = this.rings.get(ns)
@@ -287,7 +329,7 @@ export class EmbeddedFeed implements Feed {
       before.push(toChange(versions.get(v)!))
       v--
     }
-    if (before.length === 0) return
+    if (before.length === 0) return undefined
     // Only a run that was found tells where the log stops: with none, writes may have moved
     // the ring on while the log was read.
     if (v > since && complete) this.reach.set(ns, v)
@@ -304,6 +346,6 @@ export class EmbeddedFeed implements Feed {
     this.bound(ring)
     this.total += ring.memory - held
     this.touch(ns, ring)
-    if (this.total > this.maxBytes) this.shed(ring)
+    return ring
   }
 }

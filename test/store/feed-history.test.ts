@@ -2,6 +2,8 @@
 // 10,000 changes however many other namespaces are busy. The feed's memory holds less than
 // all of them together; what it shed is read back from the log, one namespace at a time,
 // while the server runs and after a restart (and after compaction, from HISTORY).
+import fs from 'node:fs'
+import path from 'node:path'
 import t, { type Test } from 'tap'
 import { type Db, open } from '../../engine/index.js'
 import { io } from '../../engine/io.js'
@@ -194,4 +196,34 @@ t.test('a namespace dropped while its log is read: other reads go on', async (t)
     ['"c"'],
     'and the next read of the log, of another namespace, is answered',
   )
+})
+
+t.test('resumes that wait together share one read of the log', async (t) => {
+  const dir = tempDir(t, 'feed-history-together')
+  const opts = { durability: 'none' as const, segmentBytes: 256 * 1024 }
+  const db = await open(dir, opts)
+  t.teardown(() => db.close())
+  await fill(db)
+  // A feed started now holds nothing: as after a restart, every resume reads the log.
+  const feed = new EmbeddedFeed(db, 64 * 1024 * 1024)
+  t.teardown(() => feed.close())
+  const read = io.read
+  t.teardown(() => {
+    io.read = read
+  })
+  let bytes = 0
+  io.read = async (...args: Parameters<typeof read>) => {
+    const n = await read.apply(io, args)
+    bytes += n
+    return n
+  }
+  const all = await Promise.all(
+    Array.from({ length: NAMESPACES }, (_, n) => resume(feed, `ns${n}`, 0, 1000)),
+  )
+  all.forEach((got, n) => whole(t, n, got, 0))
+  const log = fs
+    .readdirSync(dir)
+    .filter((f) => f.endsWith('.seg'))
+    .reduce((sum, f) => sum + fs.statSync(path.join(dir, f)).size, 0)
+  t.ok(bytes < log * 1.5, `${bytes} B read for ${NAMESPACES} resumes, of a log of ${log} B`)
 })
