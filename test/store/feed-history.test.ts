@@ -220,7 +220,7 @@ t.test('resumes that wait together share one read of the log', async (t) => {
   const all = await Promise.all(
     Array.from({ length: NAMESPACES }, (_, n) => resume(feed, `ns${n}`, 0, 1000)),
   )
-  all.forEach((got, n) => whole(t, n, got, 0))
+  for (const [n, got] of all.entries()) whole(t, n, got, 0)
   const log = fs
     .readdirSync(dir)
     .filter((f) => f.endsWith('.seg'))
