@@ -38,6 +38,21 @@ interface Kept {
   bytes: number
 }
 
+/** What a namespace's file holds, as this process last wrote or read it. */
+interface FileInfo {
+  /** Its bytes up to the end of its last intact record (0: no file). */
+  length: number
+  entries: number
+  /** The lowest version among its entries. */
+  oldest: number
+}
+
+/**
+ * Each database's files as described so far, by namespace id: a pass appends to a file it
+ * knows, and reads one it does not (once per process) to find where its intact records end.
+ */
+const described = new WeakMap<DbCore, Map<number, FileInfo>>()
+
 export class HistoryKeep {
   private byNs = new Map<number, Kept>()
   private held = 0
@@ -46,11 +61,20 @@ export class HistoryKeep {
   /** Whether a file could not be written: the pass goes on, and the legacy file stays. */
   private failed = false
 
+  private readonly files: Map<number, FileInfo>
+
   constructor(
     private readonly db: DbCore,
     /** Throws when the directory is no longer this process's: nothing is renamed then. */
     private readonly mayRename: () => void,
-  ) {}
+  ) {
+    let files = described.get(db)
+    if (!files) {
+      files = new Map()
+      described.set(db, files)
+    }
+    this.files = files
+  }
 
   /** Keeps a copy of each entry of the record at buf[at] that is within its window. */
   takeRecord(buf: Buffer, at: number, count: number): void {
@@ -126,34 +150,66 @@ export class HistoryKeep {
   }
 
   /**
-   * Merges a namespace's kept entries with its file's, and writes the newest of them within
-   * its window as the new file: durable under its temporary name, then renamed. A file the
-   * disk cannot read throws, and fails the pass: going on would write over what it holds,
-   * or delete the segments whose recent changes are not written. A disk that refuses the
-   * write does not: compaction is what frees space, and the watches that reach the gap list
-   * again, as after any (FORMAT.md).
+   * Adds a namespace's kept entries to its file. Appended, as a rule: readers take records
+   * in any order and keep one per version, so a pass writes what it took, not the file.
+   * Rewritten with only its window, newest first, once the file holds about twice that (or
+   * half of it has left the window), and when it is new or not yet described: durable under
+   * its temporary name, then renamed.
+   *
+   * A file the disk cannot read throws, and fails the pass: going on would write over what it
+   * holds, or delete the segments whose recent changes are not written. A disk that refuses
+   * the write does not: compaction is what frees space, and the watches that reach the gap
+   * list again, as after any (FORMAT.md).
    */
   private async writeOne(nsId: number, kept: Kept): Promise<void> {
     const file = path.join(this.db.dir, historyFile(nsId))
     this.byNs.delete(nsId)
     this.held -= kept.bytes
-    const old = await readHistory(file)
-    const merged = new HistoryKeep(this.db, this.mayRename)
-    merged.byNs.set(nsId, kept)
-    merged.held = kept.bytes
-    forEachRecord(old, (at, count) => merged.takeRecord(old, at, count))
-    // The newest KEEP_CHANGES (its window moved on since some came in).
-    merged.trim(kept, KEEP_BYTES, KEEP_CHANGES)
-    const body = Buffer.alloc(SEG_HEADER + kept.bytes + kept.entries.size * REC_HEADER)
-    MAGIC.copy(body, 0)
-    let o = SEG_HEADER
-    for (const entry of kept.entries.values()) {
-      sealRecord(body, o, entry.length, 1)
-      o += REC_HEADER + entry.copy(body, o + REC_HEADER)
+    const n = this.db.keydir.byId.get(nsId)
+    if (n === undefined) return // dropped meanwhile: its file goes at the end of the pass
+    let info = this.files.get(nsId)
+    if (info === undefined) {
+      // A crash may have cut an append short: the file is good up to its last intact record.
+      info = describe(await readHistory(file))
+      this.files.set(nsId, info)
     }
+    const fresh = info.length === 0
+    const grown =
+      info.entries + kept.entries.size > 2 * KEEP_CHANGES ||
+      info.length + kept.bytes > 2 * KEEP_BYTES ||
+      info.oldest <= n.version - 2 * KEEP_CHANGES
+    // Read before the try: a read that fails is the pass's failure.
+    const old = grown && !fresh ? await readHistory(file) : Buffer.alloc(0)
     try {
-      await io.writeFileAtomic(file, body, this.mayRename)
+      if (fresh || grown) {
+        const merged = new HistoryKeep(this.db, this.mayRename)
+        merged.byNs.set(nsId, kept)
+        merged.held = kept.bytes
+        forEachRecord(old, (at, count) => merged.takeRecord(old, at, count))
+        // The newest KEEP_CHANGES (its window moved on since some came in).
+        merged.trim(kept, KEEP_BYTES, KEEP_CHANGES)
+        const body = Buffer.concat([header(), records(kept)])
+        this.files.delete(nsId)
+        await io.writeFileAtomic(file, body, this.mayRename)
+        this.files.set(nsId, describe(body))
+      } else {
+        const body = records(kept)
+        const fd = io.openSync(file, 'r+')
+        try {
+          // What a failed append left past the last intact record goes first.
+          io.ftruncateSync(fd, info.length)
+          await io.writeAll(fd, body, 0, body.length, info.length)
+          await io.fsync(fd)
+        } finally {
+          io.closeSync(fd)
+        }
+        info.length += body.length
+        info.entries += kept.entries.size
+        for (const v of kept.entries.keys()) if (v < info.oldest) info.oldest = v
+      }
     } catch {
+      // A write that failed is history's loss alone. The file is described again next time.
+      this.files.delete(nsId)
       this.failed = true
       try {
         io.rmSync(`${file}.tmp`)
@@ -168,11 +224,15 @@ export class HistoryKeep {
    */
   async write(): Promise<boolean> {
     for (const [nsId, kept] of [...this.byNs]) await this.writeOne(nsId, kept)
+    // Unsynced, the renames may not outlive a crash: the pass fails before deleting anything.
+    await fsyncDirAsync(this.db.dir)
     try {
-      await fsyncDirAsync(this.db.dir)
       for (const name of io.readdirSync(this.db.dir)) {
         const m = HISTORY_NAME.exec(name)
-        if (m && !this.db.keydir.byId.has(Number(m[1]))) io.rmSync(path.join(this.db.dir, name))
+        if (m && !this.db.keydir.byId.has(Number(m[1]))) {
+          io.rmSync(path.join(this.db.dir, name))
+          this.files.delete(Number(m[1]))
+        }
       }
       if (this.legacy && !this.failed) {
         this.mayRename()
@@ -221,4 +281,36 @@ export function forEachRecord(buf: Buffer, each: (at: number, count: number) => 
     each(p, buf.readUInt32LE(p + 8))
     p += len
   }
+}
+
+/** A history file's header: MAGIC, then zeros. */
+function header(): Buffer {
+  const h = Buffer.alloc(SEG_HEADER)
+  MAGIC.copy(h, 0)
+  return h
+}
+
+/** The kept entries as records, one entry each. */
+function records(kept: Kept): Buffer {
+  const body = Buffer.alloc(kept.bytes + kept.entries.size * REC_HEADER)
+  let o = 0
+  for (const entry of kept.entries.values()) {
+    sealRecord(body, o, entry.length, 1)
+    o += REC_HEADER + entry.copy(body, o + REC_HEADER)
+  }
+  return body
+}
+
+/** What a file's bytes (readHistory's) hold: where its intact records end, how many, the oldest. */
+function describe(text: Buffer): FileInfo {
+  const info: FileInfo = { length: 0, entries: 0, oldest: Number.POSITIVE_INFINITY }
+  if (text.length === 0) return info
+  info.length = SEG_HEADER
+  forEachRecord(text, (at) => {
+    info.length = at + REC_HEADER + text.readUInt32LE(at + 4)
+    info.entries++
+    const v = text.readDoubleLE(at + REC_HEADER + 12)
+    if (v < info.oldest) info.oldest = v
+  })
+  return info
 }

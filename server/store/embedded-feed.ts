@@ -34,10 +34,11 @@ const READING_MS = 30_000
 /** Namespaces whose log was found not to reach back further (see reach). */
 const REACH_NAMESPACES = 100_000
 /**
- * The most namespaces one read of the log serves: resumes waiting together share it, and
- * each holds what it found (up to its window) until the read ends.
+ * The most namespaces one read of the log serves: resumes waiting together share it. Each
+ * holds what it found (up to its window) until the read ends, and its ring stays whole until
+ * its resume has read a page, so memory passes TOTAL_BYTES by at most BATCH windows then.
  */
-const BATCH = 16
+const BATCH = 8
 /** How long live changes are gathered before they go to watchers (see deliver). */
 const FANOUT_MS = 5
 type Listener = (changes: Change[]) => void
@@ -154,7 +155,12 @@ export class EmbeddedFeed implements Feed {
     while (this.waiting.size > 0) {
       const batch = [...this.waiting].slice(0, BATCH)
       for (const [ns] of batch) this.waiting.delete(ns)
-      await this.recover(batch.map(([ns, w]) => ({ ns, since: w.since })))
+      try {
+        await this.recover(batch.map(([ns, w]) => ({ ns, since: w.since })))
+      } catch {
+        // History not found: the resumes read again, or are told it expired.
+      }
+      // Whatever happened, none waits for ever.
       for (const [, w] of batch) w.resolve()
     }
     this.reading = false
@@ -287,7 +293,7 @@ export class EmbeddedFeed implements Feed {
    * Reads the namespaces' history after each one's `since` back from the log, and puts in
    * front of each ring the run of versions that leads up to it without a gap. Where that run
    * stops short of `since` and the whole log was read, the log holds no more: the version it
-   * stops at is kept (reach). Never throws: what it cannot read is history not found.
+   * stops at is kept (reach).
    */
   private async recover(wanted: Wanted[]): Promise<void> {
     const dropped = new Set<string>()
@@ -306,8 +312,12 @@ export class EmbeddedFeed implements Feed {
       const f = found.get(ns)
       // Dropped meanwhile, and perhaps made again: what was read may be the old one's.
       if (f === undefined || dropped.has(ns) || !this.db.hasNamespace(ns)) continue
-      const ring = this.join(ns, since, f.changes, f.complete)
-      if (ring) joined.add(ring)
+      try {
+        const ring = this.join(ns, since, f.changes, f.complete)
+        if (ring) joined.add(ring)
+      } catch {
+        // A change that cannot be read back (a damaged value) stops this namespace's run.
+      }
     }
     if (this.total > this.maxBytes) this.shed(joined)
   }

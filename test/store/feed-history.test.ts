@@ -227,3 +227,31 @@ t.test('resumes that wait together share one read of the log', async (t) => {
     .reduce((sum, f) => sum + fs.statSync(path.join(dir, f)).size, 0)
   t.ok(bytes < log * 1.5, `${bytes} B read for ${NAMESPACES} resumes, of a log of ${log} B`)
 })
+
+t.test('a change that cannot be read back does not stop the reads of the log', async (t) => {
+  const db = await open(tempDir(t, 'feed-history-damaged'), { durability: 'none' })
+  t.teardown(() => db.close())
+  await db.createNamespace('bad')
+  await db.createNamespace('c')
+  // Bytes the embedded store never writes: a metadata mark without its length.
+  await db.put('bad', 'k', Buffer.from([0]))
+  await db.put('c', 'k', Buffer.from('"c"'))
+  const feed = new EmbeddedFeed(db, BOUND)
+  t.teardown(() => feed.close())
+  const within = <T>(p: Promise<T>) =>
+    Promise.race([
+      p,
+      new Promise<string>((resolve) => setTimeout(() => resolve('no answer'), 5000)),
+    ])
+  t.equal(
+    await within(feed.read('bad', 0, 10)),
+    'expired',
+    'its resume is told the history expired',
+  )
+  const c = await within(feed.read('c', 0, 10))
+  t.same(
+    typeof c === 'string' ? c : c.map((x) => x.value?.toString()),
+    ['"c"'],
+    'and the next read of the log is answered',
+  )
+})
