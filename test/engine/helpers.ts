@@ -6,6 +6,7 @@ import os from 'node:os'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import type { Db } from '../../engine/index.js'
+import { io } from '../../engine/io.js'
 
 export const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..')
 
@@ -182,4 +183,27 @@ export async function putNumbered(
         value: b + j,
       })),
     )
+}
+
+/**
+ * Counts the bytes the engine reads from its files (through its I/O module, which it wraps
+ * until the test ends); `bytes()` tells how many so far, `reset()` starts again.
+ */
+export function countReads(t: Teardown): { bytes(): number; reset(): void } {
+  const read = io.read
+  t.teardown(() => {
+    io.read = read
+  })
+  let bytes = 0
+  io.read = async (...args: Parameters<typeof read>) => {
+    const n = await read.apply(io, args)
+    bytes += n
+    return n
+  }
+  return {
+    bytes: () => bytes,
+    reset: () => {
+      bytes = 0
+    },
+  }
 }

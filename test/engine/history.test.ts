@@ -2,8 +2,7 @@
 // 10,000 changes, and, however many more one segment holds, not many more in memory.
 import t from 'tap'
 import { namespaceChanges, open } from '../../engine/index.js'
-import { io } from '../../engine/io.js'
-import { tempDir } from './helpers.js'
+import { countReads, tempDir } from './helpers.js'
 
 t.test('a segment of 25,000 changes of one namespace gives back its newest window', async (t) => {
   const db = await open(tempDir(t, 'history'), { durability: 'none' })
@@ -55,20 +54,10 @@ t.test('a segment opened from a checkpoint learns its namespaces once read whole
     'checkpoint',
     'opened from its checkpoint',
   )
-  // What the engine reads of its files, through its I/O module.
-  const read = io.read
-  t.teardown(() => {
-    io.read = read
-  })
-  let bytes = 0
-  io.read = async (...args: Parameters<typeof read>) => {
-    const n = await read.apply(io, args)
-    bytes += n
-    return n
-  }
+  const reads = countReads(t)
   const first = (await namespaceChanges(db as never, 'quiet', 0)).changes
-  const firstBytes = bytes
-  bytes = 0
+  const firstBytes = reads.bytes()
+  reads.reset()
   const again = (await namespaceChanges(db as never, 'quiet', 0)).changes
   t.same(
     again.map((c) => String(c.value)).sort(),
@@ -77,7 +66,7 @@ t.test('a segment opened from a checkpoint learns its namespaces once read whole
   )
   t.same(first.map((c) => String(c.value)).sort(), ['"first"', '"second"'])
   t.ok(
-    bytes * 4 < firstBytes,
-    `the second read passes over the segments without the namespace (${bytes} B read, then ${firstBytes} B)`,
+    reads.bytes() * 4 < firstBytes,
+    `the second read passes over the segments without the namespace (${reads.bytes()} B read, then ${firstBytes} B)`,
   )
 })

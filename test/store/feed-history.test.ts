@@ -9,7 +9,7 @@ import { type Db, open } from '../../engine/index.js'
 import { io } from '../../engine/io.js'
 import { EmbeddedFeed } from '../../server/store/embedded-feed.js'
 import type { Change } from '../../server/store/types.js'
-import { tempDir } from '../engine/helpers.js'
+import { countReads, tempDir } from '../engine/helpers.js'
 
 const NAMESPACES = 8
 const CHANGES = 300
@@ -26,6 +26,28 @@ async function fill(db: Db): Promise<void> {
       if (i === CHANGES) await db.delete(`ns${n}`, `k${(i - 1) % 7}`)
       else await db.put(`ns${n}`, `k${i % 7}`, value(n, i))
     }
+}
+
+/**
+ * A feed over a database that `write` filled, then compacted, closed and opened again: as
+ * after a restart, its memory holds nothing and every resume reads the log.
+ */
+async function compactedAndReopened(
+  t: Test,
+  segmentBytes: number,
+  write: (db: Db) => Promise<void>,
+): Promise<EmbeddedFeed> {
+  const dir = tempDir(t, 'feed-history-reopened')
+  const opts = { durability: 'none' as const, segmentBytes, autoCompact: false }
+  const first = await open(dir, opts)
+  await write(first)
+  await first.compact()
+  await first.close()
+  const db = await open(dir, opts)
+  t.teardown(() => db.close())
+  const feed = new EmbeddedFeed(db, BOUND)
+  t.teardown(() => feed.close())
+  return feed
 }
 
 /** Every change after `since`, read page by page as a resuming watch reads them. */
@@ -107,16 +129,7 @@ t.test('every busy namespace resumes from its first change on a running server',
 })
 
 t.test('after compaction and a restart, each namespace resumes from any version', async (t) => {
-  const dir = tempDir(t, 'feed-history-restart')
-  const opts = { durability: 'none' as const, segmentBytes: 256 * 1024, autoCompact: false }
-  let db = await open(dir, opts)
-  await fill(db)
-  await db.compact()
-  await db.close()
-  db = await open(dir, opts)
-  t.teardown(() => db.close())
-  const feed = new EmbeddedFeed(db, BOUND)
-  t.teardown(() => feed.close())
+  const feed = await compactedAndReopened(t, 256 * 1024, fill)
   for (let n = 0; n < NAMESPACES; n++)
     whole(t, n, await resume(feed, `ns${n}`, n * 10, 1000), n * 10)
   // Back again to the first: read from the log a second time, as memory shed it meanwhile.
@@ -124,17 +137,10 @@ t.test('after compaction and a restart, each namespace resumes from any version'
 })
 
 t.test('a resume from before what the log holds is told the history expired', async (t) => {
-  const dir = tempDir(t, 'feed-history-expired')
-  const opts = { durability: 'none' as const, segmentBytes: 64 * 1024, autoCompact: false }
-  let db = await open(dir, opts)
-  await db.createNamespace('busy')
-  for (let i = 1; i <= 10_500; i++) await db.put('busy', `k${i % 5}`, Buffer.from(`"${i}"`))
-  await db.compact()
-  await db.close()
-  db = await open(dir, opts)
-  t.teardown(() => db.close())
-  const feed = new EmbeddedFeed(db, BOUND)
-  t.teardown(() => feed.close())
+  const feed = await compactedAndReopened(t, 64 * 1024, async (db) => {
+    await db.createNamespace('busy')
+    for (let i = 1; i <= 10_500; i++) await db.put('busy', `k${i % 5}`, Buffer.from(`"${i}"`))
+  })
   const got = await resume(feed, 'busy', 100, 1000)
   t.equal(got, 'expired', 'from 10,400 changes back, compacted: expired')
   const recent = await resume(feed, 'busy', 10_500 - 10_000, 1000)
@@ -207,16 +213,7 @@ t.test('resumes that wait together share one read of the log', async (t) => {
   // A feed started now holds nothing: as after a restart, every resume reads the log.
   const feed = new EmbeddedFeed(db, 64 * 1024 * 1024)
   t.teardown(() => feed.close())
-  const read = io.read
-  t.teardown(() => {
-    io.read = read
-  })
-  let bytes = 0
-  io.read = async (...args: Parameters<typeof read>) => {
-    const n = await read.apply(io, args)
-    bytes += n
-    return n
-  }
+  const reads = countReads(t)
   const all = await Promise.all(
     Array.from({ length: NAMESPACES }, (_, n) => resume(feed, `ns${n}`, 0, 1000)),
   )
@@ -225,7 +222,10 @@ t.test('resumes that wait together share one read of the log', async (t) => {
     .readdirSync(dir)
     .filter((f) => f.endsWith('.seg'))
     .reduce((sum, f) => sum + fs.statSync(path.join(dir, f)).size, 0)
-  t.ok(bytes < log * 1.5, `${bytes} B read for ${NAMESPACES} resumes, of a log of ${log} B`)
+  t.ok(
+    reads.bytes() < log * 1.5,
+    `${reads.bytes()} B read for ${NAMESPACES} resumes, of a log of ${log} B`,
+  )
 })
 
 t.test('a change that cannot be read back does not stop the reads of the log', async (t) => {
