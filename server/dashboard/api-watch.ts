@@ -8,7 +8,7 @@ import { ApiError } from '../errors.js'
 import type { Reply, Req } from '../http/pipeline.js'
 import { ServiceError } from '../service-error.js'
 import { OP } from '../usage.js'
-import { WatchSession } from '../v1/watch-session.js'
+import { type Refusal, WatchSession } from '../v1/watch-session.js'
 import { SseSink } from '../v1/watch-sse.js'
 import { BAD_SINCE, WATCH_HEAD, sinceOf } from '../wire/watch-start.js'
 import { type Caller, checkSameOrigin } from './guard.js'
@@ -43,7 +43,7 @@ export class WatchApi {
     // Signed out, or every session ended by a password change: the live view ends too.
     const signedIn = async () => (await ctx.sessions.get(c.cookie)) !== undefined
     const session = new WatchSession(ctx, account, info.storeName, prefix, sink, signedIn)
-    let ok: true | string
+    let ok: true | Refusal
     try {
       ok = await session.prepare(since)
     } catch (err) {
@@ -52,7 +52,7 @@ export class WatchApi {
         throw new ApiError('namespace_not_found')
       throw err
     }
-    if (ok !== true) throw new ApiError('history_expired', ok)
+    if (ok !== true) throw new ApiError(ok.code, ok.message)
     // The request is counted when the stream opens; its events apart (usage.ts), as /v1 does.
     ctx.usage.record(account.id, OP.watch, 200, 0, 0, Date.now())
     return {

@@ -28,6 +28,12 @@ export interface WatchSink {
   drained(): Promise<void>
 }
 
+/** Why a watch could not start: the error its client is answered with. */
+export interface Refusal {
+  code: ErrorCode
+  message: string
+}
+
 /** History is read and sent this many changes at a time. */
 const PAGE = 1000
 /** A progress event after this long without any event. */
@@ -92,6 +98,8 @@ export class WatchSession {
   private lastSent = Date.now()
   private closed = false
   private released = false
+  /** Why the watch ended, when it ended with an error (prepare answers it). */
+  private failure: Refusal | undefined
   /** Wakes a wait for the client to drain (the watch stopped meanwhile). */
   private wake: (() => void) | null = null
 
@@ -115,31 +123,39 @@ export class WatchSession {
   }
 
   /**
-   * Subscribes and reads the first page of history. true, or why the watch cannot start from
-   * `since` (the caller answers 410 history_expired with it, and nothing was sent): history
-   * no longer reaches back to it, or it is past the namespace's latest version.
+   * Subscribes and reads the first page of history. true, or why the watch cannot start (the
+   * caller answers with it, and nothing was sent): history_expired when history no longer
+   * reaches back to `since`, or it is past the namespace's latest version; or what ended the
+   * watch while its history was read (its namespace deleted, the server stopping).
    */
-  async prepare(since: number | undefined): Promise<true | string> {
+  async prepare(since: number | undefined): Promise<true | Refusal> {
     const feed = this.ctx.store.feed
     this.unsubscribe = feed.subscribe(this.ns, (changes) => this.live(changes))
     try {
       if (since === undefined) {
         this.last = await feed.version(this.ns)
-        return true
+        return this.closed ? this.ended() : true
       }
       // A version the namespace has not reached: the namespace was deleted and made again
       // since the client saw it (versions start over), or the number came from elsewhere.
       // Waiting for it would pass over every change until then.
       const current = await feed.version(this.ns)
+      if (this.closed) return this.ended()
       if (since > current) {
         this.stop(false)
-        return `since ${since} is past the namespace's latest version, ${current} (was it deleted and made again?); list again, then watch from the list's version.`
+        return {
+          code: 'history_expired',
+          message: `since ${since} is past the namespace's latest version, ${current} (was it deleted and made again?); list again, then watch from the list's version.`,
+        }
       }
       this.last = since
       const page = await feed.read(this.ns, since, PAGE)
+      // Ended meanwhile: a namespace deleted (and perhaps made again) while its history was
+      // read must not open a stream, whose client would resume into the new namespace.
+      if (this.closed) return this.ended()
       if (page === 'expired') {
         this.stop(false)
-        return ERRORS.history_expired.message
+        return { code: 'history_expired', message: ERRORS.history_expired.message }
       }
       this.backlog = page
       return true
@@ -307,9 +323,15 @@ export class WatchSession {
     this.fail('too_slow', 'This watch fell too far behind; resume it with since.')
   }
 
+  /** Why a watch that ended before it started did. */
+  private ended(): Refusal {
+    return this.failure ?? { code: 'unavailable', message: ERRORS.unavailable.message }
+  }
+
   /** Ends the watch with an error event. */
   private fail(code: ErrorCode | (typeof STREAM_CODES)[number], message: string): void {
     if (this.closed) return
+    if (code !== 'too_slow') this.failure = { code, message }
     this.sink.fail(code, message)
     this.stop(false)
   }

@@ -154,7 +154,7 @@ export function watchSockets(ctx: Context) {
     )
     peer.session = session
     const ready = await session.prepare(peer.since)
-    if (ready !== true) return fail(ws, 'history_expired', ready)
+    if (ready !== true) return fail(ws, ready.code, ready.message)
     if (peer.closed) return session.stop(false)
     await session.run()
   }

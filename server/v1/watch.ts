@@ -63,7 +63,7 @@ export function watchChanges(
     call.onAbort = () => session.stop(false)
     session.prepare(since).then(
       (ok) => {
-        if (ok !== true) return call.fail('history_expired', ok)
+        if (ok !== true) return call.fail(ok.code, ok.message)
         if (call.aborted) return session.stop(false)
         // The request is counted when the stream opens; its events apart (usage.ts).
         ctx.usage.record(account.id, OP.watch, 200, call.bytesIn, 0, Date.now())

@@ -507,3 +507,24 @@ t.test('cairn repair refuses a data directory a server holds', async (t) => {
     t.match(e.stderr, /in use by a running server; stop it/)
   }
 })
+
+t.test('a namespace deleted while a resume reads its history: the resume is refused', async (t) => {
+  const { srv, client, arm } = await faultyServer(t)
+  let api = client()
+  await api.createNamespace('w')
+  for (let i = 1; i <= 20; i++) await api.mustPut('w', `k${i % 3}`, i)
+  // After a restart the feed holds nothing: a resume reads the namespace's history from disk.
+  await srv.restart()
+  api = client()
+  t.equal((await api.get('/w/k1')).status, 200)
+  await arm([{ op: 'read', hold: true, path: '\\.seg$|\\.hst$' }])
+  const resume = api.get('/w?watch=1&since=1', { headers: { accept: 'text/event-stream' } })
+  await sleep(300)
+  t.equal((await api.del('/namespaces/w')).status, 200, 'deleted while its history is read')
+  await api.createNamespace('w')
+  await api.mustPut('w', 'new', 1)
+  await arm([])
+  const res = await resume
+  t.equal(res.status, 404, 'the resume is answered 404, not a stream of the new namespace')
+  t.equal(res.json?.error?.code, 'namespace_not_found')
+})
