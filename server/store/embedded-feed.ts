@@ -34,11 +34,13 @@ const READING_MS = 30_000
 /** Namespaces whose log was found not to reach back further (see reach). */
 const REACH_NAMESPACES = 100_000
 /**
- * The most namespaces one read of the log serves: resumes waiting together share it. Each
- * holds what it found (up to its window) until the read ends, and its ring stays whole until
- * its resume has read a page, so memory passes TOTAL_BYTES by at most BATCH windows then.
+ * How much history one read of the log gathers, about: resumes waiting together share a
+ * read, as many as this holds at the size the last reads found, 1 to MAX_BATCH. Each holds
+ * what it found (up to its window) until the read ends, and its ring stays whole until its
+ * resume has read a page, so memory passes TOTAL_BYTES by about this much then.
  */
-const BATCH = 8
+const BATCH_BYTES = 256 * 1024 * 1024
+const MAX_BATCH = 16
 /** How long live changes are gathered before they go to watchers (see deliver). */
 const FANOUT_MS = 5
 type Listener = (changes: Change[]) => void
@@ -48,6 +50,11 @@ type Listener = (changes: Change[]) => void
  * stored as msgpack values, not as bytes, and no watch reads them.
  */
 const carried = (c: CommittedChange) => c.type === 'delete' || Buffer.isBuffer(c.value)
+
+/** About what a change read back from the log holds in memory. */
+function sizeOf(c: CommittedChange): number {
+  return 100 + c.key.length + (Buffer.isBuffer(c.value) ? c.value.length : 0)
+}
 
 /** A committed change as the feed hands it out (and keeps it): value and metadata apart. */
 function toChange(c: CommittedChange): Change & RingInput {
@@ -66,10 +73,12 @@ export class EmbeddedFeed implements Feed {
   private total = 0
   /**
    * Resumes waiting for the log to be read, by namespace, from the lowest version asked for.
-   * One read of the log runs at a time, for up to BATCH of them.
+   * One read of the log runs at a time, for a batch of them (batchSize).
    */
   private waiting = new Map<string, { since: number; done: Promise<void>; resolve: () => void }>()
   private reading = false
+  /** The history one namespace's read found lately, in bytes (see BATCH_BYTES). */
+  private perNamespace = BATCH_BYTES / MAX_BATCH
   /** Namespaces dropped while the log is read: what was read of them may be of the old ones. */
   private droppedDuring: Set<string> | null = null
   /**
@@ -150,10 +159,11 @@ export class EmbeddedFeed implements Feed {
     return done
   }
 
-  /** Reads the log for the resumes waiting, BATCH namespaces a read, until none wait. */
+  /** Reads the log for the resumes waiting, a batch a read, until none wait. */
   private async readWaiting(): Promise<void> {
     while (this.waiting.size > 0) {
-      const batch = [...this.waiting].slice(0, BATCH)
+      const size = Math.floor(BATCH_BYTES / Math.max(this.perNamespace, 1))
+      const batch = [...this.waiting].slice(0, Math.min(MAX_BATCH, Math.max(1, size)))
       for (const [ns] of batch) this.waiting.delete(ns)
       try {
         await this.recover(batch.map(([ns, w]) => ({ ns, since: w.since })))
@@ -306,6 +316,10 @@ export class EmbeddedFeed implements Feed {
     } finally {
       this.droppedDuring = null
     }
+    // What a namespace's history came to, for the size of the next batches.
+    let bytes = 0
+    for (const f of found.values()) for (const c of f.changes) bytes += sizeOf(c)
+    this.perNamespace = (this.perNamespace + bytes / Math.max(1, found.size)) / 2
     // The rings just read stay whole until their resumes have read them.
     const joined = new Set<FeedRing>()
     for (const { ns, since } of wanted) {
