@@ -159,6 +159,16 @@ t.test('If-Match and If-None-Match on PUT', async (t) => {
   )
   t.equal(fresh.status, 201, 'If-None-Match: * creates a missing key')
   t.equal(fresh.json.created, true)
+
+  // A list matches when any tag does. A weak tag names the same version (docs/api.md): a
+  // compressing proxy turns ETags weak, and a client sends back what it got.
+  const now = (await api.get(`/${ns}/cond`)).headers.etag!
+  const put = (ifMatch: string) =>
+    api.put(`/${ns}/cond`, { value: 'y' }, { headers: { 'if-match': ifMatch } })
+  t.equal((await put(`"${v1}", ${now}`)).status, 200, 'a list holding the current version')
+  const after = (await api.get(`/${ns}/cond`)).headers.etag!
+  t.equal((await put(`W/${after}`)).status, 200, 'a weak tag of the current version')
+  t.equal((await put(`W/${after}`)).status, 412, 'and not of one before it')
 })
 
 t.test('413 value_too_large past the plan limit, and nothing is stored', async (t) => {
