@@ -145,7 +145,7 @@ export class WatchSession {
         this.stop(false)
         return {
           code: 'history_expired',
-          message: `since ${since} is past the namespace's latest version, ${current} (was it deleted and made again?); list again, then watch from the list's version.`,
+          message: `since is past the namespace's latest version, ${current} (was it deleted and made again?); list again, then watch from the list's version.`,
         }
       }
       this.last = since

@@ -1,7 +1,12 @@
 // Where a watch starts, and the refusals of its start that every door to a watch (/v1's SSE
 // and WebSocket, the dashboard's live view) words alike.
 
-const VERSION = /^(0|[1-9][0-9]{0,15})$/
+/**
+ * A version as the contract writes one: digits, compared as integers. Any number of them:
+ * one past every version there is (2^53 and up, where a Number is no longer exact) is still
+ * a version, past the namespace's latest.
+ */
+const VERSION = /^(0|[1-9][0-9]*)$/
 
 /** Where a watch starts: Last-Event-ID (an EventSource's reconnection) before since. */
 export function sinceOf(lastEventId: string, since: string | null): number | undefined | null {

@@ -394,6 +394,16 @@ t.test('a since past the namespace’s latest version: 410 history_expired', asy
   t.equal(ahead.status, 410)
   t.equal(ahead.body.error.code, 'history_expired')
   t.match(ahead.body.error.message, /past the namespace's latest version, 1/)
+  // Versions are digits compared as integers, however many: past every version there is,
+  // where a JavaScript number is no longer exact, still past the latest.
+  for (const [what, path, headers] of [
+    ['since 2^53 + 1', `/${ns}?watch=1&since=9007199254740993`, undefined],
+    ['Last-Event-ID of 24 digits', `/${ns}?watch=1`, { 'last-event-id': '9'.repeat(24) }],
+  ] as const) {
+    const far = await open(path, headers)
+    t.equal(far.status, 410, what)
+    t.equal(far.body.error.code, 'history_expired', what)
+  }
   const level = await open(`/${ns}?watch=1&since=1`)
   t.teardown(() => level.close())
   t.equal(level.status, 200, 'its latest version itself is fine')
