@@ -77,8 +77,12 @@ export class EmbeddedFeed implements Feed {
    */
   private waiting = new Map<string, { since: number; done: Promise<void>; resolve: () => void }>()
   private reading = false
-  /** The history one namespace's read found lately, in bytes (see BATCH_BYTES). */
-  private perNamespace = BATCH_BYTES / MAX_BATCH
+  /**
+   * The history one namespace's read found lately, in bytes (see BATCH_BYTES). Until a read
+   * says otherwise, a whole window: the first read after a restart, when every watch comes
+   * back at once, is the one that must not take them all.
+   */
+  private perNamespace = HISTORY_BYTES
   /** Namespaces dropped while the log is read: what was read of them may be of the old ones. */
   private droppedDuring: Set<string> | null = null
   /**
