@@ -3,12 +3,11 @@
 // entries, and the entries it copies land in its output among older data, where they no
 // longer read as what happened. So each pass keeps, from the segments it rewrites, every
 // entry still within its namespace's window (its last KEEP_CHANGES changes, KEEP_BYTES at
-// most), and writes them, with what the namespace's file already held and is still within
-// the window, to that namespace's file before the pass can delete a segment (FORMAT.md,
-// "History files").
+// most), and adds them to that namespace's file before the pass can delete a segment
+// (FORMAT.md, "History files").
 //
 // One file per namespace, so that the window holds for each however many are busy: a pass
-// rewrites the files of the namespaces it took entries of, and a watch resuming in one
+// appends to the files of the namespaces it took entries of, and a watch resuming in one
 // namespace reads that namespace's file alone. Before these, one file (HISTORY) held every
 // namespace's, 64 MiB in all; it is still read, and the next pass moves what it holds into
 // the namespaces' files.
@@ -176,7 +175,7 @@ export class HistoryKeep {
     const fresh = info.length === 0
     const grown =
       info.entries + kept.entries.size > 2 * KEEP_CHANGES ||
-      info.length + kept.bytes > 2 * KEEP_BYTES ||
+      info.length + kept.bytes + kept.entries.size * REC_HEADER > 2 * KEEP_BYTES ||
       info.oldest <= n.version - 2 * KEEP_CHANGES
     // Read before the try: a read that fails is the pass's failure.
     const old = grown && !fresh ? await readHistory(file) : Buffer.alloc(0)
@@ -258,9 +257,10 @@ export async function readHistory(file: string): Promise<Buffer> {
     throw err
   }
   try {
-    // Larger than any this engine writes: not one of ours (and not to be held in memory).
+    // Larger than any this engine writes (a file is rewritten before it passes twice a
+    // window): not one of ours, and not to be held in memory.
     const size = io.sizeOf(file)
-    if (size > KEEP_BYTES * 2) return Buffer.alloc(0)
+    if (size > KEEP_BYTES * 3) return Buffer.alloc(0)
     const text = Buffer.allocUnsafe(size)
     for (let got = 0; got < size; ) {
       const n = await io.read(fd, text, got, Math.min(IO_PIECE, size - got), got)

@@ -73,7 +73,7 @@ export class EmbeddedFeed implements Feed {
   private total = 0
   /**
    * Resumes waiting for the log to be read, by namespace, from the lowest version asked for.
-   * One read of the log runs at a time, for a batch of them (batchSize).
+   * One read of the log runs at a time, for a batch of them (BATCH_BYTES).
    */
   private waiting = new Map<string, { since: number; done: Promise<void>; resolve: () => void }>()
   private reading = false
