@@ -1,10 +1,41 @@
 // The Server-Sent Events sink over a real uWebSockets.js response: what uWS holds back when
 // the client is slow must reach the client once it reads, with nothing more written.
 import net from 'node:net'
-import t from 'tap'
+import t, { type Test } from 'tap'
 import { uws } from '../../server/http/uws.js'
-import { responseOut } from '../../server/http/stream-out.js'
+import { type ResponseOut, responseOut } from '../../server/http/stream-out.js'
 import { SseSink } from '../../server/v1/watch-sse.js'
+
+/**
+ * A real uWS server whose GET opens a stream and hands it to `fill`, and a client that has
+ * sent one GET and not read for a while: the kernel's buffers fill and uWS keeps the rest.
+ */
+async function slowClient(t: Test, fill: (out: ResponseOut) => void): Promise<net.Socket> {
+  let port = 0
+  const app = uws.App().get('/*', (res) => {
+    let closed = false
+    res.onAborted(() => {
+      closed = true
+    })
+    const out = responseOut(res, { closed: () => closed, end: () => res.cork(() => res.end()) })
+    res.cork(() => res.writeHeader('content-type', 'text/event-stream'))
+    fill(out)
+  })
+  const listening = await new Promise<unknown>((resolve) =>
+    app.listen('127.0.0.1', 0, (s) => {
+      port = uws.us_socket_local_port(s)
+      resolve(s)
+    }),
+  )
+  t.teardown(() => uws.us_listen_socket_close(listening))
+  const sock = net.connect(port, '127.0.0.1')
+  t.teardown(() => sock.destroy())
+  await new Promise((r) => sock.once('connect', r))
+  sock.pause()
+  sock.write('GET / HTTP/1.1\r\nHost: x\r\n\r\n')
+  await new Promise((r) => setTimeout(r, 400))
+  return sock
+}
 
 t.test(
   'events the socket could not take at once all arrive, with nothing written after',
@@ -12,37 +43,13 @@ t.test(
     const sink = new SseSink()
     const data = JSON.stringify('z'.repeat(64 * 1024))
     const EVENTS = 128 // 8 MiB: more than the kernel's buffers hold for a client not reading
-    let port = 0
-    const app = uws.App().get('/*', (res) => {
-      let closed = false
-      res.onAborted(() => {
-        closed = true
-      })
-      const out = responseOut(res, {
-        closed: () => closed,
-        end: () => res.cork(() => res.end()),
-      })
-      res.cork(() => res.writeHeader('content-type', 'text/event-stream'))
+    const sock = await slowClient(t, (out) => {
       sink.attach(out)
       for (let i = 1; i <= EVENTS; i++) sink.event('put', data, i)
       // More than a live watch may owe (too_slow), which the session would act on; the sink
       // itself still holds it all for the client.
       sink.flush()
     })
-    const listening = await new Promise<unknown>((resolve) =>
-      app.listen('127.0.0.1', 0, (s) => {
-        port = uws.us_socket_local_port(s)
-        resolve(s)
-      }),
-    )
-    t.teardown(() => uws.us_listen_socket_close(listening))
-    const sock = net.connect(port, '127.0.0.1')
-    t.teardown(() => sock.destroy())
-    await new Promise((r) => sock.once('connect', r))
-    sock.pause()
-    sock.write('GET / HTTP/1.1\r\nHost: x\r\n\r\n')
-    // Not read for a while: the kernel's buffers fill and uWS keeps the rest.
-    await new Promise((r) => setTimeout(r, 500))
     let text = ''
     sock.on('data', (c) => {
       text += c.toString('latin1')
@@ -84,32 +91,11 @@ t.test('a large write while uWS still holds back the one before loses nothing', 
   const slice = (n: number) =>
     `event: put\nid: ${n}\ndata: ${JSON.stringify(String(n).repeat(50_000))}\n\n`
   const texts = [1, 2, 3, 4, 5, 6].map(slice)
-  let port = 0
-  const app = uws.App().get('/*', (res) => {
-    let closed = false
-    res.onAborted(() => {
-      closed = true
-    })
-    const out = responseOut(res, { closed: () => closed, end: () => res.cork(() => res.end()) })
-    res.cork(() => res.writeHeader('content-type', 'text/event-stream'))
+  const sock = await slowClient(t, (out) => {
     out.write(':'.repeat(4 * 1024 * 1024)) // more than the kernel's buffers hold: uWS keeps some
     for (const text of texts) out.write(text)
     out.end()
   })
-  const listening = await new Promise<unknown>((resolve) =>
-    app.listen('127.0.0.1', 0, (s) => {
-      port = uws.us_socket_local_port(s)
-      resolve(s)
-    }),
-  )
-  t.teardown(() => uws.us_listen_socket_close(listening))
-  const sock = net.connect(port, '127.0.0.1')
-  t.teardown(() => sock.destroy())
-  await new Promise((r) => sock.once('connect', r))
-  sock.pause()
-  sock.write('GET / HTTP/1.1\r\nHost: x\r\n\r\n')
-  // Not read for a while: the kernel's buffers fill and uWS holds the rest.
-  await new Promise((r) => setTimeout(r, 300))
   const chunks: Buffer[] = []
   // Until the last chunk (the connection stays open for the next request).
   const ended = new Promise<void>((resolve) =>
