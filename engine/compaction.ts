@@ -24,6 +24,7 @@ import {
   compactTmpFile,
   hintFile,
   mayHoldOlder,
+  noteMin,
   segmentFile,
 } from './parts.js'
 import {
@@ -611,8 +612,7 @@ function appendTombstone(
 function noteEntry(o: Output, buf: Buffer, q: number, len: number, at: number): void {
   const version = buf.readDoubleLE(q + 12)
   const nsId = buf.readUInt32LE(q + 8)
-  const min = o.minVersions.get(nsId)
-  if (min === undefined || version < min) o.minVersions.set(nsId, version)
+  noteMin(o.minVersions, nsId, version)
   o.hint.add(
     buf[q + 4]!,
     buf[q + 5]!,

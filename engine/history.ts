@@ -13,7 +13,7 @@ import type { CommittedChange, DbCore } from './db-core.js'
 import path from 'node:path'
 import { KEEP_BYTES, KEEP_CHANGES, LEGACY_HISTORY, readHistory } from './history-file.js'
 import { IO_PIECE, io } from './io.js'
-import { type Segment, historyFile } from './parts.js'
+import { type Segment, historyFile, noteMin } from './parts.js'
 import {
   DEL,
   ENTRY_HEADER,
@@ -109,9 +109,8 @@ export async function namespacesChanges(
   else await take(legacy, founds)
   for (const [id, f] of founds) {
     const own = await readHistory(path.join(db.dir, historyFile(id))).catch(() => undefined)
-    if (own === undefined) f.failed = true
-    else await take(own, new Map([[id, f]]))
-    out.set(f.ns, { changes: [...f.changes.values()], complete: complete && !f.failed })
+    if (own !== undefined) await take(own, new Map([[id, f]]))
+    out.set(f.ns, { changes: [...f.changes.values()], complete: complete && own !== undefined })
   }
   return out
 }
@@ -138,11 +137,7 @@ async function take(
     let q = p + REC_HEADER
     for (let i = 0; i < count; i++) {
       const nsId = buf.readUInt32LE(q + 8)
-      if (mins !== undefined) {
-        const v = buf.readDoubleLE(q + 12)
-        const was = mins.get(nsId)
-        if (was === undefined || v < was) mins.set(nsId, v)
-      }
+      if (mins !== undefined) noteMin(mins, nsId, buf.readDoubleLE(q + 12))
       // Other namespaces' entries are passed over by their header alone.
       const f = founds.get(nsId)
       if (f !== undefined) f.meet(buf, q)
@@ -202,8 +197,6 @@ class Found {
   lowest = Number.POSITIVE_INFINITY
   /** Whether the log holds nothing more the namespace needs (older segments cannot add). */
   done = false
-  /** Whether its own history file could not be read. */
-  failed = false
 
   constructor(
     readonly ns: string,

@@ -73,10 +73,13 @@ export interface Segment {
 
 /** Notes `version` of namespace `nsId` as written in `seg`. */
 export function noteVersion(seg: Segment, nsId: number, version: number): void {
-  const m = seg.minVersions
-  if (m === null) return
-  const cur = m.get(nsId)
-  if (cur === undefined || version < cur) m.set(nsId, version)
+  if (seg.minVersions !== null) noteMin(seg.minVersions, nsId, version)
+}
+
+/** Lowers `mins`' entry for `nsId` to `version` when it is lower (a segment's minVersions). */
+export function noteMin(mins: Map<number, number>, nsId: number, version: number): void {
+  const cur = mins.get(nsId)
+  if (cur === undefined || version < cur) mins.set(nsId, version)
 }
 
 /** Whether `seg` may hold an entry of namespace `nsId` older than `version`. */
