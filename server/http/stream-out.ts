@@ -1,7 +1,8 @@
 // A uWS response that stays open, as a stream of text chunks: what the /v1 watch and the
-// dashboard's streamed routes write through. Each chunk is written corked (one send); a
-// handler waiting for the client to take what uWS holds back returns true (it wrote what it
-// meant to), as uWS asks of onWritable handlers.
+// dashboard's streamed routes write through. Each chunk is written corked, in pieces that fit
+// uWS's cork buffer (cork-room.ts says why); a handler waiting for the client to take what uWS
+// holds back returns true (it wrote what it meant to), as uWS asks of onWritable handlers.
+import { writeChunks } from './cork-room.js'
 import type { HttpResponse } from './uws.js'
 
 /** An open streamed response. */
@@ -27,11 +28,7 @@ export function responseOut(
   return {
     write(text) {
       o.sent?.(text.length)
-      let ok = true
-      res.cork(() => {
-        ok = res.write(text)
-      })
-      return ok
+      return writeChunks(res, text)
     },
     onWritable(fn) {
       res.onWritable(() => {

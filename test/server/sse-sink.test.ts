@@ -5,6 +5,7 @@ import t, { type Test } from 'tap'
 import { uws } from '../../server/http/uws.js'
 import { type ResponseOut, responseOut } from '../../server/http/stream-out.js'
 import { SseSink } from '../../server/v1/watch-sse.js'
+import { dechunk } from '../helpers/chunked.js'
 
 /**
  * A real uWS server whose GET opens a stream and hands it to `fill`, and a client that has
@@ -66,25 +67,6 @@ t.test(
   },
 )
 
-/** Takes chunked framing off `raw`, throwing on a malformed chunk; a cut last chunk is left. */
-function dechunk(raw: Buffer): Buffer {
-  const parts: Buffer[] = []
-  for (let p = 0; ; ) {
-    const eol = raw.indexOf('\r\n', p)
-    if (eol < 0) break
-    const size = raw.toString('latin1', p, eol)
-    if (!/^[0-9a-f]+$/i.test(size))
-      throw new Error(`bad chunk size ${JSON.stringify(size)} at ${p}`)
-    const n = Number.parseInt(size, 16)
-    if (raw.length < eol + 4 + n) break
-    if (raw.toString('latin1', eol + 2 + n, eol + 4 + n) !== '\r\n')
-      throw new Error(`the chunk of ${n} bytes at ${p} is not followed by CRLF`)
-    parts.push(raw.subarray(eol + 2, eol + 2 + n))
-    p = eol + 4 + n
-  }
-  return Buffer.concat(parts)
-}
-
 t.test('a large write while uWS still holds back the one before loses nothing', async (t) => {
   // The history of a watch goes out in slices of 256 KiB, written while uWS may still hold
   // back the ones before: each must arrive whole, in chunks a client can parse.
@@ -107,7 +89,7 @@ t.test('a large write while uWS still holds back the one before loses nothing', 
   sock.resume()
   await ended
   const raw = Buffer.concat(chunks)
-  const body = dechunk(raw.subarray(raw.indexOf('\r\n\r\n') + 4)).toString('utf8')
+  const body = dechunk(raw.subarray(raw.indexOf('\r\n\r\n') + 4)).body.toString('utf8')
   t.equal(body.length, 4 * 1024 * 1024 + texts.join('').length, 'every byte written arrived')
   t.ok(body.endsWith(texts.join('')), 'in the order written')
 })
