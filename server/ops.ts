@@ -3,13 +3,17 @@
 import type { Context } from './context.js'
 import { statusLine } from './http/status.js'
 import { endHead } from './http/head.js'
+import { ignoreAbort } from './http/cork-room.js'
 import type { HttpResponse, TemplatedApp } from './http/uws.js'
 import { R } from './metrics.js'
 
 export function mountOps(app: TemplatedApp, ctx: Context): void {
   /** Answers GET and HEAD (the same, without the body) of `path`. */
   const both = (path: string, fn: (res: HttpResponse, head: boolean) => void) => {
-    app.get(path, (res) => fn(res, false))
+    app.get(path, (res) => {
+      res.onAborted(ignoreAbort)
+      fn(res, false)
+    })
     app.head(path, (res) => fn(res, true))
   }
   const answer = (res: HttpResponse, head: boolean, status: number, type: string, body: string) => {

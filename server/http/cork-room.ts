@@ -10,17 +10,26 @@
 // What that does to us:
 // - a chunked write (a watch's events): the chunk's size line goes out and its bytes never do,
 //   so the client loses events and then cannot parse the stream ("Chunk size overflow");
-// - res.end(body): the head goes out and the body never does; the answer stays pending until
-//   uWS times the connection out, and an answer given inside its request handler with no abort
-//   handler attached ends the process (uWS terminates when a handler returns unanswered).
+// - res.end(body): whatever write overflows is lost: a header, or the body. A lost body leaves
+//   the answer pending until uWS closes the connection, and uWS ends the process when a request
+//   handler returns with its answer pending and no abort handler attached.
+//
+// The kernel refuses corked bytes only when the client has not read what was sent to it
+// before: a client that pipelines requests and reads slowly. Answers to requests pipelined in
+// one packet pile up in one cork, so any answer can overflow it there, whatever its size.
 //
 // So a write that can be large goes in pieces, each in a cork of its own (which starts empty
-// when we open it) with room left for the chunk's size line. A body stays one res.end: the
-// alternative, tryEnd, leaves the answer pending while it goes, and uWS closes a connection
-// whose next pipelined request arrives meanwhile. The kernel refuses the head only when a
-// client sent this request before reading the answers before it; a large body therefore
-// always has an abort handler, so the worst that client sees is its connection closed.
+// when we open it) with room left for the chunk's size line: streams (watches) lose nothing.
+// A body stays one res.end (tryEnd would leave the answer pending while it goes, and uWS
+// closes a connection whose next pipelined request arrives meanwhile), and every answer with a
+// body has an abort handler: what that client can lose is its own answer and connection.
 import type { HttpResponse } from './uws.js'
+
+/**
+ * The abort handler of an answer with a body ended within its request handler: the client
+ * leaving changes nothing, but uWS must find one (see above).
+ */
+export function ignoreAbort(): void {}
 
 /** The cork buffer of uWebSockets.js (LoopData::CORK_BUFFER_SIZE). */
 const CORK_BYTES = 16 * 1024
@@ -30,13 +39,7 @@ const CORK_BYTES = 16 * 1024
  * size line and, on a stream's first write, the head (status line and headers, well under
  * 4 KiB: no header we write carries a body).
  */
-export const PIECE_BYTES = 12 * 1024
-
-/**
- * A body larger than this can overflow the cork buffer beside its head: the answer must then
- * have an abort handler (see above).
- */
-export const CORKED_BODY_BYTES = CORK_BYTES / 2
+export const PIECE_BYTES = CORK_BYTES - 4 * 1024
 
 /**
  * Writes `text` as chunks of at most PIECE_BYTES, each in a cork of its own. false when uWS

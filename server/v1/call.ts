@@ -15,6 +15,7 @@ import { statusLine } from '../http/status.js'
 import type { HttpResponse } from '../http/uws.js'
 import { ROUTES } from '../metrics.js'
 import { endHead } from '../http/head.js'
+import { ignoreAbort } from '../http/cork-room.js'
 import { storageFault } from '../storage-faults.js'
 import { Repeats } from '../log.js'
 import { EXPOSE, allowOrigin } from './cors.js'
@@ -185,6 +186,9 @@ export class Call {
   send(status: number, body: string | Buffer, extra = '', close = false): void {
     if (this.done || this.aborted) return
     const bytes = typeof body === 'string' ? Buffer.byteLength(body) : body.length
+    // uWS can lose a body beside what is corked ahead of it (cork-room.ts): the answer then
+    // stays pending, and uWS ends the process when a handler returns so with no abort handler.
+    if (!this.asyncSet && !this.headOnly) this.res.onAborted(ignoreAbort)
     this.res.cork(() => {
       this.head(status, 'Content-Type', 'application/json', extra)
       if (this.headOnly) endHead(this.res, bytes)

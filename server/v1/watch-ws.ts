@@ -7,6 +7,7 @@ import type { ApiKey } from '../accounts.js'
 import type { Context } from '../context.js'
 import { ERRORS, type ErrorCode } from '../errors.js'
 import { requestAddress } from '../http/address.js'
+import { ignoreAbort } from '../http/cork-room.js'
 import { requestId } from '../http/request-id.js'
 import { statusLine } from '../http/status.js'
 import type { HttpRequest, HttpResponse } from '../http/uws.js'
@@ -54,6 +55,7 @@ const BEARER = /^bearer\s+(\S+)\s*$/i
 
 function refuse(res: HttpResponse, code: ErrorCode, message?: string): void {
   const body = JSON.stringify({ error: { code, message: message ?? ERRORS[code].message } })
+  res.onAborted(ignoreAbort)
   res.cork(() => {
     res.writeStatus(statusLine(ERRORS[code].status))
     res.writeHeader('Content-Type', 'application/json')
