@@ -9,6 +9,7 @@ import type { Config } from './config.js'
 import type { Context } from './context.js'
 import { mountDashboard } from './dashboard/index.js'
 import { uws, type us_listen_socket } from './http/uws.js'
+import { ignoreAbort } from './http/cork-room.js'
 import { AddressLimiter } from './limits.js'
 import { type Logger, Repeats, createLogger } from './log.js'
 import { Metrics } from './metrics.js'
@@ -73,6 +74,7 @@ export async function serve(
     } catch (err) {
       log.error({ err: (err as Error).message }, 'request handler failed')
       try {
+        res.onAborted(ignoreAbort)
         res.cork(() =>
           res
             .writeStatus('500 Internal Server Error')

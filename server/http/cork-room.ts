@@ -18,11 +18,13 @@
 // before: a client that pipelines requests and reads slowly. Answers to requests pipelined in
 // one packet pile up in one cork, so any answer can overflow it there, whatever its size.
 //
-// So a write that can be large goes in pieces, each in a cork of its own (which starts empty
-// when we open it) with room left for the chunk's size line: streams (watches) lose nothing.
-// A body stays one res.end (tryEnd would leave the answer pending while it goes, and uWS
-// closes a connection whose next pipelined request arrives meanwhile), and every answer with a
-// body has an abort handler: what that client can lose is its own answer and connection.
+// So a write that can be large goes in pieces, each in a cork of its own with room left for
+// the chunk's size line, and a stream writes nothing until its request's handler has let go
+// of the cork (stream-out.ts): a cork we open then starts empty, and streams (watches) lose
+// nothing. A body stays one res.end (tryEnd would leave the answer pending while it goes, and
+// uWS closes a connection whose next pipelined request arrives meanwhile), and every answer
+// with a body has an abort handler: what that client can lose is its own answer and
+// connection.
 import type { HttpResponse } from './uws.js'
 
 /**

@@ -2,6 +2,11 @@
 // dashboard's streamed routes write through. Each chunk is written corked, in pieces that fit
 // uWS's cork buffer (cork-room.ts says why); a handler waiting for the client to take what uWS
 // holds back returns true (it wrote what it meant to), as uWS asks of onWritable handlers.
+//
+// What is written before the event loop next comes round waits until then. A stream opens in
+// its request's handler or in a promise callback right after it (uWS.js runs those before it
+// lets go of the request's cork), where a piece would share the cork with the head and the
+// pieces before it, and could overflow it.
 import { writeChunks } from './cork-room.js'
 import type { HttpResponse } from './uws.js'
 
@@ -25,10 +30,20 @@ export function responseOut(
   res: HttpResponse,
   o: { closed(): boolean; end(): void; sent?(chars: number): void },
 ): ResponseOut {
+  let held: string[] | undefined = []
+  let ending = false
+  setImmediate(() => {
+    const texts = held!
+    held = undefined
+    if (!o.closed()) for (const text of texts) writeChunks(res, text)
+    if (ending) o.end()
+  })
   return {
     write(text) {
       o.sent?.(text.length)
-      return writeChunks(res, text)
+      if (held === undefined) return writeChunks(res, text)
+      held.push(text)
+      return true
     },
     onWritable(fn) {
       res.onWritable(() => {
@@ -36,7 +51,10 @@ export function responseOut(
         return true
       })
     },
-    end: o.end,
+    end() {
+      if (held === undefined) o.end()
+      else ending = true
+    },
     get closed() {
       return o.closed()
     },

@@ -22,8 +22,12 @@ export class SseSink implements WatchSink {
   /** Starts writing to `out`; `first`, when given, goes ahead of every event. */
   attach(out: SseOut, first?: string): void {
     this.out = out
-    if (this.ended) out.end()
-    else if (first !== undefined) out.write(first)
+    if (this.ended) return out.end()
+    // Registered for the stream's life, not when a write says the client is behind: uWS
+    // learns of a corked piece it held back only at the next write (cork-room.ts), and when
+    // it moves held-back bytes on with no handler, it closes the connection 10 s later.
+    out.onWritable(() => this.writable(out))
+    if (first !== undefined) out.write(first)
   }
 
   event(type: string, data: string, version: number): void {
@@ -38,21 +42,21 @@ export class SseSink implements WatchSink {
     const ok = out.write(text)
     if (ok && !this.waiting) return true
     this.unsent += text.length
-    if (!this.waiting) {
-      this.waiting = true
-      out.onWritable(() => {
-        this.unsent = 0
-        // While a handler is registered, uWS moves what it has buffered on to the socket
-        // only when something more is written: a comment line (which every SSE reader
-        // skips) pushes it on. Until all of it is taken, this runs again at each chance.
-        if (!out.closed && !out.write(':\n')) return
-        this.waiting = false
-        const drains = this.drains
-        this.drains = []
-        for (const fn of drains) fn()
-      })
-    }
+    this.waiting = true
     return this.unsent <= MAX_UNSENT
+  }
+
+  /** uWS could send some of what it held back. */
+  private writable(out: SseOut): void {
+    this.unsent = 0
+    // While a handler is registered, uWS moves what it has buffered on to the socket only
+    // when something more is written: a comment line (which every SSE reader skips) pushes
+    // it on. Until all of it is taken, this runs again at each chance.
+    if (!out.closed && !out.write(':\n')) return
+    this.waiting = false
+    const drains = this.drains
+    this.drains = []
+    for (const fn of drains) fn()
   }
 
   drained(): Promise<void> {

@@ -150,3 +150,25 @@ t.test('a watch stream of large flushes reaches a client that reads in bursts wh
   t.equal(body.length, TOTAL, 'every byte arrived')
   t.ok(body === counted(0, TOTAL), 'each where it was written')
 })
+
+t.test('what a stream is given inside its request handler waits for the next turn', async (t) => {
+  // The handler's cork holds the head: a piece written there shares it with the pieces after.
+  const sizes: number[] = []
+  let inHandler = -1
+  const text = counted(0, 100_000)
+  const port = await serve(t, (res) => {
+    const out = responseOut(noting(res, sizes), {
+      closed: () => false,
+      end: () => res.cork(() => res.end()),
+    })
+    res.cork(() => res.writeHeader('Content-Type', 'text/plain'))
+    out.write(text)
+    out.end()
+    inHandler = sizes.length
+  })
+  const raw = await readSlowly(port, 'GET / HTTP/1.1\r\nHost: x\r\n\r\n', endOfChunks)
+  const { body, ended } = dechunk(raw.subarray(raw.indexOf('\r\n\r\n') + 4))
+  t.equal(inHandler, 0, 'nothing written in the handler')
+  t.ok(ended, 'the stream ended after')
+  t.equal(body.toString('latin1'), text, 'with every byte')
+})

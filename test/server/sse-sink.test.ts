@@ -93,3 +93,41 @@ t.test('a large write while uWS still holds back the one before loses nothing', 
   t.equal(body.length, 4 * 1024 * 1024 + texts.join('').length, 'every byte written arrived')
   t.ok(body.endsWith(texts.join('')), 'in the order written')
 })
+
+t.test('a stream stays open after uWS moved on bytes the sink was not told it held', async (t) => {
+  // uWS tells a writer that it held back a corked piece only at the next write; when it then
+  // moves the bytes on with no writable handler registered, it closes the connection 10 s
+  // later. The filler is written past the sink, as a held-back piece it never heard of.
+  const sink = new SseSink()
+  let later: (() => void) | undefined
+  const sock = await slowClient(t, (out) => {
+    sink.attach(out)
+    out.write(':'.repeat(4 * 1024 * 1024))
+    later = () => {
+      sink.event('put', '"late"', 2)
+      sink.flush()
+    }
+  })
+  let text = ''
+  let closed = false
+  sock.on('data', (c) => {
+    text += c.toString('latin1')
+  })
+  sock.on('close', () => {
+    closed = true
+  })
+  sock.resume()
+  const started = Date.now()
+  while (text.length < 4 * 1024 * 1024 && Date.now() - started < 5000)
+    await new Promise((r) => setTimeout(r, 20))
+  t.ok(text.length >= 4 * 1024 * 1024, 'the client took the filler')
+  // Past uWS's 10 s idle timeout and its 4 s granularity.
+  await new Promise((r) => setTimeout(r, 16_000))
+  t.notOk(closed, 'the connection is still open')
+  later!()
+  const waited = Date.now()
+  while (!text.includes('data: "late"') && !closed && Date.now() - waited < 3000)
+    await new Promise((r) => setTimeout(r, 20))
+  t.ok(text.includes('event: put\nid: 2\ndata: "late"\n\n'), 'and an event written after arrives')
+  sink.end()
+})
