@@ -1,31 +1,15 @@
 // Writes through uWebSockets.js that fit its cork buffer (server/http/cork-room.ts). This build
 // drops a corked write that overflows the cork buffer when the kernel cannot take what is
-// already corked; a watch lost a 256 KiB slice of events that way under load. The first test
-// holds the rule that avoids it (no write that can overflow); the second streams a watch's
-// worth of bytes to a client that reads in bursts and checks every byte arrives.
+// already corked; a watch lost a 256 KiB slice of events that way under load. The first and
+// last tests hold the rules that avoid it (no write that can overflow, none inside the
+// request's own cork); the second streams a watch's worth of bytes to a client that reads in
+// bursts and checks every byte arrives.
 import net from 'node:net'
-import t, { type Test } from 'tap'
+import t from 'tap'
 import { PIECE_BYTES } from '../../server/http/cork-room.js'
-import { responseOut } from '../../server/http/stream-out.js'
-import { type HttpResponse, uws } from '../../server/http/uws.js'
+import type { HttpResponse } from '../../server/http/uws.js'
 import { dechunk } from '../helpers/chunked.js'
-
-/** A real uWS server on a free port whose every GET is answered by `answer`. */
-async function serve(t: Test, answer: (res: HttpResponse) => void): Promise<number> {
-  let port = 0
-  const app = uws.App().get('/*', (res) => {
-    res.onAborted(() => {})
-    answer(res)
-  })
-  const listening = await new Promise<unknown>((resolve) =>
-    app.listen('127.0.0.1', 0, (s) => {
-      port = uws.us_socket_local_port(s)
-      resolve(s)
-    }),
-  )
-  t.teardown(() => uws.us_listen_socket_close(listening))
-  return port
-}
+import { openStream, uwsServer as serve } from '../helpers/uws-stream.js'
 
 /** `res`, noting the size of each write it is given. */
 function noting(res: HttpResponse, sizes: number[]): HttpResponse {
@@ -97,11 +81,10 @@ t.test('a large write to a stream goes to uWS in pieces that fit its cork buffer
   const sizes: number[] = []
   const text = `${counted(0, 300_000)}é€😀` // multi-byte characters count as their bytes
   const port = await serve(t, (res) => {
-    const out = responseOut(noting(res, sizes), { closed: () => false, end: () => {} })
-    res.cork(() => res.writeHeader('Content-Type', 'text/plain'))
+    const { out } = openStream(res, 'text/plain', noting(res, sizes))
     setImmediate(() => {
       out.write(text)
-      res.cork(() => res.end())
+      out.end()
     })
   })
   const raw = await readSlowly(port, 'GET / HTTP/1.1\r\nHost: x\r\n\r\n', endOfChunks)
@@ -121,15 +104,10 @@ t.test('a watch stream of large flushes reaches a client that reads in bursts wh
   const SLICE = 256 * 1024
   const TOTAL = 24 * 1024 * 1024
   const port = await serve(t, (res) => {
-    let closed = false
-    res.onAborted(() => {
-      closed = true
-    })
-    const out = responseOut(res, { closed: () => closed, end: () => res.cork(() => res.end()) })
-    res.cork(() => res.writeHeader('Content-Type', 'text/event-stream'))
+    const { out, closed } = openStream(res, 'text/event-stream')
     let at = 0
     const next = () => {
-      if (closed) return
+      if (closed()) return
       if (at >= TOTAL) return out.end()
       const text = counted(at, SLICE)
       at += SLICE
@@ -157,11 +135,7 @@ t.test('what a stream is given inside its request handler waits for the next tur
   let inHandler = -1
   const text = counted(0, 100_000)
   const port = await serve(t, (res) => {
-    const out = responseOut(noting(res, sizes), {
-      closed: () => false,
-      end: () => res.cork(() => res.end()),
-    })
-    res.cork(() => res.writeHeader('Content-Type', 'text/plain'))
+    const { out } = openStream(res, 'text/plain', noting(res, sizes))
     out.write(text)
     out.end()
     inHandler = sizes.length

@@ -2,33 +2,17 @@
 // the client is slow must reach the client once it reads, with nothing more written.
 import net from 'node:net'
 import t, { type Test } from 'tap'
-import { uws } from '../../server/http/uws.js'
-import { type ResponseOut, responseOut } from '../../server/http/stream-out.js'
+import type { ResponseOut } from '../../server/http/stream-out.js'
 import { SseSink } from '../../server/v1/watch-sse.js'
 import { dechunk } from '../helpers/chunked.js'
+import { openStream, uwsServer } from '../helpers/uws-stream.js'
 
 /**
  * A real uWS server whose GET opens a stream and hands it to `fill`, and a client that has
  * sent one GET and not read for a while: the kernel's buffers fill and uWS keeps the rest.
  */
 async function slowClient(t: Test, fill: (out: ResponseOut) => void): Promise<net.Socket> {
-  let port = 0
-  const app = uws.App().get('/*', (res) => {
-    let closed = false
-    res.onAborted(() => {
-      closed = true
-    })
-    const out = responseOut(res, { closed: () => closed, end: () => res.cork(() => res.end()) })
-    res.cork(() => res.writeHeader('content-type', 'text/event-stream'))
-    fill(out)
-  })
-  const listening = await new Promise<unknown>((resolve) =>
-    app.listen('127.0.0.1', 0, (s) => {
-      port = uws.us_socket_local_port(s)
-      resolve(s)
-    }),
-  )
-  t.teardown(() => uws.us_listen_socket_close(listening))
+  const port = await uwsServer(t, (res) => fill(openStream(res, 'text/event-stream').out))
   const sock = net.connect(port, '127.0.0.1')
   t.teardown(() => sock.destroy())
   await new Promise((r) => sock.once('connect', r))
