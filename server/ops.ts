@@ -3,6 +3,7 @@
 import type { Context } from './context.js'
 import { statusLine } from './http/status.js'
 import { endHead } from './http/head.js'
+import { endBody } from './http/held-body.js'
 import { ignoreAbort } from './http/cork-room.js'
 import type { HttpResponse, TemplatedApp } from './http/uws.js'
 import { R } from './metrics.js'
@@ -20,7 +21,7 @@ export function mountOps(app: TemplatedApp, ctx: Context): void {
     res.cork(() => {
       res.writeStatus(statusLine(status)).writeHeader('Content-Type', type)
       if (head) endHead(res, Buffer.byteLength(body))
-      else res.end(body)
+      else endBody(res, body, Buffer.byteLength(body))
     })
     ctx.metrics.observe(R.ops, status, 0)
   }

@@ -21,10 +21,9 @@
 // So a write that can be large goes in pieces, each in a cork of its own with room left for
 // the chunk's size line, and a stream writes nothing until its request's handler has let go
 // of the cork (stream-out.ts): a cork we open then starts empty, and streams (watches) lose
-// nothing. A body stays one res.end (tryEnd would leave the answer pending while it goes, and
-// uWS closes a connection whose next pipelined request arrives meanwhile), and every answer
-// with a body has an abort handler: what that client can lose is its own answer and
-// connection.
+// nothing. A body goes by tryEnd (held-body.ts), whose write uWS reports when it did not make
+// it, so a body is never lost; a header still can be, rarely, and every answer with a body has
+// an abort handler: what that client can lose is its own answer and connection.
 import type { HttpResponse } from './uws.js'
 
 /**

@@ -15,6 +15,7 @@ import { jsonContentType } from '../wire/content-type.js'
 import { clientAddress } from './address.js'
 import { bodyFraming } from './framing.js'
 import { endHead } from './head.js'
+import { endBody } from './held-body.js'
 import { statusLine } from './status.js'
 import { type ResponseOut, responseOut } from './stream-out.js'
 import type { HttpRequest, HttpResponse, TemplatedApp } from './uws.js'
@@ -166,10 +167,12 @@ function writeHead(res: HttpResponse, reply: Reply): void {
 
 function write(res: HttpResponse, reply: Reply, close: boolean, head: boolean): void {
   writeHead(res, reply)
+  const body = reply.body ?? ''
   // No arguments: uWS then writes no Content-Length (given undefined it writes a bogus one).
   if (reply.status === 304) res.endWithoutBody()
-  else if (head) endHead(res, Buffer.byteLength(reply.body ?? ''))
-  else res.end(reply.body ?? '', close)
+  else if (head) endHead(res, Buffer.byteLength(body))
+  else if (close) res.end(body, true)
+  else endBody(res, body, Buffer.byteLength(body))
 }
 
 /**

@@ -15,6 +15,7 @@ import { statusLine } from '../http/status.js'
 import type { HttpResponse } from '../http/uws.js'
 import { ROUTES } from '../metrics.js'
 import { endHead } from '../http/head.js'
+import { endBody } from '../http/held-body.js'
 import { ignoreAbort } from '../http/cork-room.js'
 import { storageFault } from '../storage-faults.js'
 import { Repeats } from '../log.js'
@@ -192,7 +193,8 @@ export class Call {
     this.res.cork(() => {
       this.head(status, 'Content-Type', 'application/json', extra)
       if (this.headOnly) endHead(this.res, bytes)
-      else this.res.end(body, close)
+      else if (close) this.res.end(body, true)
+      else endBody(this.res, body, bytes)
     })
     this.finish(status, this.headOnly ? 0 : bytes)
   }
