@@ -8,8 +8,10 @@ import { fileURLToPath } from 'node:url'
 import type { Config } from './config.js'
 import type { Context } from './context.js'
 import { mountDashboard } from './dashboard/index.js'
+import { errorText } from './errors.js'
 import { uws, type us_listen_socket } from './http/uws.js'
 import { ignoreAbort } from './http/cork-room.js'
+import { endBody } from './http/held-body.js'
 import { AddressLimiter } from './limits.js'
 import { type Logger, Repeats, createLogger } from './log.js'
 import { Metrics } from './metrics.js'
@@ -75,14 +77,13 @@ export async function serve(
       log.error({ err: (err as Error).message }, 'request handler failed')
       try {
         res.onAborted(ignoreAbort)
-        res.cork(() =>
+        res.cork(() => {
           res
             .writeStatus('500 Internal Server Error')
             .writeHeader('Content-Type', 'application/json')
-            .end(
-              '{"error":{"code":"internal_error","message":"Something went wrong on our side."}}',
-            ),
-        )
+          const body = errorText('internal_error')
+          endBody(res, body, Buffer.byteLength(body))
+        })
       } catch {}
     }
   }

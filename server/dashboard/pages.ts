@@ -72,6 +72,18 @@ export function page(
   return shell(assets, title, caller.session.csrf)
 }
 
+/**
+ * A 302 to `to`. It has a body, if a short one: an answer with a body goes by tryEnd, which
+ * tells the server when the client is not reading (server/http/held-body.ts).
+ */
 export function redirect(to: string): Reply {
-  return { status: 302, headers: { Location: to, 'Cache-Control': 'no-store' }, body: '' }
+  return {
+    status: 302,
+    headers: {
+      Location: to,
+      'Cache-Control': 'no-store',
+      'Content-Type': 'text/plain; charset=utf-8',
+    },
+    body: `Found: ${to}\n`,
+  }
 }

@@ -21,9 +21,10 @@
 // So a write that can be large goes in pieces, each in a cork of its own with room left for
 // the chunk's size line, and a stream writes nothing until its request's handler has let go
 // of the cork (stream-out.ts): a cork we open then starts empty, and streams (watches) lose
-// nothing. A body goes by tryEnd (held-body.ts), whose write uWS reports when it did not make
-// it, so a body is never lost; a header still can be, rarely, and every answer with a body has
-// an abort handler: what that client can lose is its own answer and connection.
+// nothing. A body given by endBody goes by tryEnd (held-body.ts), whose write uWS reports when
+// it did not make it, so that body is never lost. A header still can be, rarely, and so can
+// the body of an answer that closes its connection (res.end: tryEnd cannot close); every
+// answer with a body has an abort handler, so what that client can lose is its own answer.
 import type { HttpResponse } from './uws.js'
 
 /**

@@ -10,7 +10,9 @@
 // While a body is held its answer is pending, and uWS closes a connection whose next request
 // arrives meanwhile (as it already did behind any answer given later: a write's, or any
 // answer on Redis), or that takes none of it for 10 s. So a connection holds at most one
-// answer, plus what uWS corked for it in one packet (16 KiB), whatever its client sends.
+// answer, plus what uWS corked for it in one packet (16 KiB). An answer without a body
+// (HEAD, 204, 304) has no write that could say the client is not reading; uWS keeps its head
+// however many come (docs/deployment.md, "What the proxy covers").
 //
 // tryEnd's write of the body is optional, which also keeps it clear of this build's cork
 // fault (cork-room.ts): a write uWS did not make is reported as not made, and made here later.

@@ -8,6 +8,7 @@ import type { Context } from '../context.js'
 import { ERRORS, type ErrorCode } from '../errors.js'
 import { requestAddress } from '../http/address.js'
 import { ignoreAbort } from '../http/cork-room.js'
+import { endBody } from '../http/held-body.js'
 import { requestId } from '../http/request-id.js'
 import { statusLine } from '../http/status.js'
 import type { HttpRequest, HttpResponse } from '../http/uws.js'
@@ -59,7 +60,7 @@ function refuse(res: HttpResponse, code: ErrorCode, message?: string): void {
   res.cork(() => {
     res.writeStatus(statusLine(ERRORS[code].status))
     res.writeHeader('Content-Type', 'application/json')
-    res.end(body)
+    endBody(res, body, Buffer.byteLength(body))
   })
 }
 
