@@ -187,16 +187,29 @@ export class Call {
   send(status: number, body: string | Buffer, extra = '', close = false): void {
     if (this.done || this.aborted) return
     const bytes = typeof body === 'string' ? Buffer.byteLength(body) : body.length
+    if (this.headOnly) return this.sendHead(status, bytes, extra)
     // uWS can lose a body beside what is corked ahead of it (cork-room.ts): the answer then
     // stays pending, and uWS ends the process when a handler returns so with no abort handler.
-    if (!this.asyncSet && !this.headOnly) this.res.onAborted(ignoreAbort)
+    if (!this.asyncSet) this.res.onAborted(ignoreAbort)
     this.res.cork(() => {
       this.head(status, 'Content-Type', 'application/json', extra)
-      if (this.headOnly) endHead(this.res, bytes)
-      else if (close) this.res.end(body, true)
+      if (close) this.res.end(body, true)
       else endBody(this.res, body, bytes)
     })
-    this.finish(status, this.headOnly ? 0 : bytes)
+    this.finish(status, bytes)
+  }
+
+  /**
+   * Answers a HEAD with the headers `send` gives a JSON body of `bytes`: a caller whose body
+   * costs something to build (a large value) gives its length instead.
+   */
+  sendHead(status: number, bytes: number, extra = ''): void {
+    if (this.done || this.aborted) return
+    this.res.cork(() => {
+      this.head(status, 'Content-Type', 'application/json', extra)
+      endHead(this.res, bytes)
+    })
+    this.finish(status, 0)
   }
 
   /** Answers without a body (304, 204). */

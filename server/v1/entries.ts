@@ -139,10 +139,13 @@ function answerGet(call: Call, got: Entry | undefined, inm: string, meta: boolea
     if (tags !== undefined && matches(tags, got.version)) return call.empty(304, lines)
   }
   const v = got.value as Buffer
-  if (meta) {
-    const m = got.metadata ?? NULL
-    return call.send(200, Buffer.concat([HEAD, v, META, m, CLOSE]), lines)
+  const m = meta ? (got.metadata ?? NULL) : undefined
+  // A HEAD is told the body's length; the body, a copy of the value, is not built.
+  if (call.headOnly) {
+    const bytes = HEAD.length + v.length + (m ? META.length + m.length : 0) + 1
+    return call.sendHead(200, bytes, lines)
   }
+  if (m) return call.send(200, Buffer.concat([HEAD, v, META, m, CLOSE]), lines)
   const body = Buffer.allocUnsafe(v.length + 10)
   HEAD.copy(body, 0)
   v.copy(body, 9)
