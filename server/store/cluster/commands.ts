@@ -129,6 +129,45 @@ export class Commands {
   }
 
   /**
+   * Runs a plain read command after every other call of the turn's group for `key`'s master,
+   * once however many ask the same words in that turn. A GET's check that its namespace's
+   * generation still stands (entries.ts) holds for every entry read before it, so the GETs
+   * of one turn share one.
+   */
+  readAfter(key: string, words: (string | Buffer | number)[]): Promise<any> {
+    const node = this.groupOf(key, false)
+    if (!this.groups.has(node)) this.join(node, null)
+    let tail = this.tails.get(node)
+    if (tail === undefined) {
+      tail = new Map()
+      this.tails.set(node, tail)
+    }
+    const id = words.join(' ')
+    let asked = tail.get(id)
+    if (asked === undefined) {
+      let call: Pending | undefined
+      const answer = new Promise<any>((resolve, reject) => {
+        call = {
+          name: null,
+          sha: '',
+          keys: 0,
+          args: [key],
+          words,
+          buffers: false,
+          resolve,
+          reject: (err) => reject(storeError(err)),
+        }
+      })
+      asked = { call: call!, answer }
+      tail.set(id, asked)
+    }
+    return asked.answer
+  }
+
+  /** The calls readAfter adds at the end of each group, by group and words. */
+  private tails = new Map<string, Map<string, { call: Pending; answer: Promise<any> }>>()
+
+  /**
    * Runs a write script and resolves once it is as durable as the durability mode asks.
    * Writes bound for one master in the same turn of the event loop go in one pipeline with
    * one WAIT after them (WAIT blocks its connection, so one per write would queue every
@@ -194,15 +233,15 @@ export class Commands {
     })
   }
 
-  /** Adds a call to the turn's group for `node`, committed on the next turn. */
-  private join(node: string, call: Pending): void {
+  /** Adds a call to the turn's group for `node` (null: only opens the group), committed on the next turn. */
+  private join(node: string, call: Pending | null): void {
     let group = this.groups.get(node)
     if (group === undefined) {
       group = []
       this.groups.set(node, group)
       setImmediate(() => this.commit(node))
     }
-    group.push(call)
+    if (call !== null) group.push(call)
   }
 
   private groups = new Map<string, Pending[]>()
@@ -210,6 +249,11 @@ export class Commands {
   private commit(node: string): void {
     const group = this.groups.get(node)!
     this.groups.delete(node)
+    const tail = this.tails.get(node)
+    if (tail !== undefined) {
+      this.tails.delete(node)
+      for (const { call } of tail.values()) group.push(call)
+    }
     if (node[0] === 'w') this.durable.send(group)
     else this.send(group)
   }

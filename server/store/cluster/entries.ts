@@ -117,8 +117,8 @@ export class ClusterEntries implements Entries {
   }
 
   /**
-   * An entry, by HGET of the namespace's generation and HMGET of the entry in it, sent
-   * together: the answer stands when the generation is the one remembered. The first read of
+   * An entry, by HMGET of the entry in the namespace's remembered generation and HGET of the
+   * generation after it: the answer stands when the generation is still the one remembered. The first read of
    * a namespace, and one that finds the generation changed (dropped, or made again), asks the
    * GET script instead, which also says when the namespace is gone.
    */
@@ -133,11 +133,13 @@ export class ClusterEntries implements Entries {
       )
       return this.cmd.read('cairnGet', [m, key, now], true).then(toEntry)
     }
-    // The entry first, then the generation: should the lane lose its connection between the
-    // two answers, only the second is sent again, and a generation still current after the
-    // entry was read was current when it was read (generations are never reused).
+    // The entry first, then the generation, one check for every GET of the namespace in this
+    // turn (readAfter sends it after all of them): should the lane lose its connection between
+    // the answers, only those not yet answered are sent again, in order, and a generation
+    // still current after an entry was read was current when it was read (generations are
+    // never reused).
     const entry = this.cmd.readCommand(m, ['HMGET', `${garbage(ns, g)}e:${key}`, ...FIELDS], true)
-    const gen = this.cmd.readCommand(m, ['HGET', m, 'g'])
+    const gen = this.cmd.readAfter(m, ['HGET', m, 'g'])
     return Promise.all([gen, entry]).then(([current, r]: [string | null, (Buffer | null)[]]) => {
       if (current !== g) {
         this.gens.delete(ns)
