@@ -121,17 +121,38 @@ if (cluster) {
     t.equal(gone, 'NAMESPACE_NOT_FOUND', 'dropped on the other front end: refused here at once')
   })
 
-  t.test('the GETs of a namespace in one turn share one generation check', async (t) => {
-    await store.get(NS, keys[0]!)
-    const before = store.readLane!().calls
-    const got = await Promise.all(keys.slice(0, 20).map((k) => store.get(NS, k)))
-    t.same(
-      got.map((e) => e?.version),
-      keys.slice(0, 20).map((k) => versions.get(k)),
-      'every GET answered with its entry',
-    )
-    t.equal(store.readLane!().calls - before, 21, 'in 20 entry reads and one check')
-  })
+  t.test(
+    'the GETs of a namespace in one turn share one generation check, sent after them',
+    async (t) => {
+      await store.get(NS, keys[0]!)
+      const slot = calculateSlot(`c:{n:${NS}}:m`)
+      const slots = (await admin.cluster('SLOTS')) as [number, number, [string, number]][]
+      const port = slots.find(([from, to]) => slot >= from && slot <= to)![2][1]
+      const monitor = await masters()
+        .find((m) => m.options.port === port)!
+        .monitor()
+      t.teardown(() => monitor.disconnect())
+      const seen: string[] = []
+      monitor.on('monitor', (_time: string, args: string[]) => {
+        const name = String(args[0]).toLowerCase()
+        if (name === 'hmget' || name === 'hget') seen.push(name)
+      })
+      const before = store.readLane!().calls
+      const got = await Promise.all(keys.slice(0, 20).map((k) => store.get(NS, k)))
+      t.same(
+        got.map((e) => e?.version),
+        keys.slice(0, 20).map((k) => versions.get(k)),
+        'every GET answered with its entry',
+      )
+      t.equal(store.readLane!().calls - before, 21, 'in 20 entry reads and one check')
+      // MONITOR reports a command as it runs; a PING after them is reported after them.
+      await masters()
+        .find((m) => m.options.port === port)!
+        .ping()
+      await new Promise((r) => setTimeout(r, 200))
+      t.same(seen, [...Array(20).fill('hmget'), 'hget'], 'the check ran after every read')
+    },
+  )
 
   t.test('reads keep the lane when a bucket call goes to the same master', async (t) => {
     const slots = (await admin.cluster('SLOTS')) as [number, number, [string, number]][]

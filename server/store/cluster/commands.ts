@@ -233,7 +233,7 @@ export class Commands {
     })
   }
 
-  /** Adds a call to the turn's group for `node` (null: only opens the group), committed on the next turn. */
+  /** Adds a call (null: none, the group only) to the turn's group for `node`, sent next turn. */
   private join(node: string, call: Pending | null): void {
     let group = this.groups.get(node)
     if (group === undefined) {

@@ -118,9 +118,9 @@ export class ClusterEntries implements Entries {
 
   /**
    * An entry, by HMGET of the entry in the namespace's remembered generation and HGET of the
-   * generation after it: the answer stands when the generation is still the one remembered. The first read of
-   * a namespace, and one that finds the generation changed (dropped, or made again), asks the
-   * GET script instead, which also says when the namespace is gone.
+   * generation after it: the answer stands when the generation is still the one remembered.
+   * The first read of a namespace, and one that finds the generation changed (dropped, or
+   * made again), asks the GET script instead, which also says when the namespace is gone.
    */
   get(ns: string, key: string): Promise<Entry | undefined> {
     const m = meta(ns)
@@ -139,7 +139,8 @@ export class ClusterEntries implements Entries {
     // still current after an entry was read was current when it was read (generations are
     // never reused).
     const entry = this.cmd.readCommand(m, ['HMGET', `${garbage(ns, g)}e:${key}`, ...FIELDS], true)
-    const gen = this.cmd.readAfter(m, ['HGET', m, 'g'])
+    // A check that failed fails no GET by itself: each asks the script instead.
+    const gen = this.cmd.readAfter(m, ['HGET', m, 'g']).catch(() => null)
     return Promise.all([gen, entry]).then(([current, r]: [string | null, (Buffer | null)[]]) => {
       if (current !== g) {
         this.gens.delete(ns)
