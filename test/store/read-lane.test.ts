@@ -258,4 +258,44 @@ if (cluster) {
     const mine = (await laneClients()).filter((c) => c.user === 'lane')
     t.ok(mine.length >= 1, `the lane's connections are the user's (${mine.length})`)
   })
+
+  t.test(
+    'through ioredis, a GET during a slot migration finds an entry not moved yet',
+    async (t) => {
+      const ns = 'moving'
+      await store.createNamespace(ns)
+      await store.put(ns, 'k', Buffer.from('"here"'))
+      const text = (e: { value: Buffer } | undefined) => e?.value.toString('utf8')
+      t.equal(text(await store.get(ns, 'k')), '"here"', 'read once: its generation is known')
+      const metaKey = `c:{n:${ns}}:m`
+      const slot = calculateSlot(metaKey)
+      const slots = (await admin.cluster('SLOTS')) as [number, number, [string, number]][]
+      const fromPort = slots.find(([a, b]) => slot >= a && slot <= b)![2][1]
+      const from = masters().find((m) => m.options.port === fromPort)!
+      const to = masters().find((m) => m.options.port !== fromPort)!
+      const fromId = String(await from.cluster('MYID'))
+      const toId = String(await to.cluster('MYID'))
+      await to.cluster('SETSLOT', slot, 'IMPORTING', fromId)
+      await from.cluster('SETSLOT', slot, 'MIGRATING', toId)
+      // The namespace's meta hash moves first: its HGET now meets ASK, the entry's HMGET not.
+      await from.migrate('127.0.0.1', to.options.port!, metaKey, 0, 5000)
+      // The lane rests a moment after losing its connection to that master: ioredis reads.
+      const lost = store.readLane!().lost
+      for (const c of await laneClients())
+        if (c.node === fromPort) await from.client('KILL', 'ID', c.id)
+      while (store.readLane!().lost === lost) await new Promise((r) => setTimeout(r, 5))
+      const laned = store.readLane!().calls
+      t.equal(text(await store.get(ns, 'k')), '"here"', 'the entry is found, not "not found"')
+      t.equal(store.readLane!().calls, laned, 'and ioredis read it, not the lane')
+      // The rest of the slot moves, and both masters agree where it is.
+      for (;;) {
+        const left = (await from.cluster('GETKEYSINSLOT', slot, 100)) as string[]
+        if (left.length === 0) break
+        for (const k of left) await from.migrate('127.0.0.1', to.options.port!, k, 0, 5000)
+      }
+      await to.cluster('SETSLOT', slot, 'NODE', toId)
+      await from.cluster('SETSLOT', slot, 'NODE', toId)
+      t.equal(text(await store.get(ns, 'k')), '"here"', 'and after the move')
+    },
+  )
 }

@@ -279,11 +279,24 @@ export class Commands {
         group = group.filter((w) => !laned(w))
       }
     }
-    const p = (this.client as any).pipeline()
-    for (const w of group) {
-      if (w.name === null) p[w.buffers ? 'callBuffer' : 'call'](...w.words!)
-      else p[w.buffers ? 'evalshaBuffer' : 'evalsha'](w.sha, w.keys, ...w.args)
+    // Plain reads (a GET's HMGET and HGET) go one command each, in order, never in a pipeline
+    // (connect.ts keeps them out of auto-pipelining): ioredis answers an ASK that every failed
+    // call of a pipeline shares by sending the whole pipeline again to the slot's new master,
+    // the reads that had found their entry too, and a GET would say not found during a slot
+    // migration (docs/redis.md, "Reading an entry").
+    const plain = group.filter((w) => w.name === null)
+    for (const w of plain) {
+      const [name, ...rest] = w.words!
+      const command = `${String(name).toLowerCase()}${w.buffers ? 'Buffer' : ''}`
+      ;(this.client as any)[command](...rest).then(w.resolve, (err: Error) => {
+        if (timedOut(err)) this.durable.silent()
+        w.reject(err)
+      })
     }
+    if (plain.length === group.length) return
+    if (plain.length > 0) group = group.filter((w) => w.name !== null)
+    const p = (this.client as any).pipeline()
+    for (const w of group) p[w.buffers ? 'evalshaBuffer' : 'evalsha'](w.sha, w.keys, ...w.args)
     let res: [Error | null, unknown][]
     try {
       res = await p.exec()

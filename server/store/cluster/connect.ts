@@ -56,6 +56,8 @@ export function connectCluster(url: RedisUrl): Cluster {
     // Commands issued in one turn of the event loop go out in one write per node: under
     // concurrent requests, far fewer system calls on both sides.
     enableAutoPipelining: true,
+    // Except a GET's plain reads, which go one command each (commands.ts says why).
+    autoPipeliningIgnoredCommands: ['hmget', 'hget'],
     // While a master fails over, commands wait and are retried rather than fail at once.
     clusterRetryStrategy: (times) => Math.min(100 * times, 1000),
     retryDelayOnFailover: 200,
