@@ -188,8 +188,9 @@ export class Call {
     if (this.done || this.aborted) return
     const bytes = typeof body === 'string' ? Buffer.byteLength(body) : body.length
     if (this.headOnly) return this.sendHead(status, bytes, extra)
-    // uWS can lose a body beside what is corked ahead of it (cork-room.ts): the answer then
-    // stays pending, and uWS ends the process when a handler returns so with no abort handler.
+    // A body the client does not take at once is held (held-body.ts), and a closing answer's
+    // body can be lost to the cork fault (cork-room.ts): either leaves the answer pending, and
+    // uWS ends the process when a handler returns so with no abort handler.
     if (!this.asyncSet) this.res.onAborted(ignoreAbort)
     this.res.cork(() => {
       this.head(status, 'Content-Type', 'application/json', extra)
