@@ -81,8 +81,7 @@ export async function serve(
           res
             .writeStatus('500 Internal Server Error')
             .writeHeader('Content-Type', 'application/json')
-          const body = errorText('internal_error')
-          endBody(res, body, Buffer.byteLength(body))
+          endBody(res, errorText('internal_error'))
         })
       } catch {}
     }

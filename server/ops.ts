@@ -21,7 +21,7 @@ export function mountOps(app: TemplatedApp, ctx: Context): void {
     res.cork(() => {
       res.writeStatus(statusLine(status)).writeHeader('Content-Type', type)
       if (head) endHead(res, Buffer.byteLength(body))
-      else endBody(res, body, Buffer.byteLength(body))
+      else endBody(res, body)
     })
     ctx.metrics.observe(R.ops, status, 0)
   }

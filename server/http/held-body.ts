@@ -21,9 +21,20 @@ import type { HttpResponse } from './uws.js'
 /**
  * Ends `res` with `body` (`bytes` long, its Content-Length), holding what the kernel does not
  * take until the client reads it. The caller has written the status and headers, and
- * attached an abort handler (uWS requires one while the answer is pending).
+ * attached an abort handler (uWS requires one while the answer is pending). An answer that
+ * closes its connection (`close`) goes by res.end, as tryEnd cannot close: its body is not
+ * held, and the cork fault can still lose it.
  */
-export function endBody(res: HttpResponse, body: string | Buffer, bytes: number): void {
+export function endBody(
+  res: HttpResponse,
+  body: string | Buffer,
+  close = false,
+  bytes = typeof body === 'string' ? Buffer.byteLength(body) : body.length,
+): void {
+  if (close) {
+    res.end(body, true)
+    return
+  }
   if (res.tryEnd(body, bytes)[1]) return
   const held = typeof body === 'string' ? Buffer.from(body) : body
   // `offset` is how much of the body uWS has sent: the rest is tried again from there.

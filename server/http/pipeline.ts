@@ -171,8 +171,7 @@ function write(res: HttpResponse, reply: Reply, close: boolean, head: boolean): 
   // No arguments: uWS then writes no Content-Length (given undefined it writes a bogus one).
   if (reply.status === 304) res.endWithoutBody()
   else if (head) endHead(res, Buffer.byteLength(body))
-  else if (close) res.end(body, true)
-  else endBody(res, body, Buffer.byteLength(body))
+  else endBody(res, body, close)
 }
 
 /**

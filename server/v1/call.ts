@@ -194,8 +194,7 @@ export class Call {
     if (!this.asyncSet) this.res.onAborted(ignoreAbort)
     this.res.cork(() => {
       this.head(status, 'Content-Type', 'application/json', extra)
-      if (close) this.res.end(body, true)
-      else endBody(this.res, body, bytes)
+      endBody(this.res, body, close, bytes)
     })
     this.finish(status, bytes)
   }

@@ -142,7 +142,7 @@ function answerGet(call: Call, got: Entry | undefined, inm: string, meta: boolea
   const m = meta ? (got.metadata ?? NULL) : undefined
   // A HEAD is told the body's length; the body, a copy of the value, is not built.
   if (call.headOnly) {
-    const bytes = HEAD.length + v.length + (m ? META.length + m.length : 0) + 1
+    const bytes = HEAD.length + v.length + (m ? META.length + m.length : 0) + CLOSE.length
     return call.sendHead(200, bytes, lines)
   }
   if (m) return call.send(200, Buffer.concat([HEAD, v, META, m, CLOSE]), lines)

@@ -5,7 +5,7 @@
 // "message"}, then a close.
 import type { ApiKey } from '../accounts.js'
 import type { Context } from '../context.js'
-import { ERRORS, type ErrorCode } from '../errors.js'
+import { ERRORS, type ErrorCode, errorText } from '../errors.js'
 import { requestAddress } from '../http/address.js'
 import { ignoreAbort } from '../http/cork-room.js'
 import { endBody } from '../http/held-body.js'
@@ -55,12 +55,11 @@ const KEY_WAIT_MS = 10_000
 const BEARER = /^bearer\s+(\S+)\s*$/i
 
 function refuse(res: HttpResponse, code: ErrorCode, message?: string): void {
-  const body = JSON.stringify({ error: { code, message: message ?? ERRORS[code].message } })
   res.onAborted(ignoreAbort)
   res.cork(() => {
     res.writeStatus(statusLine(ERRORS[code].status))
     res.writeHeader('Content-Type', 'application/json')
-    endBody(res, body, Buffer.byteLength(body))
+    endBody(res, errorText(code, message))
   })
 }
 
