@@ -77,6 +77,29 @@ const SHA: Record<string, string> = Object.fromEntries(
 )
 const noScript = (err: unknown) => String((err as Error)?.message).startsWith('NOSCRIPT')
 
+/** A call for a group, and the promise its answer settles (errors as the store's). */
+function pending(
+  name: ScriptName | null,
+  args: (string | Buffer | number)[],
+  buffers: boolean,
+  words?: (string | Buffer | number)[],
+): { call: Pending; answer: Promise<any> } {
+  let call: Pending | undefined
+  const answer = new Promise<any>((resolve, reject) => {
+    call = {
+      name,
+      sha: name === null ? '' : SHA[name]!,
+      keys: name === null ? 0 : SCRIPTS[name]!.keys,
+      args,
+      words,
+      buffers,
+      resolve,
+      reject: (err) => reject(storeError(err)),
+    }
+  })
+  return { call: call!, answer }
+}
+
 export class Commands {
   private lane: ReadLane | null
 
@@ -145,20 +168,7 @@ export class Commands {
     const id = words.join(' ')
     let asked = tail.get(id)
     if (asked === undefined) {
-      let call: Pending | undefined
-      const answer = new Promise<any>((resolve, reject) => {
-        call = {
-          name: null,
-          sha: '',
-          keys: 0,
-          args: [key],
-          words,
-          buffers: false,
-          resolve,
-          reject: (err) => reject(storeError(err)),
-        }
-      })
-      asked = { call: call!, answer }
+      asked = pending(null, [key], false, words)
       tail.set(id, asked)
     }
     return asked.answer
@@ -218,19 +228,9 @@ export class Commands {
     words?: (string | Buffer | number)[],
     write = false,
   ): Promise<any> {
-    const key = String(args[0])
-    return new Promise((resolve, reject) => {
-      this.join(this.groupOf(key, write), {
-        name,
-        sha: name === null ? '' : SHA[name]!,
-        keys: name === null ? 0 : SCRIPTS[name]!.keys,
-        args,
-        words,
-        buffers,
-        resolve,
-        reject: (err) => reject(storeError(err)),
-      })
-    })
+    const { call, answer } = pending(name, args, buffers, words)
+    this.join(this.groupOf(String(args[0]), write), call)
+    return answer
   }
 
   /** Adds a call (null: none, the group only) to the turn's group for `node`, sent next turn. */
