@@ -20,6 +20,14 @@ if (cluster) {
   const admin = new Cluster([{ host: '127.0.0.1', port: cluster.nodes[0]!.port }])
   t.teardown(() => admin.quit())
   const masters = () => admin.nodes('master')
+  /** The slot table as it is now, as the port of the master holding a key's slot. */
+  const masterPorts = async () => {
+    const slots = (await admin.cluster('SLOTS')) as [number, number, [string, number]][]
+    return (key: string) => {
+      const slot = calculateSlot(key)
+      return slots.find(([from, to]) => slot >= from && slot <= to)![2][1]
+    }
+  }
 
   /** Lane connections on every master, with the command each ran last. */
   const laneClients = async () => {
@@ -125,9 +133,7 @@ if (cluster) {
     'the GETs of a namespace in one turn share one generation check, sent after them',
     async (t) => {
       await store.get(NS, keys[0]!)
-      const slot = calculateSlot(`c:{n:${NS}}:m`)
-      const slots = (await admin.cluster('SLOTS')) as [number, number, [string, number]][]
-      const port = slots.find(([from, to]) => slot >= from && slot <= to)![2][1]
+      const port = (await masterPorts())(`c:{n:${NS}}:m`)
       const monitor = await masters()
         .find((m) => m.options.port === port)!
         .monitor()
@@ -155,11 +161,7 @@ if (cluster) {
   )
 
   t.test('reads keep the lane when a bucket call goes to the same master', async (t) => {
-    const slots = (await admin.cluster('SLOTS')) as [number, number, [string, number]][]
-    const masterOf = (key: string) => {
-      const slot = calculateSlot(key)
-      return slots.find(([from, to]) => slot >= from && slot <= to)?.[2]?.[1]
-    }
+    const masterOf = await masterPorts()
     const here = masterOf(`c:{n:${NS}}:m`)
     let id = 0
     while (masterOf(`c:{acct${id}}:bucket`) !== here) id++
@@ -269,8 +271,7 @@ if (cluster) {
       t.equal(text(await store.get(ns, 'k')), '"here"', 'read once: its generation is known')
       const metaKey = `c:{n:${ns}}:m`
       const slot = calculateSlot(metaKey)
-      const slots = (await admin.cluster('SLOTS')) as [number, number, [string, number]][]
-      const fromPort = slots.find(([a, b]) => slot >= a && slot <= b)![2][1]
+      const fromPort = (await masterPorts())(metaKey)
       const from = masters().find((m) => m.options.port === fromPort)!
       const to = masters().find((m) => m.options.port !== fromPort)!
       const fromId = String(await from.cluster('MYID'))
