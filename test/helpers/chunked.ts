@@ -19,3 +19,8 @@ export function dechunk(raw: Buffer): { body: Buffer; ended: boolean } {
     p = eol + 4 + n
   }
 }
+
+/** dechunk of a whole answer as read off the socket: its head, then its chunked body. */
+export function dechunkAnswer(raw: Buffer): { body: Buffer; ended: boolean } {
+  return dechunk(raw.subarray(raw.indexOf('\r\n\r\n') + 4))
+}

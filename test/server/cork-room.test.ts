@@ -8,7 +8,7 @@ import net from 'node:net'
 import t from 'tap'
 import { PIECE_BYTES } from '../../server/http/cork-room.js'
 import type { HttpResponse } from '../../server/http/uws.js'
-import { dechunk } from '../helpers/chunked.js'
+import { dechunkAnswer } from '../helpers/chunked.js'
 import { openStream, uwsServer as serve } from '../helpers/uws-stream.js'
 
 /** `res`, noting the size of each write it is given. */
@@ -88,7 +88,7 @@ t.test('a large write to a stream goes to uWS in pieces that fit its cork buffer
     })
   })
   const raw = await readSlowly(port, 'GET / HTTP/1.1\r\nHost: x\r\n\r\n', endOfChunks)
-  const { body, ended } = dechunk(raw.subarray(raw.indexOf('\r\n\r\n') + 4))
+  const { body, ended } = dechunkAnswer(raw)
   t.ok(ended, 'to the last chunk')
   t.equal(body.toString('utf8'), text, 'every byte arrived, in order')
   t.ok(sizes.length > 20, `in ${sizes.length} writes`)
@@ -122,7 +122,7 @@ t.test('a watch stream of large flushes reaches a client that reads in bursts wh
     setImmediate(next)
   })
   const raw = await readSlowly(port, 'GET / HTTP/1.1\r\nHost: x\r\n\r\n', endOfChunks)
-  const { body: bytes, ended } = dechunk(raw.subarray(raw.indexOf('\r\n\r\n') + 4))
+  const { body: bytes, ended } = dechunkAnswer(raw)
   t.ok(ended, 'to the last chunk')
   const body = bytes.toString('latin1').replaceAll(':\n', '')
   t.equal(body.length, TOTAL, 'every byte arrived')
@@ -141,7 +141,7 @@ t.test('what a stream is given inside its request handler waits for the next tur
     inHandler = sizes.length
   })
   const raw = await readSlowly(port, 'GET / HTTP/1.1\r\nHost: x\r\n\r\n', endOfChunks)
-  const { body, ended } = dechunk(raw.subarray(raw.indexOf('\r\n\r\n') + 4))
+  const { body, ended } = dechunkAnswer(raw)
   t.equal(inHandler, 0, 'nothing written in the handler')
   t.ok(ended, 'the stream ended after')
   t.equal(body.toString('latin1'), text, 'with every byte')
