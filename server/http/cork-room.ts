@@ -44,19 +44,19 @@ const CORK_BYTES = 16 * 1024
 export const PIECE_BYTES = CORK_BYTES - 4 * 1024
 
 /**
- * Writes `text` as chunks of at most PIECE_BYTES, each in a cork of its own. false when uWS
+ * Writes `data` as chunks of at most PIECE_BYTES, each in a cork of its own. false when uWS
  * now holds some of it back (the client has not taken what came before); uWS learns that a
  * corked write was held back only at the next write, so false can come one write late.
  */
-export function writeChunks(res: HttpResponse, text: string): boolean {
+export function writeChunks(res: HttpResponse, data: string | Buffer): boolean {
   let ok = true
-  if (text.length * 3 <= PIECE_BYTES) {
+  if ((typeof data === 'string' ? data.length * 3 : data.length) <= PIECE_BYTES) {
     res.cork(() => {
-      ok = res.write(text)
+      ok = res.write(data)
     })
     return ok
   }
-  const bytes = Buffer.from(text)
+  const bytes = typeof data === 'string' ? Buffer.from(data) : data
   for (let at = 0; at < bytes.length; at += PIECE_BYTES) {
     const piece = bytes.subarray(at, at + PIECE_BYTES)
     res.cork(() => {

@@ -195,8 +195,8 @@ function streamOut(res: HttpResponse, gone: boolean, done: () => void) {
     get closed() {
       return closed
     },
-    write(text) {
-      return closed ? true : raw.write(text)
+    write(data) {
+      return closed ? true : raw.write(data)
     },
     onWritable(fn) {
       if (closed) return

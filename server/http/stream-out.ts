@@ -12,8 +12,11 @@ import type { HttpResponse } from './uws.js'
 
 /** An open streamed response. */
 export interface ResponseOut {
-  /** Sends a chunk; false when the client has not yet taken what was sent before. */
-  write(text: string): boolean
+  /**
+   * Sends a chunk (a Buffer goes as it is: one made once for many streams is not encoded
+   * again for each); false when the client has not yet taken what was sent before.
+   */
+  write(data: string | Buffer): boolean
   /**
    * Runs `fn` each time the client has taken some of what was waiting (after write answered
    * false), until the response ends. uWS moves what it holds back only when something more is
@@ -25,24 +28,24 @@ export interface ResponseOut {
   readonly closed: boolean
 }
 
-/** `res` as a ResponseOut; `sent` learns the length of each chunk written. */
+/** `res` as a ResponseOut; `sent` learns the length of each chunk written (a Buffer's bytes). */
 export function responseOut(
   res: HttpResponse,
   o: { closed(): boolean; end(): void; sent?(chars: number): void },
 ): ResponseOut {
-  let held: string[] | undefined = []
+  let held: (string | Buffer)[] | undefined = []
   let ending = false
   setImmediate(() => {
     const texts = held!
     held = undefined
-    if (!o.closed()) for (const text of texts) writeChunks(res, text)
+    if (!o.closed()) for (const data of texts) writeChunks(res, data)
     if (ending) o.end()
   })
   return {
-    write(text) {
-      o.sent?.(text.length)
-      if (held === undefined) return writeChunks(res, text)
-      held.push(text)
+    write(data) {
+      o.sent?.(data.length)
+      if (held === undefined) return writeChunks(res, data)
+      held.push(data)
       return true
     },
     onWritable(fn) {

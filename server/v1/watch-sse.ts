@@ -2,7 +2,8 @@
 // the dashboard's live view (dashboard/api-watch.ts). Each flush is one write; what the client
 // has not taken yet counts toward too_slow.
 import type { ResponseOut } from '../http/stream-out.js'
-import type { WatchSink } from './watch-session.js'
+import type { Change } from '../store/types.js'
+import { type WatchSink, dataOf } from './watch-session.js'
 
 /** Bytes written while the client has not taken them yet, past which the watch is too slow. */
 export const MAX_UNSENT = 1024 * 1024
@@ -10,12 +11,34 @@ export const MAX_UNSENT = 1024 * 1024
 /** Where the events go: a streamed response. */
 export type SseOut = ResponseOut
 
+function eventText(type: string, data: string, version: number): string {
+  return `event: ${type}\nid: ${version}\ndata: ${data}\n\n`
+}
+
+/**
+ * The events of a group of changes passed on whole, as bytes: made once, however many
+ * watchers the group goes to (each would otherwise build and encode the same text).
+ */
+const frames = new WeakMap<Change[], Buffer>()
+
+function frameOf(changes: Change[]): Buffer {
+  let frame = frames.get(changes)
+  if (frame === undefined) {
+    let text = ''
+    for (const c of changes) text += eventText(c.type, dataOf(c), c.version)
+    frame = Buffer.from(text)
+    frames.set(changes, frame)
+  }
+  return frame
+}
+
 export class SseSink implements WatchSink {
   private out: SseOut | undefined
   private ended = false
   private unsent = 0
   private waiting = false
-  private pending = ''
+  /** What flush sends: event text, and frames shared with other watchers, in order. */
+  private pending: (string | Buffer)[] = []
   /** Those waiting for the client to take what was sent (drained). */
   private drains: (() => void)[] = []
 
@@ -31,17 +54,28 @@ export class SseSink implements WatchSink {
   }
 
   event(type: string, data: string, version: number): void {
-    this.pending += `event: ${type}\nid: ${version}\ndata: ${data}\n\n`
+    const text = eventText(type, data, version)
+    const last = this.pending.length - 1
+    if (last >= 0 && typeof this.pending[last] === 'string') this.pending[last] += text
+    else this.pending.push(text)
+  }
+
+  whole(changes: Change[]): void {
+    this.pending.push(frameOf(changes))
   }
 
   flush(): boolean {
-    const text = this.pending
-    this.pending = ''
+    const parts = this.pending
+    this.pending = []
     const out = this.out
-    if (out === undefined || out.closed || text === '') return true
-    const ok = out.write(text)
+    if (out === undefined || out.closed || parts.length === 0) return true
+    const data =
+      parts.length === 1
+        ? parts[0]!
+        : Buffer.concat(parts.map((p) => (typeof p === 'string' ? Buffer.from(p) : p)))
+    const ok = out.write(data)
     if (ok && !this.waiting) return true
-    this.unsent += text.length
+    this.unsent += data.length
     this.waiting = true
     return this.unsent <= MAX_UNSENT
   }
@@ -65,7 +99,7 @@ export class SseSink implements WatchSink {
   }
 
   fail(code: string, message: string): void {
-    this.pending = ''
+    this.pending = []
     if (this.out?.closed === false)
       this.out.write(`event: error\ndata: ${JSON.stringify({ code, message })}\n\n`)
     this.end()

@@ -13,10 +13,11 @@ import { requestId } from '../http/request-id.js'
 import { statusLine } from '../http/status.js'
 import type { HttpRequest, HttpResponse } from '../http/uws.js'
 import { type Bucket, newBucket, takeAccountToken } from '../limits.js'
+import type { Change } from '../store/types.js'
 import { OP } from '../usage.js'
 import { parseQuery } from '../wire/query.js'
 import { Route, parsePath } from './paths.js'
-import { type WatchSink, WatchSession, keyWorks } from './watch-session.js'
+import { type WatchSink, WatchSession, dataOf, keyWorks } from './watch-session.js'
 import { MAX_UNSENT } from './watch-sse.js'
 import { BAD_SINCE, sinceOf } from '../wire/watch-start.js'
 
@@ -63,12 +64,32 @@ function refuse(res: HttpResponse, code: ErrorCode, message?: string): void {
   })
 }
 
+/** An event as a WebSocket message: the event's data with its type first. */
+function message(type: string, data: string): string {
+  return `{"type":"${type}",${data.slice(1)}`
+}
+
+/** A change's message, made once however many watchers it goes to. */
+const messages = new WeakMap<Change, string>()
+
+function messageOf(c: Change): string {
+  let m = messages.get(c)
+  if (m === undefined) {
+    m = message(c.type, dataOf(c))
+    messages.set(c, m)
+  }
+  return m
+}
+
 function sinkOf(ws: Socket): WatchSink {
   const peer = ws.getUserData()
   let pending: string[] = []
   return {
     event(type, data) {
-      pending.push(`{"type":"${type}",${data.slice(1)}`)
+      pending.push(message(type, data))
+    },
+    whole(changes) {
+      for (const c of changes) pending.push(messageOf(c))
     },
     flush() {
       const out = pending

@@ -48,6 +48,81 @@ t.test('a watch opens with progress, then each change once, in version order', a
   t.notOk('metadata' in events[4]!.data, 'metadata only when the entry has some')
 })
 
+t.test('every watcher of a namespace gets each group of changes whole and exact', async (t) => {
+  // Watchers of the whole namespace share what a group of changes is sent as; a watcher with
+  // a prefix, one still sending history, and one on a WebSocket each take their own way.
+  const ns = await freshNamespace(api)
+  await api.mustPut(ns, 'early', 'é')
+  const all = [await open(`/${ns}?watch=1`), await open(`/${ns}?watch=1`)]
+  const resumed = await open(`/${ns}?watch=1&since=0`)
+  const narrow = await open(`/${ns}?watch=1&prefix=b`)
+  const ws = new WebSocket(`${srv.baseUrl.replace(/^http/, 'ws')}/${ns}?watch=1`)
+  t.teardown(() => {
+    for (const w of [...all, resumed, narrow]) w.close()
+    ws.close()
+  })
+  const got: any[] = []
+  ws.on('message', (m) => got.push(JSON.parse(String(m))))
+  await new Promise((r) => ws.once('open', r))
+  ws.send(JSON.stringify({ apiKey: api.key }))
+  for (const w of all) await w.until(1)
+  await narrow.until(1)
+  await resumed.until(2)
+  for (let i = 0; i < 100 && got.length < 1; i++) await new Promise((r) => setTimeout(r, 20))
+  // One group of three, then single writes sent together (the feed may join them).
+  await api.post(`/${ns}`, {
+    ops: [
+      { op: 'put', key: 'a', value: { s: 'héllo ✓ 🚀' } },
+      { op: 'put', key: 'b1', value: [1, 'ü'] },
+      { op: 'put', key: 'c', value: null },
+    ],
+  })
+  await Promise.all([
+    api.mustPut(ns, 'b2', 'two', { metadata: { tag: 'ß' }, ttl: 100 }),
+    api.del(`/${ns}/a`),
+  ])
+  const want = [
+    ['put', 'a', { s: 'héllo ✓ 🚀' }],
+    ['put', 'b1', [1, 'ü']],
+    ['put', 'c', null],
+  ]
+  const events = await Promise.all(all.map((w) => w.until(6)))
+  const tail = events[0]!.slice(4)
+  t.same(
+    events[0]!.slice(1, 4).map((e) => [e.event, e.data.key, e.data.value]),
+    want,
+    'the group, in order, values exact',
+  )
+  t.same(
+    tail.map((e) => e.data.key).sort(),
+    ['a', 'b2'],
+    'then the delete and the put with metadata',
+  )
+  const b2 = tail.find((e) => e.data.key === 'b2')!
+  t.same([b2.data.value, b2.data.metadata], ['two', { tag: 'ß' }])
+  t.type(b2.data.expiresAt, 'number')
+  t.same(events[1], events[0], 'a second watcher got the very same events')
+  t.same(
+    (await resumed.until(7)).slice(1),
+    [
+      { event: 'put', id: '1', data: { key: 'early', version: '1', value: 'é' } },
+      ...events[0]!.slice(1),
+    ],
+    'a resumed watch: history, then the same',
+  )
+  t.same(
+    (await narrow.until(3)).slice(1).map((e) => [e.id, e.data.key]),
+    events[0]!.filter((e) => e.data.key?.startsWith('b')).map((e) => [e.id, e.data.key]),
+    'a prefix watch: its keys only',
+  )
+  for (let i = 0; i < 100 && got.length < 6; i++) await new Promise((r) => setTimeout(r, 20))
+  t.same(
+    got.slice(1),
+    events[0]!.slice(1).map((e) => ({ type: e.event, ...e.data })),
+    'a WebSocket watcher: the same changes as messages',
+  )
+})
+
 t.test('an expiry is a delete event, within 10 s of it', async (t) => {
   const ns = await freshNamespace(api)
   const w = await open(`/${ns}?watch=1`)
