@@ -282,7 +282,7 @@ class Columns {
 
 /**
  * Writes a checkpoint of `db`'s key directory. `atClose`: the database is closing and no
- * write or compaction runs; otherwise the walk runs in slices of a millisecond while
+ * write or compaction runs; otherwise the walk runs in slices of half a millisecond while
  * requests are served, and gives up (resolving false) if a compaction starts or the
  * database closes meanwhile. Resolves true once the new checkpoint is durable and named.
  * Never rejects: a checkpoint is a shortcut, and failing to write one fails nothing else.

@@ -1,7 +1,7 @@
 // Compaction: copies every live record out of the sealed segments into fresh ones, then
 // points the index at the copies and deletes the old files. Requests keep flowing: files
 // are read asynchronously, and the walk over records and the swap of index entries run in
-// slices of a millisecond. Writes made meanwhile go to the active segment and win,
+// slices of half a millisecond. Writes made meanwhile go to the active segment and win,
 // because a key is moved only while its index entry still points at the copy that was read.
 //
 // Every sealed segment is compacted together, so a tombstone or an expired record can be
