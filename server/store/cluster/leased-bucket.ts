@@ -13,8 +13,6 @@ import type { Commands } from './commands.js'
 
 /** How long a lease is spent from memory before the front end asks Redis again. */
 export const LEASE_MS = 250
-/** Most tokens one lease holds beyond its request's own. */
-export const LEASE_MAX = 128
 /** Accounts whose leases a front end holds at once; the least recent is forgotten. */
 const ACCOUNTS_MAX = 100_000
 /** Names this front end's bucket calls: `<this>.<sequence>` (the script's marker, BUCKET). */
@@ -95,9 +93,9 @@ export class LeasedBuckets implements Limiter {
   ): Promise<Bucket> {
     const back = lease.held
     lease.held = 0
-    // A twentieth of a second of the plan's rate: a lease lasts a few dozen requests of a
-    // busy account and is nothing for a slow one.
-    const want = Math.min(LEASE_MAX, Math.floor(rate / 20))
+    // A twentieth of a second of the plan's rate: an account at its plan's rate costs a
+    // call each 50 ms (each an AOF write on Redis), and a slow one leases nothing.
+    const want = Math.floor(rate / 20)
     // Should the call fail, the tokens given back may or may not have reached Redis: they
     // are not held here either way.
     const marker = `c:{${id}}:bucket:${CALLER}.${++calls}`
