@@ -118,8 +118,12 @@ return redis.call('HGETALL', KEYS[1])
  * seconds, retry-after seconds, tokens leased. The answer is kept 10 s under the call's
  * marker, and a call that finds one answers it again, changing nothing: ioredis sends a call
  * lost with its connection again, and run twice it would give a lease's tokens back twice.
+ * Its writes go neither to the AOF nor to replicas (REPL_NONE): with appendfsync always every
+ * write a turn of Redis makes is fsynced before any answer of that turn leaves, reads too,
+ * and a limiter's state is not worth that. After a failover or a restart a bucket starts full.
  */
 export const BUCKET = `
+redis.set_repl(redis.REPL_NONE)
 local seen = redis.call('GET', KEYS[2])
 if seen then return cjson.decode(seen) end
 local rate, burst = tonumber(ARGV[1]), tonumber(ARGV[2])
