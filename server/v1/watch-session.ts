@@ -72,17 +72,27 @@ export function dataOf(c: Change): string {
   return s
 }
 
-/** The bytes of event data a group of changes passed on whole counts, once per group. */
-const groupBytes = new WeakMap<Change[], number>()
+/**
+ * What a group of changes passed on whole counts (the bytes of its events' data), and whether
+ * its versions rise from change to change: found once per group, however many watchers take it.
+ */
+interface Group {
+  bytes: number
+  rising: boolean
+}
+const groups = new WeakMap<Change[], Group>()
 
-function bytesOf(changes: Change[]): number {
-  let n = groupBytes.get(changes)
-  if (n === undefined) {
-    n = 0
-    for (const c of changes) n += dataOf(c).length
-    groupBytes.set(changes, n)
+function groupOf(changes: Change[]): Group {
+  let g = groups.get(changes)
+  if (g === undefined) {
+    g = { bytes: 0, rising: true }
+    for (let i = 0; i < changes.length; i++) {
+      g.bytes += dataOf(changes[i]!).length
+      if (i > 0 && changes[i]!.version <= changes[i - 1]!.version) g.rising = false
+    }
+    groups.set(changes, g)
   }
-  return n
+  return g
 }
 
 /** A change as an event's JSON data. */
@@ -269,14 +279,17 @@ export class WatchSession {
     // revoked key gets no change after the revocation; otherwise it comes a moment later.
     this.checkAllowed()
     if (this.closed || changes.length === 0) return
-    // Caught up (live changes come in version order) and watching every key: the group goes
-    // whole, its events made once for all the watchers that take it so. With 100 watchers of
-    // a busy namespace, making them once each was most of what delivery cost.
-    if (this.prefix === '' && changes[0]!.version > this.last) {
+    // Caught up and watching every key: a group whose versions all rise past the last one
+    // passed on goes whole, its events made once for all the watchers that take it so. With
+    // 100 watchers of a busy namespace, making them once each was most of what delivery cost.
+    // (A version repeated, as in a Redis feed written before every write took its own, goes
+    // change by change: add() passes such a change on once.)
+    const group = this.prefix === '' ? groupOf(changes) : undefined
+    if (group?.rising && changes[0]!.version > this.last) {
       this.last = changes[changes.length - 1]!.version
       this.told = this.last
       this.sink.whole(changes)
-      this.ctx.usage.watchEvents(this.account.id, changes.length, bytesOf(changes), Date.now())
+      this.ctx.usage.watchEvents(this.account.id, changes.length, group.bytes, Date.now())
       this.flush()
       return
     }

@@ -75,7 +75,7 @@ export class SseSink implements WatchSink {
         : Buffer.concat(parts.map((p) => (typeof p === 'string' ? Buffer.from(p) : p)))
     const ok = out.write(data)
     if (ok && !this.waiting) return true
-    this.unsent += data.length
+    this.unsent += typeof data === 'string' ? Buffer.byteLength(data) : data.length
     this.waiting = true
     return this.unsent <= MAX_UNSENT
   }

@@ -1,11 +1,12 @@
 // The account token bucket on Redis, taken in small leases. The bucket itself lives in Redis
 // (record-scripts.ts BUCKET) so front ends share it; a front end that finds plenty left takes
-// a few tokens more than its request needs and spends them from memory, so a busy account
-// costs one script call per lease, not one per request. Leased tokens are taken from the
-// shared bucket, never added to it, so every front end together still admits at most the
-// bucket; a lease is at most an eighth of what is left (none once the bucket runs low, when
-// every request asks Redis again), so a burst split across front ends gets about one burst.
-// Unspent tokens go back with the next call. Layout and rules: docs/redis.md.
+// up to a twentieth of a second of the plan's rate more than its request needs and spends
+// them from memory, so a busy account costs one script call per lease, not one per request.
+// Leased tokens are taken from the shared bucket, never added to it, so every front end
+// together still admits at most the bucket; a lease is at most an eighth of what is left
+// (none once the bucket runs low, when every request asks Redis again), so a burst split
+// across front ends gets about one burst. Unspent tokens go back with the next call. Layout
+// and rules: docs/redis.md.
 import { randomBytes } from 'node:crypto'
 import { LRUCache } from 'lru-cache'
 import type { Bucket, Limiter } from '../types.js'
@@ -40,7 +41,7 @@ interface Lease {
 }
 
 export class LeasedBuckets implements Limiter {
-  // An evicted lease's tokens are not given back: at most LEASE_MAX of an account that has
+  // An evicted lease's tokens are not given back: at most rate / 20 of an account that has
   // gone quiet on this front end, refilled by its rate.
   private leases = new LRUCache<string, Lease>({ max: ACCOUNTS_MAX })
 
@@ -93,8 +94,8 @@ export class LeasedBuckets implements Limiter {
   ): Promise<Bucket> {
     const back = lease.held
     lease.held = 0
-    // A twentieth of a second of the plan's rate: an account at its plan's rate costs a
-    // call each 50 ms (each an AOF write on Redis), and a slow one leases nothing.
+    // A twentieth of a second of the plan's rate (an eighth of what is left at most, which
+    // the script sees to): a busy account costs a call per 50 ms of its plan's rate.
     const want = Math.floor(rate / 20)
     // Should the call fail, the tokens given back may or may not have reached Redis: they
     // are not held here either way.

@@ -118,9 +118,10 @@ return redis.call('HGETALL', KEYS[1])
  * seconds, retry-after seconds, tokens leased. The answer is kept 10 s under the call's
  * marker, and a call that finds one answers it again, changing nothing: ioredis sends a call
  * lost with its connection again, and run twice it would give a lease's tokens back twice.
- * Its writes go neither to the AOF nor to replicas (REPL_NONE): with appendfsync always every
- * write a turn of Redis makes is fsynced before any answer of that turn leaves, reads too,
- * and a limiter's state is not worth that. After a failover or a restart a bucket starts full.
+ * Its writes are neither appended to the AOF nor streamed to replicas (REPL_NONE): with
+ * appendfsync always every turn of Redis that wrote is fsynced before any answer of that turn
+ * leaves, reads too, and a limiter's state is not worth that. After a failover or a restart a
+ * bucket is what the last snapshot held, or full (docs/redis.md, "Token buckets").
  */
 export const BUCKET = `
 redis.set_repl(redis.REPL_NONE)
