@@ -58,42 +58,38 @@ const SLICE_BYTES = 256 * 1024
 const DRAIN_MS = 30_000
 
 /**
- * Each change's event data, made once however many watchers it goes to (the feed hands every
- * watcher of a namespace the same Change objects).
+ * `make`, remembered for each change or group of changes it is given: the feeds hand every
+ * watcher of a namespace the same Change objects and the same arrays of them, so what is made
+ * of one (its event data, a group's events) is made once however many watchers take it.
  */
-const texts = new WeakMap<Change, string>()
-
-export function dataOf(c: Change): string {
-  let s = texts.get(c)
-  if (s === undefined) {
-    s = changeData(c)
-    texts.set(c, s)
+export function madeOnce<K extends object, V>(make: (k: K) => V): (k: K) => V {
+  const made = new WeakMap<K, V>()
+  return (k) => {
+    let v = made.get(k)
+    if (v === undefined) {
+      v = make(k)
+      made.set(k, v)
+    }
+    return v
   }
-  return s
 }
+
+/** Each change's event data. */
+export const dataOf = madeOnce(changeData)
 
 /**
  * What a group of changes passed on whole counts (the bytes of its events' data), and whether
- * its versions rise from change to change: found once per group, however many watchers take it.
+ * its versions rise from change to change.
  */
-interface Group {
-  bytes: number
-  rising: boolean
-}
-const groups = new WeakMap<Change[], Group>()
-
-function groupOf(changes: Change[]): Group {
-  let g = groups.get(changes)
-  if (g === undefined) {
-    g = { bytes: 0, rising: true }
-    for (let i = 0; i < changes.length; i++) {
-      g.bytes += dataOf(changes[i]!).length
-      if (i > 0 && changes[i]!.version <= changes[i - 1]!.version) g.rising = false
-    }
-    groups.set(changes, g)
+const groupOf = madeOnce((changes: Change[]) => {
+  let bytes = 0
+  let rising = true
+  for (let i = 0; i < changes.length; i++) {
+    bytes += dataOf(changes[i]!).length
+    if (i > 0 && changes[i]!.version <= changes[i - 1]!.version) rising = false
   }
-  return g
-}
+  return { bytes, rising }
+})
 
 /** A change as an event's JSON data. */
 export function changeData(c: Change): string {

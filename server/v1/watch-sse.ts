@@ -3,7 +3,7 @@
 // has not taken yet counts toward too_slow.
 import type { ResponseOut } from '../http/stream-out.js'
 import type { Change } from '../store/types.js'
-import { type WatchSink, dataOf } from './watch-session.js'
+import { type WatchSink, dataOf, madeOnce } from './watch-session.js'
 
 /** Bytes written while the client has not taken them yet, past which the watch is too slow. */
 export const MAX_UNSENT = 1024 * 1024
@@ -19,18 +19,11 @@ function eventText(type: string, data: string, version: number): string {
  * The events of a group of changes passed on whole, as bytes: made once, however many
  * watchers the group goes to (each would otherwise build and encode the same text).
  */
-const frames = new WeakMap<Change[], Buffer>()
-
-function frameOf(changes: Change[]): Buffer {
-  let frame = frames.get(changes)
-  if (frame === undefined) {
-    let text = ''
-    for (const c of changes) text += eventText(c.type, dataOf(c), c.version)
-    frame = Buffer.from(text)
-    frames.set(changes, frame)
-  }
-  return frame
-}
+const frameOf = madeOnce((changes: Change[]) => {
+  let text = ''
+  for (const c of changes) text += eventText(c.type, dataOf(c), c.version)
+  return Buffer.from(text)
+})
 
 export class SseSink implements WatchSink {
   private out: SseOut | undefined

@@ -17,7 +17,7 @@ import type { Change } from '../store/types.js'
 import { OP } from '../usage.js'
 import { parseQuery } from '../wire/query.js'
 import { Route, parsePath } from './paths.js'
-import { type WatchSink, WatchSession, dataOf, keyWorks } from './watch-session.js'
+import { type WatchSink, WatchSession, dataOf, keyWorks, madeOnce } from './watch-session.js'
 import { MAX_UNSENT } from './watch-sse.js'
 import { BAD_SINCE, sinceOf } from '../wire/watch-start.js'
 
@@ -70,16 +70,7 @@ function message(type: string, data: string): string {
 }
 
 /** A change's message, made once however many watchers it goes to. */
-const messages = new WeakMap<Change, string>()
-
-function messageOf(c: Change): string {
-  let m = messages.get(c)
-  if (m === undefined) {
-    m = message(c.type, dataOf(c))
-    messages.set(c, m)
-  }
-  return m
-}
+const messageOf = madeOnce((c: Change) => message(c.type, dataOf(c)))
 
 function sinkOf(ws: Socket): WatchSink {
   const peer = ws.getUserData()
