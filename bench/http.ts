@@ -205,7 +205,7 @@ async function cairnAccount(url: string, dataDir: string, store: string[] = []):
 function cairnCli(dataDir: string, args: string[]): any {
   const out = execFileSync(
     process.execPath,
-    [path.join(root, 'dist/server/cli.js'), ...args, '--data', dataDir, '--json'],
+    [path.join(root, 'dist/server/cli/index.js'), ...args, '--data', dataDir, '--json'],
     { cwd: root },
   )
   return JSON.parse(out.toString().trim().split('\n').pop()!)

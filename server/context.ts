@@ -1,11 +1,11 @@
 // Everything a request handler may use, built once at start (see app.ts): the services on
 // storage (services.ts) and what serving adds to them.
-import type { Config } from './config.js'
-import type { AddressLimiter } from './limits.js'
+import type { Config } from './cli/config.js'
+import type { AddressLimiter } from './services/limits.js'
 import type { Logger } from './log.js'
 import type { Metrics } from './metrics.js'
-import type { Services } from './services.js'
-import type { Watches } from './watches.js'
+import type { Services } from './services/index.js'
+import type { Watches } from './services/watches.js'
 
 export interface Lifecycle {
   /** Storage is open and requests are served. */

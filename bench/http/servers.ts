@@ -107,7 +107,7 @@ export async function startCairn(
   /** Flags for node itself, e.g. `--cpu-prof` (which NODE_OPTIONS refuses). */
   nodeArgs: string[] = [],
 ): Promise<Server> {
-  const cli = path.join(root, 'dist/server/cli.js')
+  const cli = path.join(root, 'dist/server/cli/index.js')
   const p = pinned(
     core,
     process.execPath,

@@ -1,8 +1,8 @@
 // The signed-in account: who it is, its usage overview, and its plan.
 import type { Context } from '../context.js'
-import type { Plan } from '../plans.js'
-import { ServiceError } from '../service-error.js'
-import { usageReport } from '../usage-report.js'
+import type { Plan } from '../services/plans.js'
+import { ServiceError } from '../services/service-error.js'
+import { usageReport } from '../services/usage-report.js'
 import type { Caller } from './guard.js'
 import { type Reply, type Req, jsonReply, readJson } from '../http/pipeline.js'
 

@@ -1,9 +1,9 @@
 // Sign-up, log-in, log-out, password change and account deletion. Email and password rules
 // are the accounts module's own, so the dashboard and the command line agree on them.
-import { storageFault } from '../storage-faults.js'
-import { checkNewPassword, normalizeEmail } from '../accounts.js'
+import { storageFault } from '../services/storage-faults.js'
+import { checkNewPassword, normalizeEmail } from '../services/accounts.js'
 import type { Context } from '../context.js'
-import { ServiceError } from '../service-error.js'
+import { ServiceError } from '../services/service-error.js'
 import type { Caller } from './guard.js'
 import { type Reply, type Req, jsonReply, readJson } from '../http/pipeline.js'
 import {
@@ -11,9 +11,9 @@ import {
   clearPreSessionCookie,
   clearSessionCookie,
   sessionCookie,
-} from './sessions.js'
+} from '../services/sessions.js'
 import { Throttle } from './throttle.js'
-import { AddressLimiter } from '../limits.js'
+import { AddressLimiter } from '../services/limits.js'
 import { LRUCache } from 'lru-cache'
 
 const WINDOW_MS = 15 * 60_000

@@ -2,9 +2,9 @@
 // same pieces as /v1 (key rules, the strict body scanner, ctx.data's quota and conditional
 // writes, cursors), so the browser can store nothing the API would refuse, and values keep
 // their exact text: big integers and member order survive an edit.
-import type { NamespaceInfo } from '../accounts.js'
+import type { NamespaceInfo } from '../services/accounts.js'
 import type { Context } from '../context.js'
-import { ApiError } from '../errors.js'
+import { ApiError } from '../wire/errors.js'
 import { jsonContentType } from '../wire/content-type.js'
 import type { TxOp } from '../store/types.js'
 import { parseTags, singleVersion } from '../wire/conditions.js'
@@ -13,7 +13,7 @@ import { parsePutBody } from '../wire/json-body.js'
 import { expirySeconds } from '../wire/expiry.js'
 import { decodeKey } from '../wire/keys.js'
 import { parsePatchBody } from '../wire/patch-body.js'
-import { ServiceError } from '../service-error.js'
+import { ServiceError } from '../services/service-error.js'
 import type { Caller } from './guard.js'
 import { type Reply, type Req, jsonReply, readJson } from '../http/pipeline.js'
 

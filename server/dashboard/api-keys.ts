@@ -1,6 +1,6 @@
 // API keys: list, create, rotate, revoke. A new secret leaves the server once, in the reply.
 // Names, permissions and scopes are checked by the accounts module, as for the CLI.
-import type { Permission } from '../accounts.js'
+import type { Permission } from '../services/accounts.js'
 import type { Context } from '../context.js'
 import type { Caller } from './guard.js'
 import { type Reply, type Req, jsonReply, readJson } from '../http/pipeline.js'

@@ -1,8 +1,8 @@
 // Namespaces: list with key counts and bytes, create, delete. The namespaces module holds
 // the rules (names, the plan's count), the same ones /v1 applies.
 import type { Context } from '../context.js'
-import { ApiError } from '../errors.js'
-import { ServiceError } from '../service-error.js'
+import { ApiError } from '../wire/errors.js'
+import { ServiceError } from '../services/service-error.js'
 import type { Caller } from './guard.js'
 import { type Reply, type Req, jsonReply, readJson } from '../http/pipeline.js'
 

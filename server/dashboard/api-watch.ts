@@ -4,12 +4,12 @@
 // session, and it counts as /v1's does: one `watch` request when it opens, its events as
 // watch events, and one of the plan's concurrent watches while it stays open.
 import type { Context } from '../context.js'
-import { ApiError } from '../errors.js'
+import { ApiError } from '../wire/errors.js'
 import type { Reply, Req } from '../http/pipeline.js'
-import { ServiceError } from '../service-error.js'
-import { OP } from '../usage.js'
-import { type Refusal, WatchSession } from '../v1/watch-session.js'
-import { SseSink } from '../v1/watch-sse.js'
+import { ServiceError } from '../services/service-error.js'
+import { OP } from '../services/usage.js'
+import { type Refusal, WatchSession } from '../services/watch-session.js'
+import { SseSink } from '../http/watch-sse.js'
 import { BAD_SINCE, WATCH_HEAD, sinceOf } from '../wire/watch-start.js'
 import { type Caller, checkSameOrigin } from './guard.js'
 

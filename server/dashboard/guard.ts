@@ -2,9 +2,9 @@
 // account, and for every state-changing call a same-origin check plus a CSRF token in a
 // header (a page on another origin can neither read the token nor send the header without
 // a CORS preflight, which the dashboard never grants).
-import type { Account } from '../accounts.js'
+import type { Account } from '../services/accounts.js'
 import type { Context } from '../context.js'
-import { ServiceError } from '../service-error.js'
+import { ServiceError } from '../services/service-error.js'
 import type { Req } from '../http/pipeline.js'
 import {
   PRE_SESSION_COOKIE,
@@ -12,7 +12,7 @@ import {
   type Session,
   type SessionStore,
   sameToken,
-} from './sessions.js'
+} from '../services/sessions.js'
 
 export interface Caller {
   cookie: string

@@ -3,10 +3,10 @@
 // these routes, never /v1.
 import type { Context } from '../context.js'
 import type { TemplatedApp } from '../http/uws.js'
-import { newBucket, takeAccountToken } from '../limits.js'
-import { ServiceError } from '../service-error.js'
+import { newBucket, takeAccountToken } from '../services/limits.js'
+import { ServiceError } from '../services/service-error.js'
 import { AccountApi } from './api-account.js'
-import { queuedHashes } from '../password-hasher.js'
+import { queuedHashes } from '../services/password-hasher.js'
 import { AuthApi } from './api-auth.js'
 import { DataApi } from './api-data.js'
 import { KeysApi } from './api-keys.js'

@@ -1,11 +1,11 @@
 // Every dashboard page is the same small HTML shell; app.js draws the page its path names.
 // The server decides who may see which page, so a signed-out visitor is sent to the login
 // page before any script runs.
-import { randomToken } from '../secrets.js'
+import { randomToken } from '../services/secrets.js'
 import type { Assets } from './assets.js'
 import type { Caller } from './guard.js'
 import type { Reply, Req } from '../http/pipeline.js'
-import { PRE_SESSION_COOKIE, preSessionCookie } from './sessions.js'
+import { PRE_SESSION_COOKIE, preSessionCookie } from '../services/sessions.js'
 
 export const PUBLIC_PAGES = ['/login', '/signup']
 export const PRIVATE_PAGES = ['/', '/keys', '/namespaces', '/namespaces/:name', '/plan', '/account']

@@ -7,10 +7,10 @@
 // written in one cork. (/v1 has its own allocation-light path, v1/call.ts, over the same
 // wire rules.)
 import type { Context } from '../context.js'
-import { ApiError } from '../errors.js'
+import { ApiError } from '../wire/errors.js'
 import { R, ROUTES } from '../metrics.js'
-import { ServiceError } from '../service-error.js'
-import { storageFault } from '../storage-faults.js'
+import { ServiceError } from '../services/service-error.js'
+import { storageFault } from '../services/storage-faults.js'
 import { jsonContentType } from '../wire/content-type.js'
 import { clientAddress } from './address.js'
 import { bodyFraming } from './framing.js'

@@ -8,16 +8,16 @@
 // as much as the rest of our work. This is safe because no value in the block comes from
 // the client unchecked: request ids match a strict pattern, origins come from the
 // configuration, versions and counters are numbers.
-import type { Account, ApiKey } from '../accounts.js'
+import type { Account, ApiKey } from '../services/accounts.js'
 import type { Context } from '../context.js'
-import { ApiError, type ErrorCode, errorStatus, errorText } from '../errors.js'
+import { ApiError, type ErrorCode, errorStatus, errorText } from '../wire/errors.js'
 import { statusLine } from '../http/status.js'
 import type { HttpResponse } from '../http/uws.js'
 import { ROUTES } from '../metrics.js'
 import { endHead } from '../http/head.js'
 import { endBody } from '../http/held-body.js'
 import { ignoreAbort } from '../http/cork-room.js'
-import { storageFault } from '../storage-faults.js'
+import { storageFault } from '../services/storage-faults.js'
 import { Repeats } from '../log.js'
 import { EXPOSE, allowOrigin } from './cors.js'
 import type { Entry } from '../store/types.js'

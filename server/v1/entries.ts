@@ -1,9 +1,9 @@
 // GET, PUT and DELETE /v1/{namespace}/{key}. A value is stored as its JSON text and read
 // back as bytes, so the response body is `{"value":` + the stored text + `}` with no
 // parsing or re-serialising on the way.
-import type { NamespaceInfo } from '../accounts.js'
+import type { NamespaceInfo } from '../services/accounts.js'
 import type { HttpRequest } from '../http/uws.js'
-import type { Plan } from '../plans.js'
+import type { Plan } from '../services/plans.js'
 import type { Entry } from '../store/types.js'
 import { acceptsJson, readRequestBody } from './body.js'
 import type { Call } from './call.js'

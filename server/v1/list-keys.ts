@@ -3,7 +3,7 @@
 // namespace's version when the page was read. With watch=1 the same path streams changes
 // instead (watch.ts).
 import type { HttpRequest } from '../http/uws.js'
-import type { Plan } from '../plans.js'
+import type { Plan } from '../services/plans.js'
 import type { ListOptions, Listed, ListedEntry } from '../store/types.js'
 import { decodeCursor, encodeCursor, walkOf } from '../wire/cursor.js'
 import { expirySeconds } from '../wire/expiry.js'

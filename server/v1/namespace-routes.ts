@@ -1,7 +1,7 @@
 // POST /v1/namespaces, GET /v1/namespaces, DELETE /v1/namespaces/{name}.
-import { ApiError } from '../errors.js'
+import { ApiError } from '../wire/errors.js'
 import type { HttpRequest } from '../http/uws.js'
-import { validNamespaceName } from '../namespaces.js'
+import { validNamespaceName } from '../services/namespaces.js'
 import { acceptsJson, readRequestBody } from './body.js'
 import type { Call } from './call.js'
 import { parseJsonObject } from '../wire/json-body.js'

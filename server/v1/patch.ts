@@ -1,9 +1,9 @@
 // PATCH /v1/{namespace}/{key}: an increment, a new expiry or new metadata, applied in place as
 // one write (a new version and a watch event) without the caller sending the value.
 import type { HttpRequest } from '../http/uws.js'
-import type { Plan } from '../plans.js'
+import type { Plan } from '../services/plans.js'
 import type { TxOp } from '../store/types.js'
-import { ApiError } from '../errors.js'
+import { ApiError } from '../wire/errors.js'
 import { matches, parseTags, singleVersion } from '../wire/conditions.js'
 import { parsePatchBody } from '../wire/patch-body.js'
 import { acceptsJson, readRequestBody } from './body.js'

@@ -4,8 +4,8 @@
 // test holds it against the OpenAPI document.
 import type { HttpRequest } from '../http/uws.js'
 import { R } from '../metrics.js'
-import type { Plan } from '../plans.js'
-import { OP } from '../usage.js'
+import type { Plan } from '../services/plans.js'
+import { OP } from '../services/usage.js'
 import type { Call } from './call.js'
 import { deleteEntry, getEntry, putEntry } from './entries.js'
 import { deleteByPrefix } from './delete-prefix.js'

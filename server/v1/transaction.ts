@@ -1,9 +1,9 @@
 // POST /v1/{namespace}: a transaction. Each op counts as a request toward usage and the daily
 // quota, and takes a token from the rate bucket (at most the plan's burst for one
 // transaction): the request's own token was taken on the way in, the rest here.
-import { newBucket, secondsToMidnight, takeAccountToken } from '../limits.js'
+import { newBucket, secondsToMidnight, takeAccountToken } from '../services/limits.js'
 import type { HttpRequest } from '../http/uws.js'
-import type { Plan } from '../plans.js'
+import type { Plan } from '../services/plans.js'
 import type { Bucket } from '../store/types.js'
 import { parseTxBody } from '../wire/tx-body.js'
 import { acceptsJson, readRequestBody } from './body.js'

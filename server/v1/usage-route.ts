@@ -2,7 +2,7 @@
 // The request counts once it is answered: the figures are as they stand before it. A key
 // limited to some namespaces sees the storage of only those; request counters are the
 // account's.
-import { publicReport, usageReport } from '../usage-report.js'
+import { publicReport, usageReport } from '../services/usage-report.js'
 import type { Call } from './call.js'
 
 export function usageReportRoute(call: Call): void {

@@ -3,22 +3,28 @@
 // x-api-key header or, where a browser cannot set one, in the first message ({"apiKey"}).
 // Everything after the upgrade that refuses the watch comes as {"type": "error", "code",
 // "message"}, then a close.
-import type { ApiKey } from '../accounts.js'
+import type { ApiKey } from '../services/accounts.js'
 import type { Context } from '../context.js'
-import { ERRORS, type ErrorCode, errorText } from '../errors.js'
+import { ERRORS, type ErrorCode, errorText } from '../wire/errors.js'
 import { requestAddress } from '../http/address.js'
 import { ignoreAbort } from '../http/cork-room.js'
 import { endBody } from '../http/held-body.js'
 import { requestId } from '../http/request-id.js'
 import { statusLine } from '../http/status.js'
 import type { HttpRequest, HttpResponse } from '../http/uws.js'
-import { type Bucket, newBucket, takeAccountToken } from '../limits.js'
+import { type Bucket, newBucket, takeAccountToken } from '../services/limits.js'
 import type { Change } from '../store/types.js'
-import { OP } from '../usage.js'
+import { OP } from '../services/usage.js'
 import { parseQuery } from '../wire/query.js'
 import { Route, parsePath } from './paths.js'
-import { type WatchSink, WatchSession, dataOf, keyWorks, madeOnce } from './watch-session.js'
-import { MAX_UNSENT } from './watch-sse.js'
+import {
+  type WatchSink,
+  WatchSession,
+  dataOf,
+  keyWorks,
+  madeOnce,
+} from '../services/watch-session.js'
+import { MAX_UNSENT } from '../http/watch-sse.js'
 import { BAD_SINCE, sinceOf } from '../wire/watch-start.js'
 
 interface Peer {

@@ -3,14 +3,14 @@
 // watch limit, history that no longer reaches back) answers before the stream opens, with
 // the contract's error body and status.
 import type { HttpRequest } from '../http/uws.js'
-import type { Plan } from '../plans.js'
-import { OP } from '../usage.js'
+import type { Plan } from '../services/plans.js'
+import { OP } from '../services/usage.js'
 import type { Call } from './call.js'
 import { withNamespace } from './entries.js'
 import type { Parsed } from './paths.js'
-import { WatchSession, keyWorks } from './watch-session.js'
+import { WatchSession, keyWorks } from '../services/watch-session.js'
 import { responseOut } from '../http/stream-out.js'
-import { type SseOut, SseSink } from './watch-sse.js'
+import { type SseOut, SseSink } from '../http/watch-sse.js'
 import { BAD_SINCE, WATCH_HEAD, sinceOf } from '../wire/watch-start.js'
 
 /** The call's response as a stream for SseSink, counting the bytes it sends. */

@@ -1,6 +1,6 @@
 // How large a request body may be, by plan: one rule for /v1 and the dashboard's data view,
 // which take the same values.
-import type { Plan, PlanBook } from '../plans.js'
+import type { Plan, PlanBook } from '../services/plans.js'
 
 /** Room for the body's envelope and whitespace around a value of the plan's largest size. */
 const SLACK = 64 * 1024

@@ -2,7 +2,7 @@
 // (RFC 8259, UTF-8), and the `value` member's text is kept exactly as sent minus
 // insignificant whitespace, so big integers, `-0`, member order and escapes come back as they
 // went in. Nothing is parsed into JavaScript values except `ttl` and `expiresAt`.
-import { ApiError } from '../errors.js'
+import { ApiError } from './errors.js'
 
 /** Deeper nesting is refused: deep enough for real data, shallow enough for every parser. */
 export const MAX_DEPTH = 512

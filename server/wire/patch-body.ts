@@ -1,6 +1,6 @@
 // PATCH /{ns}/{key} bodies: `{"increment"?, "ttl"?, "expiresAt"?, "persist"?, "metadata"?}`.
 // The increment is read from its JSON text as a BigInt, so integers of any size stay exact.
-import { ApiError } from '../errors.js'
+import { ApiError } from './errors.js'
 import { INTEGER_TEXT } from '../store/tx.js'
 import {
   type Span,

@@ -1,7 +1,7 @@
 // POST /{ns} bodies: a transaction, `{"ops": [op, ...]}`. Every op is checked here, before
 // anything is read or written, so a malformed one is refused with its index and nothing
 // applied. Values and metadata keep their JSON text exactly as sent.
-import { ApiError, opError } from '../errors.js'
+import { ApiError, opError } from './errors.js'
 import type { TxOp } from '../store/types.js'
 import {
   type Span,

@@ -62,7 +62,7 @@ export async function cliKey(srv: Server, email: string, args: string[]): Promis
     [
       '--import',
       'tsx',
-      'server/cli.ts',
+      'server/cli/index.ts',
       'key',
       'create',
       '--email',

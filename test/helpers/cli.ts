@@ -13,7 +13,7 @@ export function cairn(args: string[], env: Record<string, string> = {}): Promise
   return new Promise((resolve) => {
     execFile(
       process.execPath,
-      ['--import', 'tsx', path.join(root, 'server/cli.ts'), ...args],
+      ['--import', 'tsx', path.join(root, 'server/cli/index.ts'), ...args],
       { cwd: root, timeout: 120_000, env: { ...process.env, ...env } },
       (err, stdout, stderr) =>
         resolve({ code: err ? Number((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),

@@ -8,7 +8,7 @@ import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 
 export const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..')
-const cliPath = path.join(root, 'server/cli.ts')
+const cliPath = path.join(root, 'server/cli/index.ts')
 
 export interface StartOptions {
   /** The plans file's content; the repository's server/plans.json when omitted. */

@@ -2,7 +2,7 @@
 // at or under its bound (the real classes, with small bounds so the test is quick).
 import t from 'tap'
 import { Throttle } from '../../server/dashboard/throttle.js'
-import { AddressLimiter } from '../../server/limits.js'
+import { AddressLimiter } from '../../server/services/limits.js'
 
 t.test('the per-address limiter holds at most its bound, and still limits', async (t) => {
   const limiter = new AddressLimiter(20, 2, 1000)

@@ -2,7 +2,7 @@
 // so concurrent guesses are refused; hashing never stalls storage; the owner is never locked
 // out; and a password set from the command line ends the account's sessions.
 import t from 'tap'
-import { MAX_SESSIONS } from '../../server/dashboard/sessions.js'
+import { MAX_SESSIONS } from '../../server/services/sessions.js'
 import { logIn } from '../helpers/dashboard-api.js'
 import { plansFile } from '../helpers/plans.js'
 import { startServer } from '../helpers/server.js'

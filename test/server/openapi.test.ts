@@ -40,9 +40,9 @@ t.test('security schemes: x-api-key and Bearer', async (t) => {
 })
 
 t.test('the error code enum is exactly the server table of codes', async (t) => {
-  const errors: Json = await import('../../server/errors.js')
+  const errors: Json = await import('../../server/wire/errors.js')
   const table = errors.ERRORS ?? errors.errors ?? errors.errorTable ?? errors.default
-  t.ok(table, 'server/errors.ts exports its table')
+  t.ok(table, 'server/wire/errors.ts exports its table')
   const codes = Array.isArray(table) ? table.map((e: Json) => e.code) : Object.keys(table)
   t.same(
     [...raw.components.schemas.ErrorCode.enum].sort(),

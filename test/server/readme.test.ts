@@ -26,7 +26,7 @@ t.test('the quick start works as written', async (t) => {
     [
       '--import',
       'tsx',
-      path.join(root, 'server/cli.ts'),
+      path.join(root, 'server/cli/index.ts'),
       'account',
       'create',
       '--email',

@@ -3,7 +3,7 @@
 import net from 'node:net'
 import t, { type Test } from 'tap'
 import type { ResponseOut } from '../../server/http/stream-out.js'
-import { SseSink } from '../../server/v1/watch-sse.js'
+import { SseSink } from '../../server/http/watch-sse.js'
 import { dechunkAnswer } from '../helpers/chunked.js'
 import { openStream, uwsServer } from '../helpers/uws-stream.js'
 

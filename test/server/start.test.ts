@@ -18,7 +18,7 @@ function freePort(): Promise<number> {
 }
 
 t.test('npm start honours CAIRN_PORT and CAIRN_DATA', async (t) => {
-  if (!fs.existsSync(path.join(root, 'dist/server/cli.js')))
+  if (!fs.existsSync(path.join(root, 'dist/server/cli/index.js')))
     return t.skip('dist/ is not built (npm install builds it)')
   const port = await freePort()
   const data = fs.mkdtempSync(path.join(os.tmpdir(), 'cairn-start-'))

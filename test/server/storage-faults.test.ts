@@ -13,11 +13,15 @@ import { mountTmpfs } from '../helpers/tmpfs.js'
 import { Client, encodeKey, sleep } from './contract/http.js'
 
 const cli = (...args: string[]) =>
-  execFileSync(process.execPath, ['--import', 'tsx', path.join(root, 'server/cli.ts'), ...args], {
-    cwd: root,
-    encoding: 'utf8',
-    stdio: ['ignore', 'pipe', 'pipe'],
-  })
+  execFileSync(
+    process.execPath,
+    ['--import', 'tsx', path.join(root, 'server/cli/index.ts'), ...args],
+    {
+      cwd: root,
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  )
 
 async function readyz(url: string): Promise<{ status: number; body: any }> {
   const res = await fetch(`${url}/readyz`)

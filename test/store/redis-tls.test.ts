@@ -173,7 +173,7 @@ if (!has('redis-server') || !has('redis-cli') || !has('openssl')) {
       [
         '--import',
         'tsx',
-        path.join(root, 'server/cli.ts'),
+        path.join(root, 'server/cli/index.ts'),
         'serve',
         '--store',
         `redis://127.0.0.1:${port}`,

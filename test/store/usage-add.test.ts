@@ -1,4 +1,4 @@
-// Usage additions on a shared store carry a token (server/usage.ts, Records.add): one sent
+// Usage additions on a shared store carry a token (server/services/usage.ts, Records.add): one sent
 // again after its answer was lost (a timeout, a closed connection that ioredis resends on,
 // a failover) is made once. Two stores on one real Redis Cluster stand for two front ends.
 import t from 'tap'

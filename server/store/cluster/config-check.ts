@@ -4,7 +4,7 @@
 // needs the AOF at least (fsync every second); 'none' takes Redis as it is.
 import type { Cluster, Redis } from 'ioredis'
 import type { Durability } from '../../../engine/types.js'
-import { within } from '../../within.js'
+import { within } from '../within.js'
 
 async function setting(node: { call(...a: string[]): Promise<unknown> }, name: string) {
   const r = (await node.call('CONFIG', 'GET', name)) as string[]

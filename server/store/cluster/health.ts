@@ -8,7 +8,7 @@
 // degraded, still ready, since another front end would meet the same master.
 import type { Cluster, Redis } from 'ioredis'
 import type { StoreHealth } from '../types.js'
-import { within } from '../../within.js'
+import { within } from '../within.js'
 
 const PROBE_MS = 1000
 /** A master that has not answered a probe in this long is called silent (before the next). */

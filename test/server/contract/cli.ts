@@ -15,7 +15,15 @@ export function cliRaw(dataDir: string, args: string[]): Promise<string> {
   return new Promise((resolve, reject) => {
     execFile(
       process.execPath,
-      ['--import', 'tsx', path.join(root, 'server/cli.ts'), ...args, '--data', dataDir, '--json'],
+      [
+        '--import',
+        'tsx',
+        path.join(root, 'server/cli/index.ts'),
+        ...args,
+        '--data',
+        dataDir,
+        '--json',
+      ],
       { cwd: root, timeout: 60_000 },
       (err, stdout, stderr) => {
         if (err) reject(new Error(`cairn ${args.join(' ')}: ${err.message}\n${stderr}`))

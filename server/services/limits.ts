@@ -4,8 +4,8 @@
 // slow and cheap to refuse.
 import { LRUCache } from 'lru-cache'
 import type { Plan } from './plans.js'
-import { takeToken } from './store/token-bucket.js'
-import type { Bucket, Limiter } from './store/types.js'
+import { takeToken } from '../store/token-bucket.js'
+import type { Bucket, Limiter } from '../store/types.js'
 
 export type { Bucket }
 

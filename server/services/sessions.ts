@@ -5,8 +5,8 @@
 // password change). Each session carries its own CSRF token.
 import { createHash } from 'node:crypto'
 import { LRUCache } from 'lru-cache'
-import { REFRESH_MS } from '../accounts.js'
-import { randomToken, sameSecret } from '../secrets.js'
+import { REFRESH_MS } from './accounts.js'
+import { randomToken, sameSecret } from './secrets.js'
 import type { Records, Store } from '../store/types.js'
 
 export const SESSION_COOKIE = 'cairn_session'

@@ -5,12 +5,12 @@
 // the shared pipeline's (http/pipeline.ts).
 import type { AdminServices } from './admin.js'
 import { runAdmin } from './admin.js'
-import type { Context } from './context.js'
-import { type Reply, type Req, errorReply, fail, jsonReply, route } from './http/pipeline.js'
-import type { TemplatedApp } from './http/uws.js'
-import { R } from './metrics.js'
-import { sameSecret } from './secrets.js'
-import { parseJsonObject } from './wire/json-body.js'
+import type { Context } from '../context.js'
+import { type Reply, type Req, errorReply, fail, jsonReply, route } from '../http/pipeline.js'
+import type { TemplatedApp } from '../http/uws.js'
+import { R } from '../metrics.js'
+import { sameSecret } from '../services/secrets.js'
+import { parseJsonObject } from '../wire/json-body.js'
 
 const BODY_LIMIT = 64 * 1024
 

@@ -2,12 +2,12 @@
 // command line when it works on storage itself (a stopped server's data directory, or a
 // Redis Cluster whether or not front ends run on it).
 import { Accounts } from './accounts.js'
-import { SessionStore } from './dashboard/sessions.js'
+import { SessionStore } from './sessions.js'
 import { Data } from './data.js'
 import { Namespaces } from './namespaces.js'
 import type { PlanBook } from './plans.js'
-import { openStore } from './store/open.js'
-import type { Durability, Store } from './store/types.js'
+import { openStore } from '../store/open.js'
+import type { Durability, Store } from '../store/types.js'
 import { Usage } from './usage.js'
 
 export interface Services {

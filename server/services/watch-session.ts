@@ -5,9 +5,9 @@
 // goes once). A consumer that cannot keep up is closed with too_slow and resumes with since.
 // A watch lasts only as long as what let it open: its API key (revoked or rotated, the stream
 // ends within a second or two) and its namespace (dropped, it ends).
-import type { Account, ApiKey } from '../accounts.js'
+import type { Account, ApiKey } from './accounts.js'
 import type { Context } from '../context.js'
-import { ERRORS, type ErrorCode, type STREAM_CODES } from '../errors.js'
+import { ERRORS, type ErrorCode, type STREAM_CODES } from '../wire/errors.js'
 import type { Change } from '../store/types.js'
 import { expirySeconds } from '../wire/expiry.js'
 

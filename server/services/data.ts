@@ -1,12 +1,20 @@
 // Reading and writing an account's entries: the rules /v1 and the dashboard's data browser
 // share (namespace lookup, conditional writes, the storage quota, TTLs), over the store.
 import type { Account, Accounts, NamespaceInfo } from './accounts.js'
-import { ApiError, opError } from './errors.js'
+import { ApiError, opError } from '../wire/errors.js'
 import type { Namespaces } from './namespaces.js'
 import type { PlanBook } from './plans.js'
 import { storageFault } from './storage-faults.js'
-import type { Entry, ListOptions, Listed, Store, Transacted, TxOp, Written } from './store/types.js'
-import { type Tags, matches, singleVersion } from './wire/conditions.js'
+import type {
+  Entry,
+  ListOptions,
+  Listed,
+  Store,
+  Transacted,
+  TxOp,
+  Written,
+} from '../store/types.js'
+import { type Tags, matches, singleVersion } from '../wire/conditions.js'
 
 export interface WriteOptions {
   /** Seconds from now. */

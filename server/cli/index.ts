@@ -2,19 +2,19 @@
 // The `cairn` command line: `serve` runs the server; the account, key, plan and backup
 // commands work on a running server through its operator endpoint, on a stopped one by
 // opening its data directory directly, and on Redis Cluster (--store) directly.
-import { nameRuns } from './process-name.js'
+import { nameRuns } from '../process-name.js'
 import fs from 'node:fs'
 import path from 'node:path'
-import { type AdminArgs, COMMANDS, runAdmin } from './admin.js'
-import { SERVER_FILE, TOKEN_FILE, serve } from './app.js'
+import { type AdminArgs, COMMANDS, runAdmin } from '../operator/admin.js'
+import { SERVER_FILE, TOKEN_FILE, serve } from '../app.js'
 import { ConfigError, parseArgs, serveConfig } from './config.js'
-import { createLogger, errFields } from './log.js'
-import { DEFAULT_PLANS_FILE, PlanBook, PlanError } from './plans.js'
-import { ServiceError } from './service-error.js'
-import { openServices } from './services.js'
-import { type RepairReport, repairData } from './store/embedded.js'
-import { openStore } from './store/open.js'
-import { isRedisUrl, redact } from './store/url.js'
+import { createLogger, errFields } from '../log.js'
+import { DEFAULT_PLANS_FILE, PlanBook, PlanError } from '../services/plans.js'
+import { ServiceError } from '../services/service-error.js'
+import { openServices } from '../services/index.js'
+import { type RepairReport, repairData } from '../store/embedded.js'
+import { openStore } from '../store/open.js'
+import { isRedisUrl, redact } from '../store/url.js'
 import { type MigrateReport, PROGRESS_FILE, migrate } from './migrate.js'
 
 const HELP = `Usage: cairn <command> [options]

@@ -31,8 +31,8 @@ import {
   newId,
 } from './secrets.js'
 import { ServiceError } from './service-error.js'
-import { userNamespace } from './store/names.js'
-import type { Records, Store } from './store/types.js'
+import { userNamespace } from '../store/names.js'
+import type { Records, Store } from '../store/types.js'
 
 export * from './account-model.js'
 

@@ -33,10 +33,10 @@ export interface PlansFile {
 export type PublicPlan = Omit<Plan, 'priceUsdPerMonth' | 'selfServe' | 'maxWatches'>
 
 const here = path.dirname(fileURLToPath(import.meta.url))
-/** server/plans.json, found from the source tree and from dist/server alike. */
+/** server/plans.json, found from the source tree and from dist/server/services alike. */
 export const DEFAULT_PLANS_FILE = [
-  path.join(here, 'plans.json'),
-  path.join(here, '../../server/plans.json'),
+  path.join(here, '../plans.json'),
+  path.join(here, '../../../server/plans.json'),
 ].find((p) => fs.existsSync(p))!
 
 const LIMITS = [

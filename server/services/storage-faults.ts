@@ -2,7 +2,7 @@
 // disk, damaged data), so /v1, the dashboard and the operator endpoint say the same thing.
 // The engine names the file and the cause in its message; that stays in the log, because a
 // tenant has no business learning the server's paths.
-import { ApiError } from './errors.js'
+import { ApiError } from '../wire/errors.js'
 
 /** Seconds a client should wait before retrying a write the storage could not take. */
 export const STORAGE_RETRY_AFTER = 5

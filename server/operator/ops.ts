@@ -1,12 +1,12 @@
 // /healthz (the process answers), /readyz (storage is open and requests are served) and
 // /metrics (Prometheus text).
-import type { Context } from './context.js'
-import { statusLine } from './http/status.js'
-import { endHead } from './http/head.js'
-import { endBody } from './http/held-body.js'
-import { ignoreAbort } from './http/cork-room.js'
-import type { HttpResponse, TemplatedApp } from './http/uws.js'
-import { R } from './metrics.js'
+import type { Context } from '../context.js'
+import { statusLine } from '../http/status.js'
+import { endHead } from '../http/head.js'
+import { endBody } from '../http/held-body.js'
+import { ignoreAbort } from '../http/cork-room.js'
+import type { HttpResponse, TemplatedApp } from '../http/uws.js'
+import { R } from '../metrics.js'
 
 export function mountOps(app: TemplatedApp, ctx: Context): void {
   /** Answers GET and HEAD (the same, without the body) of `path`. */

@@ -7,7 +7,7 @@
 // as it was, under the same token, and the store makes it once (types.ts, Records.add).
 import { randomBytes } from 'node:crypto'
 import type { Account, Accounts } from './accounts.js'
-import type { Store } from './store/types.js'
+import type { Store } from '../store/types.js'
 
 export const OPS = [
   'get',

@@ -1,11 +1,11 @@
 // Operator commands: the same code answers the command line when it opens a stopped
 // server's data directory itself, and the operator endpoint when a running server holds it.
-import type { Accounts, KeyOptions, Permission } from './accounts.js'
-import type { SessionStore } from './dashboard/sessions.js'
-import type { Namespaces } from './namespaces.js'
-import type { PlanBook } from './plans.js'
-import { ServiceError } from './service-error.js'
-import type { Store } from './store/types.js'
+import type { Accounts, KeyOptions, Permission } from '../services/accounts.js'
+import type { SessionStore } from '../services/sessions.js'
+import type { Namespaces } from '../services/namespaces.js'
+import type { PlanBook } from '../services/plans.js'
+import { ServiceError } from '../services/service-error.js'
+import type { Store } from '../store/types.js'
 
 export interface AdminServices {
   store: Store

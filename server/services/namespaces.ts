@@ -9,11 +9,11 @@
 import { LRUCache } from 'lru-cache'
 import type { Account, Accounts, NamespaceInfo } from './accounts.js'
 import { NAMESPACE_NAME } from './account-model.js'
-import { ApiError } from './errors.js'
+import { ApiError } from '../wire/errors.js'
 import type { PlanBook } from './plans.js'
-import { userNamespace } from './store/names.js'
-import { within } from './within.js'
-import type { Store } from './store/types.js'
+import { userNamespace } from '../store/names.js'
+import { within } from '../store/within.js'
+import type { Store } from '../store/types.js'
 
 export interface NamespaceRow {
   name: string

@@ -1,9 +1,9 @@
 // A watch's events as Server-Sent Events, on any response that streams: /v1's (watch.ts) and
 // the dashboard's live view (dashboard/api-watch.ts). Each flush is one write; what the client
 // has not taken yet counts toward too_slow.
-import type { ResponseOut } from '../http/stream-out.js'
+import type { ResponseOut } from './stream-out.js'
 import type { Change } from '../store/types.js'
-import { type WatchSink, dataOf, madeOnce } from './watch-session.js'
+import { type WatchSink, dataOf, madeOnce } from '../services/watch-session.js'
 
 /** Bytes written while the client has not taken them yet, past which the watch is too slow. */
 export const MAX_UNSENT = 1024 * 1024

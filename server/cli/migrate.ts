@@ -9,11 +9,11 @@
 // same command run again copies nothing over what the front ends have written since.
 import fs from 'node:fs'
 import path from 'node:path'
-import type { AccountRecord, KeyRecord } from './account-model.js'
-import { keyRecordId } from './account-model.js'
-import { openEmbeddedStore } from './store/embedded.js'
-import { userNamespace } from './store/names.js'
-import type { RecordKind, Records, Restored, Store } from './store/types.js'
+import type { AccountRecord, KeyRecord } from '../services/account-model.js'
+import { keyRecordId } from '../services/account-model.js'
+import { openEmbeddedStore } from '../store/embedded.js'
+import { userNamespace } from '../store/names.js'
+import type { RecordKind, Records, Restored, Store } from '../store/types.js'
 
 export const PROGRESS_FILE = 'migrate-progress.json'
 const PAGE = 500
