@@ -1,8 +1,8 @@
 // `cairn serve` settings: flags win over environment variables, which win over defaults.
 import path from 'node:path'
-import type { Durability } from '../store/types.js'
-import type { LogLevel } from '../log.js'
-import { DEFAULT_PLANS_FILE } from '../services/plans.js'
+import type { Durability } from './store/types.js'
+import type { LogLevel } from './log.js'
+import { DEFAULT_PLANS_FILE } from './services/plans.js'
 
 export interface Config {
   host: string
