@@ -44,8 +44,6 @@ const OPTIONS: Record<keyof Omit<Config, 'usageFlushMs'>, Option> = {
   operatorToken: { flag: '--operator-token', env: 'CAIRN_OPERATOR_TOKEN' },
 }
 
-export const SERVE_FLAGS = Object.values(OPTIONS).map((o) => o.flag)
-
 /** Splits argv into `--flag value` pairs and bare words; `--flag=value` works too. */
 export function parseArgs(
   argv: string[],
