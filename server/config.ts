@@ -1,6 +1,6 @@
 // `cairn serve` settings: flags win over environment variables, which win over defaults.
 import path from 'node:path'
-import type { Durability } from './store/types.js'
+import type { Durability, EngineTuning } from './store/types.js'
 import type { LogLevel } from './log.js'
 import { DEFAULT_PLANS_FILE } from './services/plans.js'
 
@@ -20,6 +20,8 @@ export interface Config {
   operatorToken: string | undefined
   /** How often usage counters and key last-used times are written to storage. */
   usageFlushMs: number
+  /** The embedded engine's tuning; only what was set (the engine's defaults otherwise). */
+  engine: EngineTuning
 }
 
 export class ConfigError extends Error {}
@@ -31,7 +33,7 @@ interface Option {
   boolean?: boolean
 }
 
-const OPTIONS: Record<keyof Omit<Config, 'usageFlushMs'>, Option> = {
+const OPTIONS: Record<keyof Omit<Config, 'usageFlushMs' | 'engine'>, Option> = {
   host: { flag: '--host', env: 'CAIRN_HOST' },
   port: { flag: '--port', env: 'CAIRN_PORT' },
   dataDir: { flag: '--data', env: 'CAIRN_DATA' },
@@ -42,6 +44,53 @@ const OPTIONS: Record<keyof Omit<Config, 'usageFlushMs'>, Option> = {
   trustProxy: { flag: '--trust-proxy', env: 'CAIRN_TRUST_PROXY', boolean: true },
   logLevel: { flag: '--log-level', env: 'CAIRN_LOG_LEVEL' },
   operatorToken: { flag: '--operator-token', env: 'CAIRN_OPERATOR_TOKEN' },
+}
+
+/** The engine's options as `serve` flags: whole numbers of at least `min`, a ratio, or on/off. */
+const ENGINE_OPTIONS: Record<
+  keyof EngineTuning,
+  Option & { kind: 'bytes' | 'ms' | 'ratio' | 'switch' }
+> = {
+  syncIntervalMs: { flag: '--sync-interval-ms', env: 'CAIRN_SYNC_INTERVAL_MS', kind: 'ms' },
+  segmentBytes: { flag: '--segment-bytes', env: 'CAIRN_SEGMENT_BYTES', kind: 'bytes' },
+  cacheBytes: { flag: '--cache-bytes', env: 'CAIRN_CACHE_BYTES', kind: 'bytes' },
+  compactionDeadRatio: {
+    flag: '--compaction-dead-ratio',
+    env: 'CAIRN_COMPACTION_DEAD_RATIO',
+    kind: 'ratio',
+  },
+  compactionMinDeadBytes: {
+    flag: '--compaction-min-dead-bytes',
+    env: 'CAIRN_COMPACTION_MIN_DEAD_BYTES',
+    kind: 'bytes',
+  },
+  checkpointBytes: { flag: '--checkpoint-bytes', env: 'CAIRN_CHECKPOINT_BYTES', kind: 'bytes' },
+  autoCompact: { flag: '--auto-compact', env: 'CAIRN_AUTO_COMPACT', kind: 'switch' },
+}
+
+/** The engine options given, checked: a bad one is refused at start, not met at the first write. */
+function engineTuning(pick: (o: Option) => string | undefined): EngineTuning {
+  const out: Record<string, number | boolean> = {}
+  for (const [name, o] of Object.entries(ENGINE_OPTIONS)) {
+    const raw = pick(o)
+    if (raw === undefined) continue
+    if (o.kind === 'switch') {
+      if (!/^(on|off|true|false|1|0)$/i.test(raw))
+        throw new ConfigError(`${o.flag} takes on or off`)
+      out[name] = /^(on|true|1)$/i.test(raw)
+      continue
+    }
+    const n = Number(raw)
+    if (o.kind === 'ratio') {
+      if (!(n > 0 && n < 1)) throw new ConfigError(`${o.flag} must be between 0 and 1`)
+    } else if (!Number.isSafeInteger(n) || n < 0 || (o.kind === 'ms' && n === 0)) {
+      throw new ConfigError(`${o.flag} must be a whole number${o.kind === 'ms' ? ' above 0' : ''}`)
+    } else if (name === 'segmentBytes' && n < 4096) {
+      throw new ConfigError(`${o.flag} must be at least 4096`)
+    }
+    out[name] = n
+  }
+  return out as EngineTuning
 }
 
 /** Splits argv into `--flag value` pairs and bare words; `--flag=value` works too. */
@@ -106,6 +155,9 @@ export function serveConfig(flags: Map<string, string>, env: NodeJS.ProcessEnv):
   const token = pick(OPTIONS.operatorToken)
   if (token !== undefined && token.length < 16)
     throw new ConfigError('--operator-token must be at least 16 characters')
+  const engine = engineTuning(pick)
+  if (store !== undefined && Object.keys(engine).length > 0)
+    throw new ConfigError('the engine options apply to the embedded store, not to --store')
   return {
     host: pick(OPTIONS.host) ?? '0.0.0.0',
     port,
@@ -118,5 +170,6 @@ export function serveConfig(flags: Map<string, string>, env: NodeJS.ProcessEnv):
     logLevel,
     operatorToken: token,
     usageFlushMs: Number(env.CAIRN_USAGE_FLUSH_MS) > 0 ? Number(env.CAIRN_USAGE_FLUSH_MS) : 2000,
+    engine,
   }
 }
