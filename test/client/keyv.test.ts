@@ -323,6 +323,34 @@ t.test('KeyvCairn against a real server', async (t) => {
     t.notOk(JSON.stringify(storeFor(ns).opts).includes(apiKey), 'opts never show the API key')
   })
 
+  t.test("the README's example", async (t) => {
+    const ns = await make('readme')
+    const store = new KeyvCairn({ url: srv.url, apiKey, namespace: ns })
+    const keyv = new Keyv({ store, namespace: 'sessions' })
+    const errors: unknown[] = []
+    keyv.on('error', (err) => errors.push(err))
+    await keyv.set('abc', { user: 42 }, 60_000)
+    await kv.put(ns, 'other', 1)
+    t.same(await keyv.get('abc'), { user: 42 })
+    t.same(await keys(kv, ns), ['other', 'sessions:abc'], 'stored as sessions:abc')
+    keyv.iterator = keyv.generateIterator(store.iterator.bind(store))
+    const seen: unknown[] = []
+    for await (const [key, value] of keyv.iterator!(undefined)) seen.push([key, value])
+    t.same(seen, [['abc', { user: 42 }]])
+    await keyv.clear()
+    t.same(await keys(kv, ns), ['other'])
+
+    const bare = new Keyv({
+      store: new KeyvCairn({ url: srv.url, apiKey, namespace: ns }),
+      namespace: undefined,
+    })
+    await bare.set('k', 1)
+    t.same(await keys(kv, ns), ['k', 'other'], 'namespace: undefined: no prefix')
+    await bare.clear()
+    t.same(await keys(kv, ns), [], 'and clear() empties the Cairn namespace')
+    t.same(errors, [])
+  })
+
   t.test('disconnect() aborts requests in flight; later calls work', async (t) => {
     const ns = await make('disc')
     const store = storeFor(ns)
