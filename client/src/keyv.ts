@@ -55,7 +55,8 @@ export class KeyvCairn extends Events implements KeyvStoreAdapter {
   opts: KeyvCairnProperties
   readonly #kv: Cairn
   readonly #ns: string
-  #abort = new AbortController()
+  /** One controller per call in flight, for disconnect(); a call removes its own when done. */
+  readonly #inFlight = new Set<AbortController>()
 
   constructor(options: KeyvCairnOptions) {
     super()
@@ -195,24 +196,36 @@ export class KeyvCairn extends Events implements KeyvStoreAdapter {
   async *iterator<Value = unknown>(
     namespace?: string,
   ): AsyncGenerator<[string, Awaited<Value> | undefined], void> {
+    const ctl = this.#begin()
     try {
       const prefix = namespace ? `${namespace}:` : undefined
       for await (const e of this.#kv.entries<Awaited<Value>>(this.#ns, {
         prefix,
-        signal: this.#abort.signal,
+        signal: ctl.signal,
       })) {
         yield [e.key, e.value]
       }
     } catch (err) {
       this.emit('error', err)
       throw err
+    } finally {
+      this.#inFlight.delete(ctl)
     }
   }
 
   /** Aborts requests in flight (they fail as errors); later calls work as before. */
   async disconnect(): Promise<void> {
-    this.#abort.abort(new Error('KeyvCairn: disconnected.'))
-    this.#abort = new AbortController()
+    const reason = new Error('KeyvCairn: disconnected.')
+    for (const ctl of this.#inFlight) ctl.abort(reason)
+    this.#inFlight.clear()
+  }
+
+  // A signal per call rather than one shared by all: many concurrent calls on one signal
+  // would pile up listeners on it (and Node warns past ten).
+  #begin(): AbortController {
+    const ctl = new AbortController()
+    this.#inFlight.add(ctl)
+    return ctl
   }
 
   async #deleteAll(keys: string[], signal: AbortSignal): Promise<boolean> {
@@ -223,12 +236,15 @@ export class KeyvCairn extends Events implements KeyvStoreAdapter {
   }
 
   async #run<T>(fallback: T, call: (signal: AbortSignal) => Promise<T>): Promise<T> {
+    const ctl = this.#begin()
     try {
-      return await call(this.#abort.signal)
+      return await call(ctl.signal)
     } catch (err) {
       this.emit('error', err)
       if (this.opts.throwOnErrors) throw err
       return fallback
+    } finally {
+      this.#inFlight.delete(ctl)
     }
   }
 }

@@ -357,10 +357,26 @@ t.test('KeyvCairn against a real server', async (t) => {
     await store.set('k', '"v"')
     const errors: unknown[] = []
     store.on('error', (e) => errors.push(e))
-    const inFlight = store.get('k')
+    const inFlight = [store.get('k'), store.has('k'), store.getMany(['k'])]
     await store.disconnect()
-    t.equal(await inFlight, undefined, 'the call in flight ends as a miss')
-    t.match(String((errors[0] as Error)?.message), /disconnected/)
+    t.same(await Promise.all(inFlight), [undefined, false, [undefined]], 'each ends as a miss')
+    t.equal(errors.length, 3)
+    t.ok(
+      errors.every((e) => /disconnected/.test(String((e as Error).message))),
+      'each emitted as disconnected',
+    )
     t.equal(await store.get('k'), '"v"', 'the next call is served')
+
+    // Many calls at once on one store: each has its own signal, so none piles up listeners.
+    const warnings: string[] = []
+    const onWarning = (w: Error) => warnings.push(w.name)
+    process.on('warning', onWarning)
+    t.teardown(() => process.off('warning', onWarning))
+    const sets = await Promise.all(
+      Array.from({ length: 40 }, (_, i) => store.set(`c${i}`, `"${i}"`)),
+    )
+    t.ok(sets.every(Boolean))
+    await sleep(50)
+    t.same(warnings, [], 'no MaxListenersExceededWarning')
   })
 })
