@@ -6,7 +6,7 @@ import type { KeyvStoreAdapter, StoredData } from 'keyv'
 import { Cairn } from './client.js'
 import { Events } from './events.js'
 import { MAX_TRANSACTION_OPS, type Transaction, type TxResult } from './transaction.js'
-import type { ClientOptions } from './types.js'
+import type { ClientOptions, EntriesPage } from './types.js'
 
 /** Options of {@link KeyvCairn}. */
 export interface KeyvCairnOptions
@@ -196,21 +196,27 @@ export class KeyvCairn extends Events implements KeyvStoreAdapter {
   async *iterator<Value = unknown>(
     namespace?: string,
   ): AsyncGenerator<[string, Awaited<Value> | undefined], void> {
-    const ctl = this.#begin()
-    try {
-      const prefix = namespace ? `${namespace}:` : undefined
-      for await (const e of this.#kv.entries<Awaited<Value>>(this.#ns, {
-        prefix,
-        signal: ctl.signal,
-      })) {
-        yield [e.key, e.value]
+    const prefix = namespace ? `${namespace}:` : undefined
+    let cursor: string | undefined
+    do {
+      // Registered only while a page is being read: an iterator left unfinished holds nothing.
+      const ctl = this.#begin()
+      let page: EntriesPage<Awaited<Value>>
+      try {
+        page = await this.#kv.listEntries<Awaited<Value>>(this.#ns, {
+          prefix,
+          cursor,
+          signal: ctl.signal,
+        })
+      } catch (err) {
+        this.emit('error', err)
+        throw err
+      } finally {
+        this.#inFlight.delete(ctl)
       }
-    } catch (err) {
-      this.emit('error', err)
-      throw err
-    } finally {
-      this.#inFlight.delete(ctl)
-    }
+      for (const e of page.entries) yield [e.key, e.value]
+      cursor = page.cursor
+    } while (cursor !== undefined)
   }
 
   /** Aborts requests in flight (they fail as errors); later calls work as before. */

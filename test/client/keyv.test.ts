@@ -366,6 +366,13 @@ t.test('KeyvCairn against a real server', async (t) => {
       'each emitted as disconnected',
     )
     t.equal(await store.get('k'), '"v"', 'the next call is served')
+    const walk = store.iterator()
+    const first = walk.next()
+    await store.disconnect()
+    await t.rejects(first, /disconnected/, 'an iterator reading a page is aborted too')
+    const again: unknown[] = []
+    for await (const e of store.iterator()) again.push(e)
+    t.same(again, [['k', '"v"']], 'and a new one walks as before')
 
     // Many calls at once on one store: each has its own signal, so none piles up listeners.
     const warnings: string[] = []
