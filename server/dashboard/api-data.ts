@@ -5,14 +5,14 @@
 import type { NamespaceInfo } from '../services/accounts.js'
 import type { Context } from '../context.js'
 import { ApiError } from '../wire/errors.js'
+import { apiErrorOf } from '../services/store-errors.js'
 import { jsonContentType } from '../wire/content-type.js'
-import type { TxOp } from '../store/types.js'
-import { parseTags, singleVersion } from '../wire/conditions.js'
+import { parseTags } from '../wire/conditions.js'
 import { encodeCursor, walkOf } from '../wire/cursor.js'
 import { parsePutBody } from '../wire/json-body.js'
 import { expirySeconds } from '../wire/expiry.js'
 import { decodeKey } from '../wire/keys.js'
-import { parsePatchBody } from '../wire/patch-body.js'
+import { parsePatchBody, patchOp } from '../wire/patch-body.js'
 import { ServiceError } from '../services/service-error.js'
 import type { Caller } from './guard.js'
 import { type Reply, type Req, jsonReply, readJson } from '../http/pipeline.js'
@@ -41,11 +41,9 @@ function keyParam(req: Req): string {
 /** Milliseconds since the epoch as the API's unix seconds (null: no expiry). */
 const unixSeconds = (ms: number | undefined) => (ms === undefined ? null : expirySeconds(ms))
 
-/** Storage's "namespace dropped meanwhile" as the API's 404. */
+/** Storage's refusals (a namespace dropped meanwhile, a condition) as the API's errors. */
 function gone(err: unknown): never {
-  if ((err as { code?: string }).code === 'NAMESPACE_NOT_FOUND')
-    throw new ApiError('namespace_not_found')
-  throw err
+  throw apiErrorOf(err)
 }
 
 export class DataApi {
@@ -85,7 +83,7 @@ export class DataApi {
     const info = await this.ns(req, c)
     const key = keyParam(req)
     const got = await this.ctx.data.get(info, key).catch(gone)
-    if (!got) throw new ApiError('key_not_found', 'There is no such key in this namespace.')
+    if (!got) throw new ApiError('key_not_found')
     return jsonReply(200, {
       key,
       json: Buffer.from(got.value as Uint8Array).toString('utf8'),
@@ -122,7 +120,7 @@ export class DataApi {
     const info = await this.ns(req, c)
     const key = keyParam(req)
     if (!(await this.ctx.data.delete(info, key, parseTags(req.headers['if-match']!))))
-      throw new ApiError('key_not_found', 'There is no such key in this namespace.')
+      throw new ApiError('key_not_found')
     return jsonReply(200, { deleted: true })
   }
 
@@ -134,33 +132,9 @@ export class DataApi {
     const info = await this.ns(req, c)
     const key = keyParam(req)
     if (!jsonContentType(req.headers['content-type']!)) throw new ApiError('unsupported_media_type')
-    const p = parsePatchBody(req.body, Date.now())
-    const op: TxOp & { op: 'patch' } = { op: 'patch', key }
-    if (p.increment !== undefined) op.by = p.increment
-    if (p.ttl !== undefined) op.ttlMs = p.ttl * 1000
-    if (p.expiresAt !== undefined) op.expiresAt = p.expiresAt * 1000
-    if (p.persist) op.persist = true
-    if (p.metadata !== undefined) op.metadata = p.metadata
+    const op = patchOp(key, parsePatchBody(req.body, Date.now()))
     const ifMatch = parseTags(req.headers['if-match']!)
-    if (ifMatch !== undefined) {
-      // As /v1 does: one version goes to the store as is; '*' or a list is settled against
-      // the key's current version, which the store checks again at the moment of the write.
-      const one = singleVersion(ifMatch)
-      if (one !== undefined) op.ifVersion = one
-      else {
-        const v = (await this.ctx.data.get(info, key).catch(gone))?.version
-        op.ifVersion = v !== undefined && (ifMatch === '*' || ifMatch.includes(String(v))) ? v : -1
-      }
-    }
-    let done: Awaited<ReturnType<Context['data']['transact']>>
-    try {
-      done = await this.ctx.data.transact(c.account, info, [op])
-    } catch (err) {
-      // One op: the error needs no index.
-      if (err && typeof err === 'object') delete (err as { index?: number }).index
-      throw err
-    }
-    const r = done.results[0] as { version: number; value?: bigint; created?: boolean }
+    const r = await this.ctx.data.patch(c.account, info, op, ifMatch, undefined)
     return jsonReply(r.created ? 201 : 200, {
       version: String(r.version),
       ...(r.value === undefined ? {} : { value: r.value.toString() }),

@@ -1,7 +1,7 @@
 // Namespaces: list with key counts and bytes, create, delete. The namespaces module holds
 // the rules (names, the plan's count), the same ones /v1 applies.
 import type { Context } from '../context.js'
-import { ApiError } from '../wire/errors.js'
+import { ApiError, noSuchNamespace } from '../wire/errors.js'
 import { ServiceError } from '../services/service-error.js'
 import type { Caller } from './guard.js'
 import { type Reply, type Req, jsonReply, readJson } from '../http/pipeline.js'
@@ -23,7 +23,7 @@ export class NamespacesApi {
     if (readJson(req).confirm !== name)
       throw new ServiceError(400, 'invalid_request', 'Type the namespace name to confirm.')
     if (!(await this.ctx.namespaces.drop(c.account, name)))
-      throw new ApiError('namespace_not_found', `There is no namespace "${name}".`)
+      throw new ApiError('namespace_not_found', noSuchNamespace(name))
     return jsonReply(200, { deleted: true })
   }
 }

@@ -5,6 +5,7 @@
 // watch events, and one of the plan's concurrent watches while it stays open.
 import type { Context } from '../context.js'
 import { ApiError } from '../wire/errors.js'
+import { apiErrorOf } from '../services/store-errors.js'
 import type { Reply, Req } from '../http/pipeline.js'
 import { ServiceError } from '../services/service-error.js'
 import { OP } from '../services/usage.js'
@@ -48,9 +49,7 @@ export class WatchApi {
       ok = await session.prepare(since)
     } catch (err) {
       session.release()
-      if ((err as { code?: string }).code === 'NAMESPACE_NOT_FOUND')
-        throw new ApiError('namespace_not_found')
-      throw err
+      throw apiErrorOf(err)
     }
     if (ok !== true) throw new ApiError(ok.code, ok.message)
     // The request is counted when the stream opens; its events apart (usage.ts), as /v1 does.

@@ -11,6 +11,7 @@ import { ApiError } from '../wire/errors.js'
 import { R, ROUTES } from '../metrics.js'
 import { ServiceError } from '../services/service-error.js'
 import { storageFault } from '../services/storage-faults.js'
+import { apiErrorOf } from '../services/store-errors.js'
 import { jsonContentType } from '../wire/content-type.js'
 import { clientAddress } from './address.js'
 import { bodyFraming } from './framing.js'
@@ -130,7 +131,9 @@ export function fail(status: number, code: string, message: string, extra: Parti
 }
 
 /** The answer for an error the account, namespace and data services raise; others rethrow. */
-export function errorReply(err: unknown): Reply {
+export function errorReply(thrown: unknown): Reply {
+  // A store's refusal (a namespace dropped meanwhile, a condition) means what it means on /v1.
+  const err = apiErrorOf(thrown)
   if (err instanceof ServiceError || err instanceof ApiError)
     return fail(err.status, err.code, err.message, { headers: err.headers })
   const fault = storageFault(err)

@@ -1,7 +1,8 @@
 // Reading and writing an account's entries: the rules /v1 and the dashboard's data browser
 // share (namespace lookup, conditional writes, the storage quota, TTLs), over the store.
 import type { Account, Accounts, NamespaceInfo } from './accounts.js'
-import { ApiError, opError } from '../wire/errors.js'
+import { ApiError, noSuchNamespace } from '../wire/errors.js'
+import { apiErrorOf, isConflict, isGone } from './store-errors.js'
 import type { Namespaces } from './namespaces.js'
 import type { PlanBook } from './plans.js'
 import { storageFault } from './storage-faults.js'
@@ -29,19 +30,9 @@ export interface WriteOptions {
 
 /** A store's transaction failure as the API names it, with the op to blame. */
 function txFailure(err: unknown): unknown {
-  const e = err as { code?: string; index?: number }
+  const e = err as { index?: number }
   if (e.index === undefined) return isGone(err) ? new ApiError('namespace_not_found') : err
-  if (e.code === 'CONFLICT') return opError('precondition_failed', e.index)
-  if (e.code === 'NOT_A_NUMBER') return opError('not_a_number', e.index)
-  if (e.code === 'VALUE_TOO_LARGE')
-    return opError(
-      'value_too_large',
-      e.index,
-      'The increment would make the value larger than the plan allows.',
-    )
-  if (e.code === 'KEY_NOT_FOUND')
-    return opError('key_not_found', e.index, 'There is no such key in this namespace.')
-  return err
+  return apiErrorOf(err)
 }
 
 /** What metadata adds to a namespace's bytes as the store counts them (Store.metadataOverhead). */
@@ -72,12 +63,8 @@ function mostAdded(op: TxOp, metadataOverhead: number): number {
   }
 }
 
-const isConflict = (err: unknown) => (err as { code?: string }).code === 'CONFLICT'
-const isGone = (err: unknown) => (err as { code?: string }).code === 'NAMESPACE_NOT_FOUND'
-
 function present(info: NamespaceInfo | undefined, name: string): NamespaceInfo {
-  if (info === undefined)
-    throw new ApiError('namespace_not_found', `There is no namespace "${name}".`)
+  if (info === undefined) throw new ApiError('namespace_not_found', noSuchNamespace(name))
   return info
 }
 
@@ -276,6 +263,44 @@ export class Data {
         })
       for (const r of done.results) if ((r as { deleted?: boolean }).deleted) deleted++
       if (page.next === undefined) return deleted
+    }
+  }
+
+  /**
+   * PATCH of one key, for /v1 and the dashboard alike. One If-Match version goes to the
+   * store as is; '*' or a list is settled against the key's current version, which the store
+   * checks again at the moment of the write. If-None-Match is HTTP's, as on PUT and DELETE:
+   * refused while the key (or that version) is there, with a check of the state seen ahead of
+   * the change, so nothing slips between.
+   */
+  async patch(
+    account: Account,
+    info: NamespaceInfo,
+    op: TxOp & { op: 'patch' },
+    ifMatch: Tags | undefined,
+    ifNoneMatch: Tags | undefined,
+  ): Promise<{ version: number; value?: bigint; created?: boolean }> {
+    const ops: TxOp[] = [op]
+    if (ifMatch !== undefined) {
+      const one = singleVersion(ifMatch)
+      if (one !== undefined) op.ifVersion = one
+      else {
+        const v = (await this.get(info, op.key))?.version
+        op.ifVersion = v !== undefined && matches(ifMatch, v) ? v : -1
+      }
+    }
+    if (ifNoneMatch !== undefined) {
+      const v = (await this.get(info, op.key))?.version
+      if (matches(ifNoneMatch, v)) throw new ApiError('precondition_failed')
+      ops.unshift({ op: 'check', key: op.key, version: v ?? null })
+    }
+    try {
+      const done = await this.transact(account, info, ops)
+      return done.results[ops.length - 1] as { version: number; value?: bigint; created?: boolean }
+    } catch (err) {
+      // One op as the caller sees it: the error needs no index.
+      if (err && typeof err === 'object') delete (err as { index?: number }).index
+      throw err
     }
   }
 

@@ -9,6 +9,7 @@ import type { Account, ApiKey } from './accounts.js'
 import type { Services } from './index.js'
 import type { Watches } from './watches.js'
 import { ERRORS, type ErrorCode, type STREAM_CODES } from '../wire/errors.js'
+import { isGone } from './store-errors.js'
 import type { Change } from '../store/types.js'
 import { expirySeconds } from '../wire/expiry.js'
 
@@ -411,8 +412,7 @@ export class WatchSession {
         this.ctx.usage.watchEvents(this.account.id, 1, 0, Date.now())
       },
       (err) => {
-        if ((err as { code?: string }).code === 'NAMESPACE_NOT_FOUND')
-          this.fail('namespace_not_found', 'The namespace was deleted.')
+        if (isGone(err)) this.fail('namespace_not_found', 'The namespace was deleted.')
       },
     )
   }

@@ -1,10 +1,15 @@
 // What every store's transactions share: the errors they reject with and the integer rule
 // for increments (the Redis backend applies the same rule in Lua; docs/redis.md).
+import type { StoreErrorCode } from './types.js'
 
 /** An integer as the contract's increment accepts it: no sign but `-`, no leading zeros. */
 export const INTEGER_TEXT = /^-?(0|[1-9][0-9]*)$/
 
-export type TxErrorCode = 'CONFLICT' | 'NOT_A_NUMBER' | 'KEY_NOT_FOUND' | 'VALUE_TOO_LARGE'
+/** The codes a transaction's refusal carries, with the op's index (types.ts, StoreErrorCode). */
+export type TxErrorCode = Extract<
+  StoreErrorCode,
+  'CONFLICT' | 'NOT_A_NUMBER' | 'KEY_NOT_FOUND' | 'VALUE_TOO_LARGE'
+>
 
 export interface TxError extends Error {
   code: TxErrorCode

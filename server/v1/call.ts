@@ -18,6 +18,7 @@ import { endHead } from '../http/head.js'
 import { endBody } from '../http/held-body.js'
 import { ignoreAbort } from '../http/cork-room.js'
 import { storageFault } from '../services/storage-faults.js'
+import { apiErrorOf, storeCode } from '../services/store-errors.js'
 import { Repeats } from '../log.js'
 import { EXPOSE, allowOrigin } from './cors.js'
 import type { Entry } from '../store/types.js'
@@ -251,13 +252,12 @@ export class Call {
   }
 
   /** Answers for anything thrown below a handler: ApiError as itself, the rest as a 500. */
-  error(err: unknown): void {
+  error(thrown: unknown): void {
+    // Storage refusing for a reason the caller can act on is not a server error.
+    const err = apiErrorOf(thrown)
     if (err instanceof ApiError)
       return this.fail(err.code, err.message, headerLines(err.headers), false, err.index)
-    // Storage refusing for a reason the caller can act on is not a server error.
-    const code = (err as { code?: string })?.code
-    if (code === 'NAMESPACE_NOT_FOUND') return this.fail('namespace_not_found')
-    if (code === 'CONFLICT') return this.fail('precondition_failed')
+    const code = storeCode(err)
     const fault = storageFault(err)
     if (fault) {
       REFUSALS.warn(

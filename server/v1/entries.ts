@@ -7,13 +7,14 @@ import type { Plan } from '../services/plans.js'
 import type { Entry } from '../store/types.js'
 import { acceptsJson, readRequestBody } from './body.js'
 import type { Call } from './call.js'
-import { matches, parseTags } from '../wire/conditions.js'
+import { type Tags, matches, parseTags } from '../wire/conditions.js'
 import { type PutBody, parsePutBody } from '../wire/json-body.js'
 import { expirySeconds } from '../wire/expiry.js'
 import { decodeKey } from '../wire/keys.js'
 import { parseQuery } from '../wire/query.js'
 import { bodyLimit } from '../wire/body-limits.js'
 import type { Parsed } from './paths.js'
+import { noSuchNamespace } from '../wire/errors.js'
 
 const HEAD = Buffer.from('{"value":')
 const TAIL = 0x7d // }
@@ -57,8 +58,31 @@ const etag = (version: number) => `"${version}"`
  */
 export function missingNow(call: Call, ns: string): boolean {
   if (call.ctx.accounts.namespace(call.account!, ns)) return false
-  call.fail('namespace_not_found', `There is no namespace "${ns}".`)
+  call.fail('namespace_not_found', noSuchNamespace(ns))
   return true
+}
+
+/** What a write to one key (PUT, PATCH) has checked before its body is read. */
+export interface WriteTarget {
+  ns: string
+  key: string
+  ifMatch: Tags | undefined
+  ifNoneMatch: Tags | undefined
+}
+
+/**
+ * The one preamble of PUT and PATCH: a key that may write, a valid key, a JSON body, the
+ * conditions, and a namespace not known to be missing. Undefined once it has answered.
+ */
+export function writeTarget(call: Call, req: HttpRequest, parsed: Parsed): WriteTarget | undefined {
+  const ns = parsed.ns
+  if (!canUse(call, ns, true)) return undefined
+  const key = keyOf(call, parsed)
+  if (key === undefined || !acceptsJson(call, req)) return undefined
+  const ifMatch = parseTags(req.getHeader('if-match'))
+  const ifNoneMatch = parseTags(req.getHeader('if-none-match'))
+  if (missingNow(call, ns)) return undefined
+  return { ns, key, ifMatch, ifNoneMatch }
 }
 
 /**
@@ -68,8 +92,7 @@ export function missingNow(call: Call, ns: string): boolean {
 export function withNamespace(call: Call, ns: string, next: (info: NamespaceInfo) => void): void {
   const found = call.ctx.accounts.namespace(call.account!, ns)
   const go = (info: NamespaceInfo | undefined) => {
-    if (info === undefined)
-      return call.fail('namespace_not_found', `There is no namespace "${ns}".`)
+    if (info === undefined) return call.fail('namespace_not_found', noSuchNamespace(ns))
     next(info)
   }
   if (!(found instanceof Promise)) return go(found)
@@ -127,8 +150,7 @@ function readEntry(call: Call, info: NamespaceInfo, key: string, inm: string, me
 }
 
 function answerGet(call: Call, got: Entry | undefined, inm: string, meta: boolean): void {
-  if (got === undefined)
-    return call.fail('key_not_found', 'There is no such key in this namespace.')
+  if (got === undefined) return call.fail('key_not_found')
   const tag = etag(got.version)
   const lines =
     got.expiresAt === undefined
@@ -154,14 +176,9 @@ function answerGet(call: Call, got: Entry | undefined, inm: string, meta: boolea
 }
 
 export function putEntry(call: Call, req: HttpRequest, parsed: Parsed, plan: Plan): void {
-  const ns = parsed.ns
-  if (!canUse(call, ns, true)) return
-  const key = keyOf(call, parsed)
-  if (key === undefined) return
-  if (!acceptsJson(call, req)) return
-  const ifMatch = parseTags(req.getHeader('if-match'))
-  const ifNoneMatch = parseTags(req.getHeader('if-none-match'))
-  if (missingNow(call, ns)) return
+  const target = writeTarget(call, req, parsed)
+  if (target === undefined) return
+  const { ns, key, ifMatch, ifNoneMatch } = target
   const max = plan.maxValueBytes
   readRequestBody(call, req, bodyLimit(plan), (body) => {
     let parsedBody: PutBody
@@ -207,7 +224,7 @@ export function deleteEntry(call: Call, req: HttpRequest, parsed: Parsed): void 
     call.applyLater(() =>
       call.ctx.data.delete(info, key, ifMatch, ifNoneMatch).then(
         (deleted) => {
-          if (!deleted) return call.fail('key_not_found', 'There is no such key in this namespace.')
+          if (!deleted) return call.fail('key_not_found')
           call.send(200, '{"deleted":true}')
         },
         (err) => call.error(err),

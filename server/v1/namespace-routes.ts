@@ -1,5 +1,5 @@
 // POST /v1/namespaces, GET /v1/namespaces, DELETE /v1/namespaces/{name}.
-import { ApiError } from '../wire/errors.js'
+import { ApiError, noSuchNamespace } from '../wire/errors.js'
 import type { HttpRequest } from '../http/uws.js'
 import { validNamespaceName } from '../services/namespaces.js'
 import { acceptsJson, readRequestBody } from './body.js'
@@ -52,7 +52,7 @@ export function deleteNamespace(call: Call, parsed: Parsed): void {
   call.applyLater(() =>
     call.ctx.namespaces.drop(call.account!, name).then(
       (dropped) => {
-        if (!dropped) return call.fail('namespace_not_found', `There is no namespace "${name}".`)
+        if (!dropped) return call.fail('namespace_not_found', noSuchNamespace(name))
         call.send(200, '{"deleted":true}')
       },
       (err) => call.error(err),

@@ -5,7 +5,7 @@
 // "message"}, then a close.
 import type { ApiKey } from '../services/accounts.js'
 import type { Context } from '../context.js'
-import { ERRORS, type ErrorCode, errorText } from '../wire/errors.js'
+import { ERRORS, type ErrorCode, errorText, noSuchNamespace } from '../wire/errors.js'
 import { requestAddress } from '../http/address.js'
 import { ignoreAbort } from '../http/cork-room.js'
 import { endBody } from '../http/held-body.js'
@@ -155,8 +155,7 @@ export function watchSockets(ctx: Context) {
       return fail(ws, 'quota_exceeded')
     const info = await ctx.accounts.namespace(account, peer.ns)
     if (peer.closed) return
-    if (info === undefined)
-      return fail(ws, 'namespace_not_found', `There is no namespace "${peer.ns}".`)
+    if (info === undefined) return fail(ws, 'namespace_not_found', noSuchNamespace(peer.ns))
     if (!ctx.watches.take(account.id, plan.maxWatches))
       return fail(
         ws,
@@ -199,7 +198,7 @@ export function watchSockets(ctx: Context) {
       info.catch(() => {})
       return undefined
     }
-    if (info === undefined) return ['namespace_not_found', `There is no namespace "${ns}".`]
+    if (info === undefined) return ['namespace_not_found', noSuchNamespace(ns)]
     const plan = ctx.plans.get(key.account.rec.plan)
     if (plan.maxWatches !== null && ctx.watches.held(key.account.id) >= plan.maxWatches)
       return ['watch_limit', `The ${plan.id} plan allows ${plan.maxWatches} watches open at once.`]

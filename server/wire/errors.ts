@@ -50,7 +50,7 @@ export const ERRORS = {
     message: "This write would take the account past its plan's storage quota.",
   },
   not_found: { status: 404, message: 'There is no such route.' },
-  key_not_found: { status: 404, message: 'There is no such key.' },
+  key_not_found: { status: 404, message: 'There is no such key in this namespace.' },
   namespace_not_found: { status: 404, message: 'There is no such namespace.' },
   method_not_allowed: { status: 405, message: 'This route does not take that method.' },
   namespace_exists: { status: 409, message: 'A namespace with that name already exists.' },
@@ -117,6 +117,9 @@ export class ApiError extends Error {
     this.status = ERRORS[code].status
   }
 }
+
+/** The sentence for a namespace the caller named that does not exist. */
+export const noSuchNamespace = (name: string) => `There is no namespace "${name}".`
 
 export function errorStatus(code: ErrorCode): number {
   return ERRORS[code].status

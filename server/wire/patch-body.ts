@@ -2,6 +2,7 @@
 // The increment is read from its JSON text as a BigInt, so integers of any size stay exact.
 import { ApiError } from './errors.js'
 import { INTEGER_TEXT } from '../store/tx.js'
+import type { TxOp } from '../store/types.js'
 import {
   type Span,
   bodyMembers,
@@ -60,4 +61,15 @@ export function parsePatchBody(body: Uint8Array, nowMs: number): PatchBody {
   const meta = m.get('metadata')
   if (meta) out.metadata = metadataText(body, meta)
   return out
+}
+
+/** A PATCH body as the store's patch op on `key` (seconds become milliseconds). */
+export function patchOp(key: string, p: PatchBody): TxOp & { op: 'patch' } {
+  const op: TxOp & { op: 'patch' } = { op: 'patch', key }
+  if (p.increment !== undefined) op.by = p.increment
+  if (p.ttl !== undefined) op.ttlMs = p.ttl * 1000
+  if (p.expiresAt !== undefined) op.expiresAt = p.expiresAt * 1000
+  if (p.persist) op.persist = true
+  if (p.metadata !== undefined) op.metadata = p.metadata
+  return op
 }

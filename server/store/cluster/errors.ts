@@ -3,7 +3,9 @@
 // a full Redis (maxmemory) is a full disk's NO_SPACE; anything about reaching the cluster
 // (a closed connection, a cluster down or failing over past the retries) is IO_ERROR, which
 // the API answers with 503 and Retry-After.
-const OWN = new Set([
+import type { StoreErrorCode } from '../types.js'
+
+const OWN: ReadonlySet<string> = new Set<StoreErrorCode>([
   'CONFLICT',
   'NOT_A_NUMBER',
   'KEY_NOT_FOUND',
