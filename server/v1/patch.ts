@@ -3,8 +3,6 @@
 import type { HttpRequest } from '../http/uws.js'
 import type { Plan } from '../services/plans.js'
 import type { TxOp } from '../store/types.js'
-import { ApiError } from '../wire/errors.js'
-import { matches, singleVersion } from '../wire/conditions.js'
 import { parsePatchBody, patchOp } from '../wire/patch-body.js'
 import { readRequestBody } from './body.js'
 import type { Call } from './call.js'
