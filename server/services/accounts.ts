@@ -33,6 +33,7 @@ import {
 import { ServiceError } from './service-error.js'
 import { userNamespace } from '../store/names.js'
 import type { Records, Store } from '../store/types.js'
+import { Claims } from './claims.js'
 
 export * from './account-model.js'
 
@@ -242,17 +243,11 @@ export class Accounts {
       throw new ServiceError(400, 'invalid_plan', `There is no plan "${plan}".`)
     const exists = () =>
       new ServiceError(409, 'account_exists', 'An account with that email already exists.')
-    if (this.signingUp.has(email)) throw exists()
-    this.signingUp.add(email)
-    try {
-      return await this.createNew(email, password, plan, exists)
-    } finally {
-      this.signingUp.delete(email)
-    }
+    return this.signingUp.hold(email, exists, () => this.createNew(email, password, plan, exists))
   }
 
-  /** Emails whose sign-up is under way in this process (see emailLeftover). */
-  private signingUp = new Set<string>()
+  /** Emails whose sign-up (or removal) is under way in this process (see emailLeftover). */
+  private signingUp = new Claims()
 
   /**
    * A sign-up's records, in an order safe at any cut: the email is claimed (of two sign-ups
@@ -372,14 +367,9 @@ export class Accounts {
     // A sign-up of the same email here waits for this to finish (409 meanwhile), so the
     // email's removal below cannot take the new account's claim with it.
     const email = account.rec.email
-    if (this.signingUp.has(email))
-      throw new ServiceError(409, 'busy', 'That account is being changed; try again shortly.')
-    this.signingUp.add(email)
-    try {
-      await this.removeNow(account)
-    } finally {
-      this.signingUp.delete(email)
-    }
+    const busy = () =>
+      new ServiceError(409, 'busy', 'That account is being changed; try again shortly.')
+    await this.signingUp.hold(email, busy, () => this.removeNow(account))
   }
 
   private async removeNow(account: Account): Promise<void> {

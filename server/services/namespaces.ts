@@ -14,6 +14,7 @@ import type { PlanBook } from './plans.js'
 import { userNamespace } from '../store/names.js'
 import { within } from '../store/within.js'
 import type { Store } from '../store/types.js'
+import { Claims } from './claims.js'
 
 export interface NamespaceRow {
   name: string
@@ -134,17 +135,11 @@ export class Namespaces {
     // shared store another front end may have dropped it, and the record's create decides.
     if (this.store.soleWriter && account.namespaces.has(name)) throw exists()
     const id = `${account.id}/${name}`
-    if (this.creating.has(id)) throw exists()
-    this.creating.add(id)
-    try {
-      return await this.createNew(account, name, id, exists)
-    } finally {
-      this.creating.delete(id)
-    }
+    return this.creating.hold(id, exists, () => this.createNew(account, name, id, exists))
   }
 
   /** Names whose create is under way in this process (a leftover check must not take them). */
-  private creating = new Set<string>()
+  private creating = new Claims()
 
   private async createNew(
     account: Account,
