@@ -63,23 +63,33 @@ export class Cursor {
   /** Up to `want` keys in order from where the cursor is; fewer only at the range's end. */
   async take(want: number): Promise<string[]> {
     const out: string[] = []
+    while (!this.takeNow(want, out))
+      await this.fetchLater(Math.max(want - out.length, this.pageSize))
+    return out
+  }
+
+  /**
+   * take(), answered synchronously: appends the keys to `out` and says true, or says false
+   * when a page must first be waited for (just after open, while the engine still sorts a large
+   * namespace's keys); then fetchLater() brings it and takeNow() goes on from there.
+   */
+  takeNow(want: number, out: string[]): boolean {
     while (out.length < want) {
       if (this.at === this.page.length) {
-        if (this.exhausted) break
-        await this.fetch(Math.max(want - out.length, this.pageSize))
-        this.pageSize = Math.min(this.pageSize * 2, MAX_PAGE)
-        if (this.page.length === 0) break
+        if (this.exhausted) return true
+        if (!this.fetchNow(Math.max(want - out.length, this.pageSize))) return false
+        if (this.page.length === 0) return true
       }
       const k = this.page[this.at++]!
       if (!this.inRange(k)) {
         this.exhausted = true
         this.page = []
         this.at = 0
-        break
+        return true
       }
       out.push(k)
     }
-    return out
+    return true
   }
 
   private inRange(k: string): boolean {
@@ -90,13 +100,25 @@ export class Cursor {
     return true
   }
 
-  private async fetch(size: number): Promise<void> {
+  private fetchNow(size: number): boolean {
     const limit = Math.min(size, MAX_PAGE)
-    const opts = { after: this.after, limit, reverse: this.reverse }
-    const res = this.db.listNow(this.ns, opts) ?? (await this.db.list(this.ns, opts))
-    this.page = res.keys
+    const res = this.db.listNow(this.ns, { after: this.after, limit, reverse: this.reverse })
+    if (res === undefined) return false
+    this.took(res.keys, limit)
+    return true
+  }
+
+  async fetchLater(size: number): Promise<void> {
+    const limit = Math.min(size, MAX_PAGE)
+    const res = await this.db.list(this.ns, { after: this.after, limit, reverse: this.reverse })
+    this.took(res.keys, limit)
+  }
+
+  private took(keys: string[], limit: number): void {
+    this.pageSize = Math.min(this.pageSize * 2, MAX_PAGE)
+    this.page = keys
     this.at = 0
-    if (res.keys.length < limit) this.exhausted = true
-    if (res.keys.length > 0) this.after = res.keys[res.keys.length - 1]
+    if (keys.length < limit) this.exhausted = true
+    if (keys.length > 0) this.after = keys[keys.length - 1]
   }
 }

@@ -2,36 +2,46 @@
 import { AbstractKeyIterator } from 'abstract-level'
 import { levelError } from './errors.js'
 import { type LevelKey, toEngineKey } from './keys.js'
-import { type Reader, readEntries, remaining } from './read.js'
+import { type Entry, type Reader, remaining } from './read.js'
+import { ReadAhead } from './read-ahead.js'
 
 export class CairnKeyIterator<TDatabase> extends AbstractKeyIterator<TDatabase, LevelKey> {
+  private readonly ahead: ReadAhead
+
   constructor(
     db: TDatabase,
-    private readonly options: { limit: number },
-    private readonly reader: Reader,
+    private readonly options: { limit: number; highWaterMarkBytes?: unknown },
+    reader: Reader,
   ) {
     super(db, options as never)
+    this.ahead = new ReadAhead(reader, true, false, options.highWaterMarkBytes)
   }
 
   async _next(): Promise<LevelKey | undefined> {
-    return (await this.read(1))[0]
+    try {
+      const got = this.ahead.next()
+      return (got instanceof Promise ? await got : got)?.[0]
+    } catch (err) {
+      throw levelError(err)
+    }
   }
 
   _nextv(size: number): Promise<LevelKey[]> {
-    return this.read(size)
+    return this.take(size)
   }
 
   _all(): Promise<LevelKey[]> {
-    return this.read(remaining(this.options.limit, this.count))
+    return this.take(remaining(this.options.limit, this.count))
   }
 
   _seek(target: LevelKey): void {
-    this.reader.cursor.seek(toEngineKey(target))
+    this.ahead.seek(toEngineKey(target))
   }
 
-  private async read(want: number): Promise<LevelKey[]> {
+  private async take(want: number): Promise<LevelKey[]> {
     try {
-      return (await readEntries(this.reader, want, true, false)).map((e) => e[0]!)
+      const got = this.ahead.take(want)
+      return (got instanceof Promise ? await got : got).map((e: Entry) => e[0]!)
     } catch (err) {
       throw levelError(err)
     }

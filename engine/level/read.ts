@@ -16,17 +16,49 @@ export interface Reader {
 
 export type Entry = [LevelKey | undefined, LevelValue | undefined]
 
-/** Up to `want` entries; fewer only at the end. */
-export async function readEntries(
+/**
+ * Up to `want` entries; fewer only at the end, or once `maxBytes` of values are read (at
+ * least one entry either way).
+ */
+export function readEntries(
   r: Reader,
   want: number,
   keys: boolean,
   values: boolean,
-): Promise<Entry[]> {
+  maxBytes = Number.POSITIVE_INFINITY,
+): Entry[] | Promise<Entry[]> {
   const out: Entry[] = []
-  while (out.length < want) {
+  const budget = { bytes: maxBytes }
+  return more(r, want, keys, values, out, budget) ? out : later(r, want, keys, values, out, budget)
+}
+
+async function later(
+  r: Reader,
+  want: number,
+  keys: boolean,
+  values: boolean,
+  out: Entry[],
+  budget: { bytes: number },
+): Promise<Entry[]> {
+  do await r.cursor.fetchLater(want - out.length)
+  while (!more(r, want, keys, values, out, budget))
+  return out
+}
+
+/** Appends entries to `out` while the cursor answers at once; false: a page must be awaited. */
+function more(
+  r: Reader,
+  want: number,
+  keys: boolean,
+  values: boolean,
+  out: Entry[],
+  budget: { bytes: number },
+): boolean {
+  const page: string[] = []
+  while (out.length < want && (out.length === 0 || budget.bytes > 0)) {
+    page.length = 0
     const ask = want - out.length
-    const page = await r.cursor.take(ask)
+    const whole = r.cursor.takeNow(ask, page)
     for (const k of page) {
       if (!values) {
         out.push([fromEngineKey(k, r.keyFormat), undefined])
@@ -34,14 +66,14 @@ export async function readEntries(
       }
       const got = r.db.getNow(r.ns, k)
       if (got === undefined) continue
-      out.push([
-        keys ? fromEngineKey(k, r.keyFormat) : undefined,
-        fromEngineValue(got.value, r.valueFormat),
-      ])
+      const value = fromEngineValue(got.value, r.valueFormat)
+      budget.bytes -= value.length
+      out.push([keys ? fromEngineKey(k, r.keyFormat) : undefined, value])
     }
+    if (!whole) return false
     if (page.length < ask) break
   }
-  return out
+  return true
 }
 
 /** How many entries an iterator may still give under its limit. */

@@ -2,7 +2,8 @@
 import { AbstractValueIterator } from 'abstract-level'
 import { levelError } from './errors.js'
 import { type LevelKey, toEngineKey } from './keys.js'
-import { type Reader, readEntries, remaining } from './read.js'
+import { type Entry, type Reader, remaining } from './read.js'
+import { ReadAhead } from './read-ahead.js'
 import type { LevelValue } from './values.js'
 
 export class CairnValueIterator<TDatabase> extends AbstractValueIterator<
@@ -10,33 +11,42 @@ export class CairnValueIterator<TDatabase> extends AbstractValueIterator<
   LevelKey,
   LevelValue
 > {
+  private readonly ahead: ReadAhead
+
   constructor(
     db: TDatabase,
-    private readonly options: { limit: number },
-    private readonly reader: Reader,
+    private readonly options: { limit: number; highWaterMarkBytes?: unknown },
+    reader: Reader,
   ) {
     super(db, options as never)
+    this.ahead = new ReadAhead(reader, false, true, options.highWaterMarkBytes)
   }
 
   async _next(): Promise<LevelValue | undefined> {
-    return (await this.read(1))[0]
+    try {
+      const got = this.ahead.next()
+      return (got instanceof Promise ? await got : got)?.[1]
+    } catch (err) {
+      throw levelError(err)
+    }
   }
 
   _nextv(size: number): Promise<LevelValue[]> {
-    return this.read(size)
+    return this.take(size)
   }
 
   _all(): Promise<LevelValue[]> {
-    return this.read(remaining(this.options.limit, this.count))
+    return this.take(remaining(this.options.limit, this.count))
   }
 
   _seek(target: LevelKey): void {
-    this.reader.cursor.seek(toEngineKey(target))
+    this.ahead.seek(toEngineKey(target))
   }
 
-  private async read(want: number): Promise<LevelValue[]> {
+  private async take(want: number): Promise<LevelValue[]> {
     try {
-      return (await readEntries(this.reader, want, false, true)).map((e) => e[1]!)
+      const got = this.ahead.take(want)
+      return (got instanceof Promise ? await got : got).map((e: Entry) => e[1]!)
     } catch (err) {
       throw levelError(err)
     }
