@@ -2,6 +2,7 @@
 // keys are bytes mapped to engine keys by keys.ts, values are strings or bytes. The engine
 // has no snapshots, and the manifest says so.
 import fs from 'node:fs'
+import path from 'node:path'
 import { AbstractLevel, type AbstractDatabaseOptions } from 'abstract-level'
 import type { Db } from '../db.js'
 import { open } from '../index.js'
@@ -79,7 +80,13 @@ export class CairnLevel<KDefault = string, VDefault = string> extends AbstractLe
   }
 
   async _open(options: { createIfMissing: boolean; errorIfExists: boolean }): Promise<void> {
-    if (!options.createIfMissing && !fs.existsSync(this.location))
+    // Without a namespaces table (FORMAT.md, NAMESPACES) there is no database to open, and
+    // opening the engine would make one.
+    if (
+      !options.createIfMissing &&
+      !fs.existsSync(path.join(this.location, 'NAMESPACES')) &&
+      !fs.existsSync(path.join(this.location, 'NAMESPACES.copy'))
+    )
       throw new Error(`${this.location} does not exist (createIfMissing is false)`)
     let db: Db
     try {

@@ -109,7 +109,7 @@ function run(tt: Test, body: Body, timeoutMs: number): Promise<void> {
       deepEqual: (a, b, m) => t.same(a, b, m),
       notSame(found, wanted, msg) {
         counted()
-        tt.notStrictSame(found, wanted, msg ?? 'should not be equivalent')
+        tt.strictNotSame(found, wanted, msg ?? 'should not be equivalent')
       },
       ok(value, msg) {
         counted()
