@@ -15,9 +15,7 @@ t.test('tape semantics over tap: nothing loosened', async (t) => {
     (r) => r.stdout,
     (e: { stdout: string }) => e.stdout,
   )
-  const results = [
-    ...out.matchAll(/^(not ok|ok) \d+ - (passes|fails): (.*?)(?: # time=.*)?$/gm),
-  ]
+  const results = [...out.matchAll(/^(not ok|ok) \d+ - (passes|fails): (.*?)(?: # time=.*)?$/gm)]
   t.equal(results.length, 12, 'every case ran')
   for (const [, got, want, name] of results)
     t.equal(got, want === 'passes' ? 'ok' : 'not ok', `${want}: ${name}`)
