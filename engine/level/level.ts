@@ -161,8 +161,11 @@ export class CairnLevel<KDefault = string, VDefault = string> extends AbstractLe
   }
 
   async _del(key: LevelKey, options: WriteOptions): Promise<void> {
+    const k = toEngineKey(key)
+    // A key too long to be written is not there to delete.
+    if (engineKeyBytes(k) > MAX_ENGINE_KEY_BYTES) return
     try {
-      await this.db.delete(NAMESPACE, toEngineKey(key))
+      await this.db.delete(NAMESPACE, k)
       if (options.sync) await this.db.flush()
     } catch (err) {
       throw levelError(err)
@@ -174,8 +177,13 @@ export class CairnLevel<KDefault = string, VDefault = string> extends AbstractLe
     for (const op of operations) {
       if (op.type === 'put')
         ops.push({ type: 'put', ns: NAMESPACE, key: writableKey(op.key), value: op.value })
-      else ops.push({ type: 'delete', ns: NAMESPACE, key: toEngineKey(op.key) })
+      else {
+        const key = toEngineKey(op.key)
+        if (engineKeyBytes(key) <= MAX_ENGINE_KEY_BYTES)
+          ops.push({ type: 'delete', ns: NAMESPACE, key })
+      }
     }
+    if (ops.length === 0) return
     try {
       await this.db.batch(ops)
       if (options.sync) await this.db.flush()
@@ -226,13 +234,19 @@ export class CairnLevel<KDefault = string, VDefault = string> extends AbstractLe
 /** The engine key for a write, refused with a Level error when the engine cannot hold it. */
 function writableKey(key: LevelKey): string {
   const k = toEngineKey(key)
-  if (k.length * 2 <= MAX_ENGINE_KEY_BYTES) return k
-  let bytes = k.length
-  for (let i = 0; i < k.length; i++) if (k.charCodeAt(i) >= 0x80) bytes++
+  const bytes = engineKeyBytes(k)
   if (bytes > MAX_ENGINE_KEY_BYTES)
     throw new LevelError(
       `a key is at most ${MAX_ENGINE_KEY_BYTES} bytes counting each byte from 0x80 twice (and a leading 0x00 once more); this one is ${bytes}`,
       'LEVEL_INVALID_KEY',
     )
   return k
+}
+
+/** UTF-8 bytes of an engine key made by toEngineKey (code points up to U+00FF). */
+function engineKeyBytes(k: string): number {
+  if (k.length * 2 <= MAX_ENGINE_KEY_BYTES) return k.length
+  let bytes = k.length
+  for (let i = 0; i < k.length; i++) if (k.charCodeAt(i) >= 0x80) bytes++
+  return bytes
 }
