@@ -1,7 +1,8 @@
-// Engine benchmark: Cairn's engine beside lmdb and classic-level, same workload, one run.
+// Engine benchmark: Cairn's engine beside lmdb and classic-level, same workload, one run;
+// then CairnLevel beside classic-level through the same abstract-level API.
 //   npm run bench:engine            full run (a few minutes)
 //   npm run bench:engine -- --quick smoke run (seconds), for CI; prints only, writes no files
-//   --only cairn,lmdb               run a subset of the engines
+//   --only cairn,lmdb               run a subset of the engines (`level`: the Level comparison)
 // Every engine runs each workload in a fresh child process, so memory figures are its own.
 import { spawnSync } from 'node:child_process'
 import crypto from 'node:crypto'
@@ -14,6 +15,8 @@ import { formatResults } from './format.js'
 const here = path.dirname(fileURLToPath(import.meta.url))
 const ENGINES = ['cairn', 'lmdb', 'classic-level'] as const
 type EngineName = (typeof ENGINES)[number]
+const LEVELS = ['cairn-level', 'classic-level'] as const
+type LevelName = (typeof LEVELS)[number]
 
 interface Sizes {
   puts: number
@@ -301,6 +304,170 @@ function dirSize(dir: string): number {
   return n
 }
 
+// ---- the Level API: CairnLevel beside classic-level ----------------------------
+
+/** What the workloads use of an abstract-level database, the same for both. */
+interface LevelDb {
+  put(key: string, value: Buffer): Promise<void>
+  get(key: string): Promise<Buffer | undefined>
+  batch(ops: { type: 'put'; key: string; value: Buffer }[]): Promise<void>
+  iterator(options?: {
+    gte?: string
+    lt?: string
+    limit?: number
+  }): AsyncIterable<[string, Buffer]> & { all(): Promise<[string, Buffer][]> }
+  close(): Promise<void>
+}
+
+async function openLevel(name: LevelName, dir: string): Promise<LevelDb> {
+  // Both with their defaults: a write is acknowledged once the OS has it (no fsync).
+  if (name === 'cairn-level') {
+    const { CairnLevel } = await import('../engine/level/index.js')
+    const db = new CairnLevel<string, Buffer>(dir, { valueEncoding: 'buffer' })
+    await db.open()
+    return db as unknown as LevelDb
+  }
+  const { ClassicLevel } = await import('classic-level')
+  const db = new ClassicLevel<string, Buffer>(dir, { valueEncoding: 'buffer' })
+  await db.open()
+  return db as unknown as LevelDb
+}
+
+/** Microseconds of CPU the whole process (its threads too) spent since `c0`. */
+const cpuUs = (c0: NodeJS.CpuUsage) => {
+  const c = process.cpuUsage(c0)
+  return c.user + c.system
+}
+
+/**
+ * Puts (1,000 in flight), gets (one by one), batches of 100, a full iteration, range reads.
+ * First the same workloads at a tenth of the size on a database thrown away, so that neither
+ * is measured while its JavaScript is still being compiled (a quick run is a few thousand
+ * calls of each).
+ */
+async function levelThroughput(name: LevelName, s: Sizes, warm = true) {
+  if (warm) {
+    const tenth = Math.max(1000, Math.floor(s.puts / 1000) * 100)
+    await levelThroughput(name, { ...s, puts: tenth, gets: tenth, scans: 10 }, false)
+  }
+  const out: Record<string, number> = {}
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), `cairn-bench-${name}-`))
+  const db = await openLevel(name, dir)
+  const order = shuffled(s.puts)
+  let c0 = process.cpuUsage()
+  let t0 = performance.now()
+  const window: Promise<unknown>[] = []
+  for (let i = 0; i < s.puts; i++) {
+    window.push(db.put(keyOf(order[i]), value(s.valueBytes, order[i])))
+    if (window.length === 1000) await Promise.all(window.splice(0))
+  }
+  await Promise.all(window)
+  out.puts = rate(s.puts, performance.now() - t0)
+
+  out.putsCpuUs = cpuUs(c0) / s.puts
+
+  const reads = shuffled(s.gets)
+  let found = 0
+  c0 = process.cpuUsage()
+  t0 = performance.now()
+  for (let i = 0; i < s.gets; i++)
+    if ((await db.get(keyOf(reads[i] % s.puts))) !== undefined) found++
+  out.gets = rate(s.gets, performance.now() - t0)
+
+  out.getsCpuUs = cpuUs(c0) / s.gets
+  if (found !== s.gets) throw new Error(`${name}: ${s.gets - found} gets missed`)
+
+  // Batches write a second key space of the same size, after the first.
+  c0 = process.cpuUsage()
+  t0 = performance.now()
+  for (let b = 0; b < s.puts; b += 100) {
+    const ops = []
+    for (let j = b; j < b + 100; j++)
+      ops.push({ type: 'put' as const, key: `z${keyOf(order[j])}`, value: value(s.valueBytes, j) })
+    await db.batch(ops)
+  }
+  out.batch = rate(s.puts, performance.now() - t0)
+
+  out.batchCpuUs = cpuUs(c0) / s.puts
+
+  let seen = 0
+  c0 = process.cpuUsage()
+  t0 = performance.now()
+  for await (const [k, v] of db.iterator()) if (k.length > 0 && v.length === s.valueBytes) seen++
+  out.iterate = rate(seen, performance.now() - t0)
+
+  out.iterateCpuUs = cpuUs(c0) / seen
+  if (seen !== 2 * s.puts) throw new Error(`${name}: iterated ${seen} of ${2 * s.puts} entries`)
+
+  const groups = Math.floor(s.puts / 100)
+  let ranged = 0
+  c0 = process.cpuUsage()
+  t0 = performance.now()
+  for (let i = 0; i < s.scans; i++) {
+    const prefix = prefixOf((i * 7919) % groups)
+    ranged += (await db.iterator({ gte: prefix, lt: `${prefix}\uffff`, limit: s.scanLength }).all())
+      .length
+  }
+  out.ranges = rate(ranged, performance.now() - t0)
+
+  out.rangesCpuUs = cpuUs(c0) / ranged
+  if (ranged !== s.scans * s.scanLength) throw new Error(`${name}: ranges returned ${ranged}`)
+  await db.close()
+  fs.rmSync(dir, { recursive: true, force: true })
+  return out
+}
+
+/** Each of the two runs this many times, taking turns, and keeps its best figure per workload. */
+const LEVEL_ROUNDS = 3
+
+/**
+ * Runs both, each run in a fresh process, and says how CairnLevel compares on each workload.
+ * On a shared machine a run's figures swing with the load around it; taking turns and keeping
+ * each one's best leaves both the quietest moments they had.
+ */
+function levelComparison(s: Sizes, mode: string) {
+  const res = { 'cairn-level': {}, 'classic-level': {} } as Record<
+    LevelName,
+    Record<string, number>
+  >
+  for (let round = 0; round < LEVEL_ROUNDS; round++) {
+    for (const name of round % 2 === 0 ? LEVELS : [...LEVELS].reverse()) {
+      process.stderr.write(`${name}: Level API throughput, run ${round + 1}/${LEVEL_ROUNDS}...\n`)
+      for (const [k, v] of Object.entries(worker(['level', name, mode])))
+        res[name][k] = k.endsWith('CpuUs')
+          ? Math.min(res[name][k] ?? v, v)
+          : Math.max(res[name][k] ?? 0, v)
+    }
+  }
+  const rows: [string, string, string][] = [
+    [`puts, no fsync (${fmt(s.puts)})`, 'puts', 'ops/s'],
+    [`random gets (${fmt(s.gets)})`, 'gets', 'ops/s'],
+    [`batches of 100 puts (${fmt(s.puts)} puts)`, 'batch', 'puts/s'],
+    [`iterate all (${fmt(2 * s.puts)} entries)`, 'iterate', 'entries/s'],
+    [`range reads of ${s.scanLength} (${fmt(s.scans)})`, 'ranges', 'entries/s'],
+  ]
+  const lines = [
+    '| workload (Level API) | unit | CairnLevel | classic-level | CairnLevel/classic-level | CPU µs per item: CairnLevel | classic-level | classic-level/CairnLevel |',
+    '|---|---|---:|---:|---:|---:|---:|---:|',
+  ]
+  const behind: string[] = []
+  for (const [label, k, unit] of rows) {
+    const a = res['cairn-level'][k]
+    const b = res['classic-level'][k]
+    const ca = res['cairn-level'][`${k}CpuUs`]
+    const cb = res['classic-level'][`${k}CpuUs`]
+    if (!(a > b)) behind.push(label)
+    lines.push(
+      `| ${label} | ${unit} | ${fmt(a)} | ${fmt(b)} | ${ratio(a, b)} | ${fmt(ca, 2)} | ${fmt(cb, 2)} | ${ratio(cb, ca)} |`,
+    )
+  }
+  const target =
+    behind.length === 0
+      ? 'met: CairnLevel ahead of classic-level on every workload'
+      : `MISSED: CairnLevel ahead of classic-level on every workload (behind on ${behind.join(', ')})`
+  return { table: lines.join('\n'), target, results: res }
+}
+
 // ---- orchestration ---------------------------------------------------------------
 
 function worker(args: string[]): Record<string, number> {
@@ -336,6 +503,7 @@ async function main() {
     const keys = keysArg ? Number(keysArg) : s.bigKeys
     let out: unknown
     if (kind === 'throughput') out = await throughput(name as EngineName, s)
+    else if (kind === 'level') out = await levelThroughput(name as LevelName, s)
     else if (kind === 'load') out = await load(name as EngineName, dir, s, keys)
     else if (kind === 'open')
       out = await openBig(name as EngineName, dir, s, keys, flag === 'no-checkpoint')
@@ -353,7 +521,12 @@ async function main() {
     'classic-level': {},
   }
   const onlyArg = argv.indexOf('--only')
-  const chosen = onlyArg >= 0 ? argv[onlyArg + 1].split(',') : [...ENGINES]
+  const chosen = onlyArg >= 0 ? argv[onlyArg + 1].split(',') : [...ENGINES, 'level']
+  const level = chosen.includes('level') ? levelComparison(s, mode) : undefined
+  if (!ENGINES.some((n) => chosen.includes(n))) {
+    if (level) console.log(`${level.table}\n\nTarget: ${level.target}`)
+    return
+  }
   for (const name of ENGINES.filter((n) => chosen.includes(n))) {
     process.stderr.write(`${name}: throughput...\n`)
     Object.assign(results[name], worker(['throughput', name, mode]))
@@ -474,6 +647,7 @@ async function main() {
   console.log(indexLine)
   console.log(openLine)
   console.log(`Targets: ${targetLine}`)
+  if (level) console.log(`\n${level.table}\n\nTarget: ${level.target}`)
   if (quick || onlyArg >= 0) return
 
   const date = new Date().toISOString()
@@ -498,6 +672,18 @@ async function main() {
     openLine,
     '',
     `Targets: ${targetLine}.`,
+    ...(level
+      ? [
+          '',
+          'CairnLevel (`cairn/level`) beside classic-level, both through abstract-level with their',
+          "defaults (no fsync: CairnLevel's engine `durability: 'none'`), 100-byte Buffer values; each",
+          `runs ${LEVEL_ROUNDS} times in fresh processes, taking turns, and keeps its best figure per workload:`,
+          '',
+          level.table,
+          '',
+          `Target: ${level.target}.`,
+        ]
+      : []),
     '<!-- engine-bench:end -->',
   ].join('\n')
   const resultsFile = path.join(here, 'RESULTS.md')
@@ -518,7 +704,11 @@ async function main() {
   )
   fs.writeFileSync(
     jsonFile,
-    JSON.stringify({ date, command, machine, sizes: s, results, map, targets }, null, 2) + '\n',
+    JSON.stringify(
+      { date, command, machine, sizes: s, results, map, targets, level: level?.results },
+      null,
+      2,
+    ) + '\n',
   )
   console.log(
     `\nwrote ${path.relative(process.cwd(), resultsFile)} and ${path.relative(process.cwd(), jsonFile)}`,
