@@ -33,7 +33,7 @@ t.test('cairn/engine and cairn/level from the packed package, with types', async
     'dist/engine/index.d.ts',
     'dist/engine/level/index.js',
     'dist/engine/level/index.d.ts',
-    'dist/server/cli.js',
+    'dist/server/cli/index.js',
     'engine/README.md',
   ])
     t.ok(files.includes(f), `the tarball holds ${f}`)
