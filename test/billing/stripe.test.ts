@@ -6,7 +6,7 @@
 import t from 'tap'
 import { startServer } from '../helpers/server.js'
 import { StripeDouble } from '../helpers/stripe-double.js'
-import { PRO_PRICE, billingPlans, billingServer, planOf, signedIn } from './helpers.js'
+import { PASSWORD, PRO_PRICE, billingPlans, billingServer, planOf, signedIn } from './helpers.js'
 
 t.test('off unless both Stripe secrets are given', async (t) => {
   for (const args of [[], ['--stripe-secret-key', 'sk_test_only']]) {
@@ -182,4 +182,27 @@ t.test('the same event twice is acted on once; Stripe down means try again', asy
   // A new event is acted on.
   t.same((await double.send('checkout.session.completed', session)).body.outcome, 'handled')
   t.equal(await planOf(srv, a.apiKey), 'pro')
+})
+
+t.test('deleting a subscribed account cancels its subscription first', async (t) => {
+  const double = await StripeDouble.start(t)
+  const srv = await billingServer(t, double)
+  const a = await signedIn(srv)
+  const { url } = (await a.call('POST', '/billing/checkout', { plan: 'pro' })).body
+  const { session, subscription } = double.completeCheckout(/checkout\/(\w+)$/.exec(url)![1]!)
+  await double.send('checkout.session.completed', session)
+  const remove = { confirm: a.email, password: PASSWORD }
+
+  double.failNext = 3
+  const down = await a.call('POST', '/account/delete', remove)
+  t.same([down.status, down.body.error.code], [503, 'unavailable'], 'Stripe unreachable')
+  t.equal(await planOf(srv, a.apiKey), 'pro', 'so the account is kept')
+  t.equal(subscription.status, 'active')
+
+  const gone = await a.call('POST', '/account/delete', remove)
+  t.equal(gone.status, 200)
+  t.equal(subscription.status, 'canceled', 'canceled at Stripe')
+  t.equal(double.callsTo('DELETE', `/v1/subscriptions/${subscription.id}`).length, 4)
+  const res = await fetch(`${srv.baseUrl}/usage`, { headers: { 'x-api-key': a.apiKey } })
+  t.equal(res.status, 401, 'and the account is gone')
 })

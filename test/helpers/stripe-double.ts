@@ -4,6 +4,7 @@
 // requests, its object shapes and its error body. The test drives it as Stripe would: it
 // completes a checkout, changes a subscription, and sends events signed with the official
 // `stripe` package's generateTestHeaderString.
+import { randomBytes } from 'node:crypto'
 import http from 'node:http'
 import type { AddressInfo } from 'node:net'
 import Stripe from 'stripe'
@@ -76,8 +77,9 @@ export class StripeDouble {
     ]
   }
 
+  /** Unique across doubles and runs, as Stripe's are: tests on Redis share one store. */
   private id(prefix: string): string {
-    return `${prefix}_${process.pid}x${++this.seq}`
+    return `${prefix}_${randomBytes(6).toString('hex')}${++this.seq}`
   }
 
   callsTo(method: string, path: string): Call[] {
@@ -184,6 +186,12 @@ export class StripeDouble {
     if (method === 'GET' && sub) {
       const s = this.subscriptions.get(sub[1]!)
       return s ? [200, s] : missing(`subscription: '${sub[1]}'`)
+    }
+    if (method === 'DELETE' && sub) {
+      const s = this.subscriptions.get(sub[1]!)
+      if (!s || s.status === 'canceled') return missing(`subscription: '${sub[1]}'`)
+      s.status = 'canceled'
+      return [200, s]
     }
     return missing(`route: ${method} ${path}`)
   }

@@ -160,7 +160,8 @@ export async function render(main, { me }) {
           h('pre', { tabindex: '0' }, h('code', {}, `cairn plan set --email ${email} <plan>`)),
         )
 
-  main.append(
+  // Element.append would write a left-out part as the text "null".
+  const parts = [
     h(
       'div',
       { class: 'page-head' },
@@ -172,7 +173,8 @@ export async function render(main, { me }) {
     h('div', { class: 'plans' }, cards),
     subscription,
     howTo,
-  )
+  ]
+  main.append(...parts.filter((p) => p !== null))
 }
 
 /** What Stripe's pages sent back in the address: a finished checkout, a portal not reached. */
