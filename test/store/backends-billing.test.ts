@@ -4,4 +4,8 @@
 import t from 'tap'
 import { runOnRedis } from '../helpers/on-redis.js'
 
-await runOnRedis(t, ['test/billing/stripe.test.ts', 'test/billing/downgrade.test.ts'])
+await runOnRedis(t, [
+  'test/billing/stripe.test.ts',
+  'test/billing/downgrade.test.ts',
+  'test/dashboard/billing.test.ts',
+])
