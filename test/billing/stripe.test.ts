@@ -182,6 +182,15 @@ t.test('the same event twice is acted on once; Stripe down means try again', asy
   // A new event is acted on.
   t.same((await double.send('checkout.session.completed', session)).body.outcome, 'handled')
   t.equal(await planOf(srv, a.apiKey), 'pro')
+  // One sent twice at once: one acts, the other waits for it; both are answered 200.
+  const at = double.callsTo('GET', `/v1/subscriptions/${subscription.id}`).length
+  const twin = double.event('customer.subscription.updated', subscription)
+  const both = await Promise.all([double.deliver(twin), double.deliver(twin)])
+  t.same(both.map((r) => [r.status, r.body.outcome]).sort(), [
+    [200, 'duplicate'],
+    [200, 'handled'],
+  ])
+  t.equal(double.callsTo('GET', `/v1/subscriptions/${subscription.id}`).length, at + 1)
 })
 
 t.test('deleting a subscribed account cancels its subscription first', async (t) => {

@@ -16,6 +16,8 @@ export const TOLERANCE_SECONDS = 300
 const REMEMBER_MS = 30 * 24 * 3600_000
 /** A claim older than this was left by a front end that stopped part way: taken over. */
 const CLAIM_MS = 60_000
+/** How long a second delivery of an event waits for the first to be acted on. */
+const WAIT_MS = 10_000
 const EVENT_ID = /^[A-Za-z0-9_]{1,255}$/
 
 /** The events that may change a subscription's state; every other type is ignored. */
@@ -113,24 +115,29 @@ export class StripeEvents {
 
   /**
    * Whether this call may act on the event: it made the claim, or took over one left long
-   * ago. One already done answers false; one another call is acting on now is a 409, so Stripe
-   * sends it again rather than counting it delivered before it is acted on.
+   * ago. One already done answers false. One another call (here or on another front end) is
+   * acting on now is waited for, so both answers are 200; should that take past WAIT_MS, the
+   * answer is a 409 and Stripe sends the event again later.
    */
   private async claim(event: Stripe.Event): Promise<boolean> {
-    const mine: EventClaim = { state: 'working', at: Date.now(), type: event.type }
-    if ((await this.records.create('stripe_event', event.id, mine)) === 'created') return true
-    const held = await this.records.get<EventClaim>('stripe_event', event.id)
-    if (held === undefined)
-      return (await this.records.create('stripe_event', event.id, mine)) === 'created'
-    if (held.state === 'done') return false
-    if (Date.now() - held.at < CLAIM_MS)
-      throw new ServiceError(
-        409,
-        'event_in_progress',
-        'This event is being handled; send it again later.',
-      )
-    await this.records.put('stripe_event', event.id, mine)
-    return true
+    const mine = (): EventClaim => ({ state: 'working', at: Date.now(), type: event.type })
+    const waitUntil = Date.now() + WAIT_MS
+    for (;;) {
+      if ((await this.records.create('stripe_event', event.id, mine())) === 'created') return true
+      const held = await this.records.get<EventClaim>('stripe_event', event.id)
+      if (held?.state === 'done') return false
+      if (held !== undefined && Date.now() - held.at >= CLAIM_MS) {
+        await this.records.put('stripe_event', event.id, mine())
+        return true
+      }
+      if (Date.now() >= waitUntil)
+        throw new ServiceError(
+          409,
+          'event_in_progress',
+          'This event is being handled; send it again later.',
+        )
+      await new Promise((r) => setTimeout(r, 100))
+    }
   }
 
   private async act(event: Stripe.Event, subscriptionId: string): Promise<void> {
