@@ -47,7 +47,6 @@ import { isWellFormed } from './utf8.js'
 
 const MAX_KEY_BYTES = 512
 const MAX_NAMESPACE_BYTES = 512
-const _GROUP_BUFFER = 256 * 1024
 
 /** One entry of a write, checked and encoded, before it is staged. */
 interface Entry {

@@ -1,6 +1,6 @@
 // Everything a request handler may use, built once at start (see app.ts): the services on
 // storage (services.ts) and what serving adds to them.
-import type { Config } from './cli/config.js'
+import type { Config } from './config.js'
 import type { Billing } from './services/billing/index.js'
 import type { AddressLimiter } from './services/limits.js'
 import type { Logger } from './log.js'

@@ -25,3 +25,15 @@ for (const [config, dir] of [
 // The package is "type": "module"; this marker makes Node read dist/cjs/*.js (and their
 // .d.ts files, for TypeScript) as CommonJS.
 fs.writeFileSync(path.join(out, 'cjs', 'package.json'), '{ "type": "commonjs" }\n')
+
+// Every file the exports map names (each entry point, `cairn-client/keyv` included) must
+// have been built: a missing one would only show when a user imports it.
+const manifest = JSON.parse(fs.readFileSync(path.join(pkgDir, 'package.json'), 'utf8'))
+const named = []
+const walk = (v) => (typeof v === 'string' ? named.push(v) : Object.values(v).forEach(walk))
+walk(manifest.exports)
+for (const file of named.filter((f) => f.startsWith('./dist/'))) {
+  const built = path.join(out, file.slice('./dist/'.length))
+  if (!fs.existsSync(built))
+    throw new Error(`build: ${file} is in the exports map but was not built`)
+}

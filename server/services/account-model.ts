@@ -92,7 +92,6 @@ export class ApiKey {
   revoked = false
   /** Last use in ms, kept in memory per request and written out in the background. */
   lastUsedMs = 0
-  lastUsedDirty = false
 
   constructor(
     public rec: KeyRecord,

@@ -7,7 +7,7 @@ import { Data } from './data.js'
 import { Namespaces } from './namespaces.js'
 import type { PlanBook } from './plans.js'
 import { openStore } from '../store/open.js'
-import type { Durability, Store } from '../store/types.js'
+import type { Durability, EngineTuning, Store } from '../store/types.js'
 import { Usage } from './usage.js'
 
 export interface Services {
@@ -27,6 +27,7 @@ export interface StoreLocation {
   dataDir: string
   store?: string
   durability: Durability
+  engine?: EngineTuning
 }
 
 export async function openServices(where: StoreLocation, plans: PlanBook): Promise<Services> {

@@ -6,7 +6,8 @@
 // A watch lasts only as long as what let it open: its API key (revoked or rotated, the stream
 // ends within a second or two) and its namespace (dropped, it ends).
 import type { Account, ApiKey } from './accounts.js'
-import type { Context } from '../context.js'
+import type { Services } from './index.js'
+import type { Watches } from './watches.js'
 import { ERRORS, type ErrorCode, type STREAM_CODES } from '../wire/errors.js'
 import type { Change } from '../store/types.js'
 import { expirySeconds } from '../wire/expiry.js'
@@ -101,8 +102,11 @@ export function changeData(c: Change): string {
   return `${s}}`
 }
 
+/** What a watch uses: the services on storage and the watches open on this front end. */
+export type WatchContext = Pick<Services, 'accounts' | 'store' | 'usage'> & { watches: Watches }
+
 /** A watch's `allowed` for an API key: it still authenticates, as the same account's. */
-export function keyWorks(ctx: Context, secret: string, account: Account) {
+export function keyWorks(ctx: WatchContext, secret: string, account: Account) {
   return (): boolean | Promise<boolean> => {
     const same = (k: ApiKey | undefined) => k !== undefined && k.account.id === account.id
     const k = ctx.accounts.authenticate(secret)
@@ -129,7 +133,7 @@ export class WatchSession {
   private wake: (() => void) | null = null
 
   constructor(
-    private ctx: Context,
+    private ctx: WatchContext,
     private account: Account,
     /** The store's name for the namespace. */
     private ns: string,

@@ -2,6 +2,7 @@
 // and the value as the engine stores any value (msgpack). Every system namespace's name holds
 // a `/`, which no API namespace name may, so no API call can reach them. Batches are atomic
 // across kinds here (one engine batch), which is more than the seam promises.
+import { LRUCache } from 'lru-cache'
 import type { Db } from '../../engine/index.js'
 import { migrateLegacyRecords } from './embedded-legacy.js'
 import type { RecordKind, RecordOp, Records } from './types.js'
@@ -27,6 +28,8 @@ const groupOf = (id: string) => {
 export class EmbeddedRecords implements Records {
   /** Per group, the tail of its pending creates and adds: they read, then write. */
   private queues = new Map<string, Promise<unknown>>()
+  /** Tokens of recent additions (Records.add); bounded, since a retry follows its loss at once. */
+  private tokens = new LRUCache<string, true>({ max: 10_000 })
 
   private constructor(private db: Db) {}
 
@@ -116,13 +119,18 @@ export class EmbeddedRecords implements Records {
     id: string,
     fields: Record<string, number>,
     set?: Record<string, number>,
+    token?: string,
   ): Promise<Record<string, number>> {
     const ns = SYSTEM_NAMESPACE[kind]
     return this.serial(groupOf(id), async () => {
       const cur = { ...((this.db.getNow(ns, id)?.value as Record<string, number>) ?? {}) }
+      // An answer is never lost inside one process, but the seam promises every backend
+      // the same: an addition made under a token is made once.
+      if (token !== undefined && this.tokens.has(`${id}\n${token}`)) return cur
       for (const [f, n] of Object.entries(fields)) cur[f] = (cur[f] ?? 0) + n
       if (set) Object.assign(cur, set)
       await this.db.put(ns, id, cur)
+      if (token !== undefined) this.tokens.set(`${id}\n${token}`, true)
       return cur
     })
   }

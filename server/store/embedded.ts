@@ -13,7 +13,16 @@ import { reconcileNamespaces } from './embedded-reconcile.js'
 import { EmbeddedFeed } from './embedded-feed.js'
 import { transact } from './embedded-tx.js'
 import { METADATA_HEAD, hasMetadata, metadataText, valueText, wrap } from './envelope.js'
-import type { Bucket, Entry, Limiter, ListOptions, Listed, ListedEntry, Store } from './types.js'
+import type {
+  Bucket,
+  EngineTuning,
+  Entry,
+  Limiter,
+  ListOptions,
+  Listed,
+  ListedEntry,
+  Store,
+} from './types.js'
 
 /** Accounts whose buckets are held at most; an evicted one comes back full (docs/configuration.md). */
 const BUCKETS_MAX = 100_000
@@ -33,9 +42,13 @@ class MemoryLimiter implements Limiter {
   }
 }
 
-export async function openEmbeddedStore(dir: string, durability: Durability): Promise<Store> {
+export async function openEmbeddedStore(
+  dir: string,
+  durability: Durability,
+  tuning: EngineTuning = {},
+): Promise<Store> {
   fs.mkdirSync(dir, { recursive: true })
-  const db = await open(dir, { durability })
+  const db = await open(dir, { ...tuning, durability })
   try {
     const records = await EmbeddedRecords.open(db)
     await reconcileNamespaces(db)

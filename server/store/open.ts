@@ -2,13 +2,15 @@
 // the embedded engine on the data directory.
 import type { Durability } from '../../engine/types.js'
 import { openEmbeddedStore } from './embedded.js'
-import type { Store } from './types.js'
+import type { EngineTuning, Store } from './types.js'
 import { isRedisUrl } from './url.js'
 
 export async function openStore(where: {
   dataDir: string
   store?: string
   durability: Durability
+  /** The engine's tuning; Redis has none of these. */
+  engine?: EngineTuning
 }): Promise<Store> {
   if (where.store !== undefined && where.store !== '') {
     if (!isRedisUrl(where.store))
@@ -17,5 +19,5 @@ export async function openStore(where: {
     const { openRedisStore } = await import('./cluster/index.js')
     return openRedisStore(where.store, { durability: where.durability })
   }
-  return openEmbeddedStore(where.dataDir, where.durability)
+  return openEmbeddedStore(where.dataDir, where.durability, where.engine)
 }

@@ -1,6 +1,6 @@
 // The token bucket every limiter uses, in one place: the embedded store's per-account
 // buckets, the per-address buckets for requests with wrong keys (limits.ts), and the
-// arithmetic the Redis store's script repeats in Lua (redis/, docs/redis.md).
+// arithmetic the Redis store's script repeats in Lua (cluster/record-scripts.ts BUCKET, docs/redis.md).
 import type { Bucket } from './types.js'
 
 /** Takes `cost` tokens from `state` (tokens < 0: a bucket not started yet, so full). */

@@ -8,12 +8,24 @@
 //   conditional writes, ordered prefix listing and atomic multi-op writes in one namespace;
 // - records: the small documents the service keeps (accounts, API keys, namespaces,
 //   sessions, usage), each named by a kind and an id, grouped by the id's first part.
-import type { EngineStats } from '../../engine/types.js'
+import type { EngineStats, OpenOptions } from '../../engine/types.js'
 
 /** How soon a write is on disk (on Redis: in the AOF, and on a replica); see docs/configuration.md. */
 export type { Durability } from '../../engine/types.js'
 /** The embedded engine's figures, behind `admin`. */
 export type { EngineStats } from '../../engine/types.js'
+
+/** The embedded engine's tuning that `cairn serve` passes through (docs/configuration.md). */
+export type EngineTuning = Pick<
+  OpenOptions,
+  | 'syncIntervalMs'
+  | 'segmentBytes'
+  | 'cacheBytes'
+  | 'compactionDeadRatio'
+  | 'compactionMinDeadBytes'
+  | 'checkpointBytes'
+  | 'autoCompact'
+>
 
 /** A stored entry. The value is the bytes as written (the API's JSON text). */
 export interface Entry {

@@ -1,7 +1,7 @@
 // CORS for /v1: browsers may call the API with an API key from any allowed origin. No
 // credentials are involved (the dashboard's cookie never authorises /v1), so `*` is safe
 // as the default.
-import type { Config } from '../cli/config.js'
+import type { Config } from '../config.js'
 
 export const EXPOSE =
   'ETag, X-Expires-At, RateLimit-Limit, RateLimit-Remaining, RateLimit-Reset, Retry-After, X-Request-Id'

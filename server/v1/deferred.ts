@@ -19,8 +19,8 @@ const FROZEN = Symbol('frozen')
 export function defer(call: Call, req: HttpRequest, method: string, ctx: Context): HttpRequest {
   if ((req as unknown as Record<symbol, boolean>)[FROZEN]) return req
   const frozen = freeze(req)
-  if (method === 'put' || method === 'patch') stashBody(call, largestBody(ctx.plans))
-  else if (method === 'post') stashBody(call, largestBody(ctx.plans) + TX_EXTRA_BODY)
+  if (method === 'put' || method === 'patch') stashBody(call, largestBody(ctx.plans.info().plans))
+  else if (method === 'post') stashBody(call, largestBody(ctx.plans.info().plans) + TX_EXTRA_BODY)
   call.async()
   return frozen
 }

@@ -1,6 +1,10 @@
 // How large a request body may be, by plan: one rule for /v1 and the dashboard's data view,
 // which take the same values.
-import type { Plan, PlanBook } from '../services/plans.js'
+
+/** What these rules read of a plan: its largest value, or null for no limit. */
+export interface ValueLimit {
+  maxValueBytes: number | null
+}
 
 /** Room for the body's envelope and whitespace around a value of the plan's largest size. */
 const SLACK = 64 * 1024
@@ -13,7 +17,7 @@ const slackFor = (max: number) => Math.min(Math.max(max, MIN_SLACK), SLACK)
 const UNLIMITED_BODY = 256 * 1024 * 1024
 
 /** Room for a body of the plan's largest value and its envelope. */
-export function bodyLimit(plan: Plan): number {
+export function bodyLimit(plan: ValueLimit): number {
   const max = plan.maxValueBytes
   return max === null ? UNLIMITED_BODY : max + slackFor(max)
 }
@@ -22,13 +26,13 @@ export function bodyLimit(plan: Plan): number {
 export const TX_EXTRA_BODY = 10 * 1024 * 1024
 
 /** The most a transaction's body may be on the plan. */
-export function txBodyLimit(plan: Plan): number {
+export function txBodyLimit(plan: ValueLimit): number {
   return plan.maxValueBytes === null ? UNLIMITED_BODY : plan.maxValueBytes + TX_EXTRA_BODY
 }
 
 /** The largest body any plan reads. */
-export function largestBody(plans: PlanBook): number {
+export function largestBody(plans: Iterable<ValueLimit>): number {
   let most = 0
-  for (const p of plans.info().plans) most = Math.max(most, bodyLimit(p))
+  for (const p of plans) most = Math.max(most, bodyLimit(p))
   return most
 }

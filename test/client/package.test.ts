@@ -28,6 +28,10 @@ t.test('ESM, CommonJS and type declarations from the packed package', async (t) 
     'dist/cjs/index.js',
     'dist/cjs/index.d.ts',
     'dist/cjs/package.json',
+    'dist/esm/keyv.js',
+    'dist/esm/keyv.d.ts',
+    'dist/cjs/keyv.js',
+    'dist/cjs/keyv.d.ts',
   ]) {
     t.ok(files.includes(f), `the tarball holds ${f}`)
   }
@@ -43,10 +47,17 @@ t.test('ESM, CommonJS and type declarations from the packed package', async (t) 
   const manifest = JSON.parse(fs.readFileSync(path.join(pkg, 'package.json'), 'utf8'))
   t.equal(manifest.name, 'cairn-client')
   t.same(manifest.dependencies ?? {}, {}, 'no runtime dependencies')
-  t.same(manifest.peerDependencies ?? {}, {}, 'no peer dependencies either')
+  t.same(manifest.peerDependencies, { keyv: '^5.5.4' }, 'keyv is the one peer dependency')
+  t.same(
+    manifest.peerDependenciesMeta,
+    { keyv: { optional: true } },
+    'and it is optional: only cairn-client/keyv uses it',
+  )
+  // Keyv as the application installs it beside the client.
+  fs.symlinkSync(path.join(root, 'node_modules/keyv'), path.join(tmp, 'node_modules/keyv'), 'dir')
 
   const srv = await server(t)
-  const { apiKey } = await account(srv)
+  const { apiKey, kv } = await account(srv)
   const env = { ...process.env, CAIRN_URL: srv.baseUrl, CAIRN_API_KEY: apiKey }
   const body = (ns: string) => `
     const kv = new Cairn()
@@ -98,17 +109,63 @@ t.test('ESM, CommonJS and type declarations from the packed package', async (t) 
       `const a = require('cairn-client'); import('cairn-client').then((b) => {
          console.log(JSON.stringify({ cjs: typeof a.Cairn, esm: typeof b.Cairn, same: a.Cairn === b.Cairn }))
          try { require('cairn-client/dist/cjs/client.js'); console.log('deep') } catch (e) { console.log(e.code) }
+         console.log(typeof require('cairn-client/keyv').KeyvCairn)
        })`,
     ],
     { cwd: tmp },
   )
-  const [formats, deep] = check.stdout.trim().split('\n')
+  const [formats, deep, keyvExport] = check.stdout.trim().split('\n')
   t.same(
     JSON.parse(formats!),
     { cjs: 'function', esm: 'function', same: false },
     'the exports map picks a format per loader',
   )
   t.equal(deep, 'ERR_PACKAGE_PATH_NOT_EXPORTED', 'only the exports map is public')
+  t.equal(keyvExport, 'function', 'cairn-client/keyv is in the exports map')
+
+  // cairn-client/keyv: the Keyv store, in both formats, over the same server.
+  const keyvNs = nsName('keyv-pkg')
+  await kv.createNamespace(keyvNs)
+  const keyvEnv = { ...env, KEYV_NS: keyvNs }
+  const keyvBody = (tag: string) => `
+    const store = new KeyvCairn({ url: process.env.CAIRN_URL, apiKey: process.env.CAIRN_API_KEY, namespace: process.env.KEYV_NS })
+    const keyv = new Keyv({ store, namespace: '${tag}' })
+    const errors = []
+    keyv.on('error', (e) => errors.push(e.code))
+    await keyv.set('k', { n: 1, s: 'caf\u00e9' }, 60000)
+    const got = await keyv.get('k')
+    const listed = []
+    for await (const [key] of store.iterator('${tag}')) listed.push(key)
+    const bad = new Keyv({ store: new KeyvCairn({ url: process.env.CAIRN_URL, apiKey: 'cairn_wrong', namespace: process.env.KEYV_NS }) })
+    bad.on('error', (e) => errors.push(e.code))
+    const missed = await bad.get('k')
+    console.log(JSON.stringify({ got, listed, missed: missed === undefined, errors, dialect: store.opts.dialect }))`
+  const keyvExpected = (tag: string) => ({
+    got: { n: 1, s: 'café' },
+    listed: [`${tag}:k`],
+    missed: true,
+    errors: ['unauthorized'],
+    dialect: 'cairn',
+  })
+  fs.writeFileSync(
+    path.join(tmp, 'keyv-esm.mjs'),
+    `import Keyv from 'keyv'\nimport { KeyvCairn } from 'cairn-client/keyv'\n${keyvBody('esm')}\n`,
+  )
+  const keyvEsm = await run(process.execPath, [path.join(tmp, 'keyv-esm.mjs')], {
+    cwd: tmp,
+    env: keyvEnv,
+  })
+  t.same(JSON.parse(keyvEsm.stdout), keyvExpected('esm'), 'cairn-client/keyv by import()')
+  fs.writeFileSync(
+    path.join(tmp, 'keyv-cjs.cjs'),
+    `const { Keyv } = require('keyv')\nconst { KeyvCairn } = require('cairn-client/keyv')\n` +
+      `;(async () => {${keyvBody('cjs')}\n})().catch((e) => { console.error(e); process.exit(1) })\n`,
+  )
+  const keyvCjs = await run(process.execPath, [path.join(tmp, 'keyv-cjs.cjs')], {
+    cwd: tmp,
+    env: keyvEnv,
+  })
+  t.same(JSON.parse(keyvCjs.stdout), keyvExpected('cjs'), 'cairn-client/keyv by require()')
 
   // TypeScript users: both module systems resolve the declarations, and they are not `any`.
   fs.writeFileSync(path.join(tmp, 'package.json'), '{ "type": "module" }\n')
@@ -147,6 +204,29 @@ t.test('ESM, CommonJS and type declarations from the packed package', async (t) 
     path.join(tmp, 'use.cts'),
     `import cairn = require('cairn-client')\nconst { Cairn, RateLimitError } = cairn\ntype TxResult = cairn.TxResult\ntype Transaction<R extends TxResult[]> = cairn.Transaction<R>\n${typed}\n`,
   )
+  const typedKeyv = `
+    const store = new KeyvCairn({ url: 'http://localhost:8080', apiKey: 'key', namespace: 'cache' })
+    const keyv = new Keyv<{ user: number }>({ store, namespace: 'sessions' })
+    async function main() {
+      const hit = await keyv.get('abc')
+      const n: number | undefined = hit?.user
+      const ok: boolean = await store.set('sessions:abc', '{"value":1}', 1000)
+      for await (const [key, value] of store.iterator('sessions')) void [key.length, value]
+      // @ts-expect-error the Cairn namespace is required
+      new KeyvCairn({ url: 'http://localhost:8080' })
+      // @ts-expect-error url is a string
+      new KeyvCairn({ url: 8080, namespace: 'cache' })
+      return [n, ok]
+    }
+    void main`
+  fs.writeFileSync(
+    path.join(tmp, 'keyv.ts'),
+    `import Keyv from 'keyv'\nimport { KeyvCairn } from 'cairn-client/keyv'\n${typedKeyv}\n`,
+  )
+  fs.writeFileSync(
+    path.join(tmp, 'keyv.cts'),
+    `import keyvPkg = require('keyv')\nimport cairnKeyv = require('cairn-client/keyv')\nconst { Keyv } = keyvPkg\nconst { KeyvCairn } = cairnKeyv\n${typedKeyv}\n`,
+  )
   fs.writeFileSync(
     path.join(tmp, 'tsconfig.json'),
     JSON.stringify({
@@ -159,7 +239,7 @@ t.test('ESM, CommonJS and type declarations from the packed package', async (t) 
         lib: ['es2022', 'dom'],
         types: [],
       },
-      files: ['use.ts', 'use.cts'],
+      files: ['use.ts', 'use.cts', 'keyv.ts', 'keyv.cts'],
     }),
   )
   const tsc = path.join(root, 'node_modules/typescript/bin/tsc')
@@ -167,5 +247,9 @@ t.test('ESM, CommonJS and type declarations from the packed package', async (t) 
     () => 'ok',
     (e) => e.stdout,
   )
-  t.equal(types, 'ok', 'ESM and CommonJS declarations type-check, and are not `any`')
+  t.equal(
+    types,
+    'ok',
+    'ESM and CommonJS declarations type-check, and are not `any`, cairn-client/keyv included',
+  )
 })

@@ -9,6 +9,7 @@ import net from 'node:net'
 import os from 'node:os'
 import path from 'node:path'
 import { promisify } from 'node:util'
+import { reapWithMe } from './reaper.js'
 
 const run = promisify(execFile)
 
@@ -116,6 +117,7 @@ export async function startRedisCluster(
         ],
         { stdio: 'ignore' },
       )
+      if (proc.pid !== undefined) reapWithMe([proc.pid])
       const exited = new Promise<'exited'>((r) => proc.once('exit', () => r('exited')))
       const up = waitFor(
         `node ${port} answers`,

@@ -6,6 +6,7 @@ import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { reapWithMe } from './reaper.js'
 
 export const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..')
 const cliPath = path.join(root, 'server/cli/index.ts')
@@ -86,6 +87,7 @@ export class TestServer {
       env: { ...process.env, CAIRN_USAGE_FLUSH_MS: '250', ...this.env },
       stdio: ['ignore', 'pipe', 'pipe'],
     })
+    if (proc.pid !== undefined) reapWithMe([proc.pid])
     this.proc = proc
     this.exited = new Promise((resolve) =>
       proc.on('exit', (code, signal) => resolve({ code, signal })),

@@ -234,7 +234,6 @@ while j <= #ARGV do
   if ARGV[j] == 'p' then j = j + 4 else j = j + 2 end
 end
 local ver = tonumber(redis.call('HGET', meta, 'ver') or '0')
-local seq = 0
 while i <= #ARGV do
   local op, k = ARGV[i], ARGV[i + 1]
   local had = redis.call('EXISTS', ent .. k) == 1
@@ -242,12 +241,12 @@ while i <= #ARGV do
   if op == 'p' then
     ver = redis.call('HINCRBY', meta, 'ver', 1)
     store(k, ARGV[i + 2], ver, ARGV[i + 3])
-    note(ver, seq, 'p', k, ARGV[i + 2], ARGV[i + 3])
+    note(ver, 0, 'p', k, ARGV[i + 2], ARGV[i + 3])
     i = i + 4
   else
     if had then
       ver = redis.call('HINCRBY', meta, 'ver', 1)
-      note(ver, seq, 'd', k)
+      note(ver, 0, 'd', k)
     end
     i = i + 2
   end

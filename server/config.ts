@@ -1,8 +1,8 @@
 // `cairn serve` settings: flags win over environment variables, which win over defaults.
 import path from 'node:path'
-import type { Durability } from '../store/types.js'
-import type { LogLevel } from '../log.js'
-import { DEFAULT_PLANS_FILE } from '../services/plans.js'
+import type { Durability, EngineTuning } from './store/types.js'
+import type { LogLevel } from './log.js'
+import { DEFAULT_PLANS_FILE } from './services/plans.js'
 
 export interface Config {
   host: string
@@ -27,6 +27,8 @@ export interface Config {
   stripeApiUrl: string | undefined
   /** How often due downgrades are looked for (docs/billing.md: within a minute). */
   billingScanMs: number
+  /** The embedded engine's tuning; only what was set (the engine's defaults otherwise). */
+  engine: EngineTuning
 }
 
 export class ConfigError extends Error {}
@@ -38,7 +40,7 @@ interface Option {
   boolean?: boolean
 }
 
-const OPTIONS: Record<keyof Omit<Config, 'usageFlushMs' | 'billingScanMs'>, Option> = {
+const OPTIONS: Record<keyof Omit<Config, 'usageFlushMs' | 'billingScanMs' | 'engine'>, Option> = {
   host: { flag: '--host', env: 'CAIRN_HOST' },
   port: { flag: '--port', env: 'CAIRN_PORT' },
   dataDir: { flag: '--data', env: 'CAIRN_DATA' },
@@ -54,7 +56,52 @@ const OPTIONS: Record<keyof Omit<Config, 'usageFlushMs' | 'billingScanMs'>, Opti
   stripeApiUrl: { flag: '--stripe-api-url', env: 'CAIRN_STRIPE_API_URL' },
 }
 
-export const SERVE_FLAGS = Object.values(OPTIONS).map((o) => o.flag)
+/** The engine's options as `serve` flags: whole numbers of at least `min`, a ratio, or on/off. */
+const ENGINE_OPTIONS: Record<
+  keyof EngineTuning,
+  Option & { kind: 'bytes' | 'ms' | 'ratio' | 'switch' }
+> = {
+  syncIntervalMs: { flag: '--sync-interval-ms', env: 'CAIRN_SYNC_INTERVAL_MS', kind: 'ms' },
+  segmentBytes: { flag: '--segment-bytes', env: 'CAIRN_SEGMENT_BYTES', kind: 'bytes' },
+  cacheBytes: { flag: '--cache-bytes', env: 'CAIRN_CACHE_BYTES', kind: 'bytes' },
+  compactionDeadRatio: {
+    flag: '--compaction-dead-ratio',
+    env: 'CAIRN_COMPACTION_DEAD_RATIO',
+    kind: 'ratio',
+  },
+  compactionMinDeadBytes: {
+    flag: '--compaction-min-dead-bytes',
+    env: 'CAIRN_COMPACTION_MIN_DEAD_BYTES',
+    kind: 'bytes',
+  },
+  checkpointBytes: { flag: '--checkpoint-bytes', env: 'CAIRN_CHECKPOINT_BYTES', kind: 'bytes' },
+  autoCompact: { flag: '--auto-compact', env: 'CAIRN_AUTO_COMPACT', kind: 'switch' },
+}
+
+/** The engine options given, checked: a bad one is refused at start, not met at the first write. */
+function engineTuning(pick: (o: Option) => string | undefined): EngineTuning {
+  const out: Record<string, number | boolean> = {}
+  for (const [name, o] of Object.entries(ENGINE_OPTIONS)) {
+    const raw = pick(o)
+    if (raw === undefined) continue
+    if (o.kind === 'switch') {
+      if (!/^(on|off|true|false|1|0)$/i.test(raw))
+        throw new ConfigError(`${o.flag} takes on or off`)
+      out[name] = /^(on|true|1)$/i.test(raw)
+      continue
+    }
+    const n = Number(raw)
+    if (o.kind === 'ratio') {
+      if (!(n > 0 && n < 1)) throw new ConfigError(`${o.flag} must be between 0 and 1`)
+    } else if (!Number.isSafeInteger(n) || n < 0 || (o.kind === 'ms' && n === 0)) {
+      throw new ConfigError(`${o.flag} must be a whole number${o.kind === 'ms' ? ' above 0' : ''}`)
+    } else if (name === 'segmentBytes' && n < 4096) {
+      throw new ConfigError(`${o.flag} must be at least 4096`)
+    }
+    out[name] = n
+  }
+  return out as EngineTuning
+}
 
 /** Splits argv into `--flag value` pairs and bare words; `--flag=value` works too. */
 export function parseArgs(
@@ -123,6 +170,9 @@ export function serveConfig(flags: Map<string, string>, env: NodeJS.ProcessEnv):
     throw new ConfigError(
       '--stripe-api-url takes an origin such as https://api.stripe.com or http://127.0.0.1:12111',
     )
+  const engine = engineTuning(pick)
+  if (store !== undefined && Object.keys(engine).length > 0)
+    throw new ConfigError('the engine options apply to the embedded store, not to --store')
   return {
     host: pick(OPTIONS.host) ?? '0.0.0.0',
     port,
@@ -142,5 +192,6 @@ export function serveConfig(flags: Map<string, string>, env: NodeJS.ProcessEnv):
       Number(env.CAIRN_BILLING_SCAN_MS) > 0
         ? Math.min(Number(env.CAIRN_BILLING_SCAN_MS), 30_000)
         : 15_000,
+    engine,
   }
 }
