@@ -36,7 +36,7 @@ t.test('off unless both Stripe secrets are given', async (t) => {
   }
 })
 
-t.test('the plans file checks its Stripe fields', async (t) => {
+t.test('the plans file and the API origin are checked at start', async (t) => {
   const bad = billingPlans()
   ;(bad.plans[1] as any).stripeMeteredPriceId = 'price_metered'
   await t.rejects(
@@ -49,6 +49,10 @@ t.test('the plans file checks its Stripe fields', async (t) => {
   const spaced = billingPlans()
   ;(spaced.plans[1] as any).stripePriceId = 'price with spaces'
   await t.rejects(startServer({ plans: spaced }), /plans\[1\]\.stripePriceId must be/)
+  await t.rejects(
+    startServer({ plans: billingPlans(), args: ['--stripe-api-url', 'http://127.0.0.1:1/v1'] }),
+    /--stripe-api-url takes an origin/,
+  )
 })
 
 t.test('checkout, then the plan changes only with the webhook', async (t) => {
