@@ -17,6 +17,8 @@ import { type Logger, Repeats, createLogger } from './log.js'
 import { Metrics } from './metrics.js'
 import { mountOperator } from './operator/operator.js'
 import { mountOps } from './operator/ops.js'
+import { mountStripeWebhook } from './billing/webhook.js'
+import { Billing } from './services/billing/index.js'
 import { PlanBook } from './services/plans.js'
 import { randomToken } from './services/secrets.js'
 import { openServices } from './services/index.js'
@@ -65,7 +67,10 @@ export async function serve(
     openapi: fs.readFileSync(OPENAPI_FILE),
     lifecycle: { ready: false, stopping: false, inflight: 0 },
     watches: new Watches(),
+    billing: undefined,
   }
+  const stripe = Billing.settings(config, log)
+  if (stripe !== undefined) ctx.billing = new Billing(stripe, svc, log)
   svc.namespaces.onDropped((ns) => ctx.watches.endNamespace(ns))
 
   const app = uws.App()
@@ -91,6 +96,7 @@ export async function serve(
   app.ws('/v1/*', watchSockets(ctx) as never)
   mountOps(app, ctx)
   mountOperator(app, ctx, token, ctx)
+  if (ctx.billing !== undefined) mountStripeWebhook(app, ctx, ctx.billing)
   mountDashboard(app, ctx)
 
   const listenSocket = await new Promise<us_listen_socket>((resolve, reject) => {
@@ -143,6 +149,7 @@ export async function serve(
   }, config.usageFlushMs)
   timer.unref()
 
+  ctx.billing?.downgrades.start(config.billingScanMs)
   ctx.lifecycle.ready = true
   for (const note of svc.store.startNotes ?? []) log.warn({ store: svc.store.kind }, note)
   log.info(
@@ -154,6 +161,7 @@ export async function serve(
       store: svc.store.kind,
       durability: config.durability,
       plans: config.plansFile,
+      stripe: ctx.billing !== undefined,
     },
     'listening',
   )
@@ -168,6 +176,7 @@ export async function serve(
       while (ctx.lifecycle.inflight > 0 && Date.now() < deadline)
         await new Promise((r) => setTimeout(r, 10))
       clearInterval(timer)
+      await ctx.billing?.downgrades.stop()
       while (flushing) await new Promise((r) => setTimeout(r, 10))
       await flush().catch((err) =>
         log.error({ err: (err as Error).message }, 'writing usage failed'),

@@ -20,6 +20,13 @@ export interface Config {
   operatorToken: string | undefined
   /** How often usage counters and key last-used times are written to storage. */
   usageFlushMs: number
+  /** Paid plans through Stripe: on only when both the secret key and the webhook secret are given. */
+  stripeSecretKey: string | undefined
+  stripeWebhookSecret: string | undefined
+  /** Another origin for Stripe's API (a test double, a proxy); Stripe's own when undefined. */
+  stripeApiUrl: string | undefined
+  /** How often due downgrades are looked for (docs/billing.md: within a minute). */
+  billingScanMs: number
   /** The embedded engine's tuning; only what was set (the engine's defaults otherwise). */
   engine: EngineTuning
 }
@@ -33,7 +40,7 @@ interface Option {
   boolean?: boolean
 }
 
-const OPTIONS: Record<keyof Omit<Config, 'usageFlushMs' | 'engine'>, Option> = {
+const OPTIONS: Record<keyof Omit<Config, 'usageFlushMs' | 'billingScanMs' | 'engine'>, Option> = {
   host: { flag: '--host', env: 'CAIRN_HOST' },
   port: { flag: '--port', env: 'CAIRN_PORT' },
   dataDir: { flag: '--data', env: 'CAIRN_DATA' },
@@ -44,6 +51,9 @@ const OPTIONS: Record<keyof Omit<Config, 'usageFlushMs' | 'engine'>, Option> = {
   trustProxy: { flag: '--trust-proxy', env: 'CAIRN_TRUST_PROXY', boolean: true },
   logLevel: { flag: '--log-level', env: 'CAIRN_LOG_LEVEL' },
   operatorToken: { flag: '--operator-token', env: 'CAIRN_OPERATOR_TOKEN' },
+  stripeSecretKey: { flag: '--stripe-secret-key', env: 'CAIRN_STRIPE_SECRET_KEY' },
+  stripeWebhookSecret: { flag: '--stripe-webhook-secret', env: 'CAIRN_STRIPE_WEBHOOK_SECRET' },
+  stripeApiUrl: { flag: '--stripe-api-url', env: 'CAIRN_STRIPE_API_URL' },
 }
 
 /** The engine's options as `serve` flags: whole numbers of at least `min`, a ratio, or on/off. */
@@ -155,6 +165,11 @@ export function serveConfig(flags: Map<string, string>, env: NodeJS.ProcessEnv):
   const token = pick(OPTIONS.operatorToken)
   if (token !== undefined && token.length < 16)
     throw new ConfigError('--operator-token must be at least 16 characters')
+  const stripeApiUrl = pick(OPTIONS.stripeApiUrl)?.replace(/\/$/, '')
+  if (stripeApiUrl !== undefined && !/^https?:\/\/[^/?#\s]+$/.test(stripeApiUrl))
+    throw new ConfigError(
+      '--stripe-api-url takes an origin such as https://api.stripe.com or http://127.0.0.1:12111',
+    )
   const engine = engineTuning(pick)
   if (store !== undefined && Object.keys(engine).length > 0)
     throw new ConfigError('the engine options apply to the embedded store, not to --store')
@@ -170,6 +185,13 @@ export function serveConfig(flags: Map<string, string>, env: NodeJS.ProcessEnv):
     logLevel,
     operatorToken: token,
     usageFlushMs: Number(env.CAIRN_USAGE_FLUSH_MS) > 0 ? Number(env.CAIRN_USAGE_FLUSH_MS) : 2000,
+    stripeSecretKey: pick(OPTIONS.stripeSecretKey),
+    stripeWebhookSecret: pick(OPTIONS.stripeWebhookSecret),
+    stripeApiUrl,
+    billingScanMs:
+      Number(env.CAIRN_BILLING_SCAN_MS) > 0
+        ? Math.min(Number(env.CAIRN_BILLING_SCAN_MS), 30_000)
+        : 15_000,
     engine,
   }
 }

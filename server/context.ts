@@ -1,6 +1,7 @@
 // Everything a request handler may use, built once at start (see app.ts): the services on
 // storage (services.ts) and what serving adds to them.
 import type { Config } from './config.js'
+import type { Billing } from './services/billing/index.js'
 import type { AddressLimiter } from './services/limits.js'
 import type { Logger } from './log.js'
 import type { Metrics } from './metrics.js'
@@ -30,4 +31,6 @@ export interface Context extends Services {
   lifecycle: Lifecycle
   /** The watches open here (GET /{ns}?watch=1 and its WebSocket). */
   watches: Watches
+  /** Paid plans through Stripe; undefined when the operator has not turned them on. */
+  billing: Billing | undefined
 }

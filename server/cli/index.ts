@@ -22,7 +22,8 @@ const HELP = `Usage: cairn <command> [options]
   serve [--host H] [--port P] [--data DIR | --store redis://H:P[,H:P...]]
         [--durability always|interval|none]
         [--plans FILE] [--cors-origins '*'|ORIGINS] [--trust-proxy] [--log-level L]
-        [--operator-token T]                      run the server
+        [--operator-token T] [--stripe-secret-key K --stripe-webhook-secret S
+        [--stripe-api-url ORIGIN]]                run the server
   account create --email E [--password P] [--plan ID]
                                                   make an account and its first API key
   account list                                    list accounts

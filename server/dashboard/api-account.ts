@@ -1,5 +1,6 @@
 // The signed-in account: who it is, its usage overview, and its plan.
 import type { Context } from '../context.js'
+import { isLive } from '../services/billing/subscription.js'
 import type { Plan } from '../services/plans.js'
 import { ServiceError } from '../services/service-error.js'
 import { usageReport } from '../services/usage-report.js'
@@ -24,11 +25,29 @@ export class AccountApi {
 
   async plans(_req: Req, c: Caller): Promise<Reply> {
     const info = this.ctx.plans.info()
+    const stripe = this.ctx.billing !== undefined
+    const s = c.account.rec.stripe
+    const iso = (ms: number | undefined) => (ms === undefined ? null : new Date(ms).toISOString())
     return jsonReply(200, {
       current: this.ctx.plans.get(c.account.rec.plan).id,
       default: info.default,
       upgradeUrl: info.upgradeUrl,
-      plans: info.plans.map((p) => ({ ...p, switchable: this.switchable(p) })),
+      plans: info.plans.map((p) => ({
+        ...p,
+        switchable: this.switchable(p),
+        checkout: stripe && p.stripePriceId !== null,
+      })),
+      // Off: null, and the page is as it was before Stripe.
+      billing: stripe
+        ? {
+            subscribed: s?.subscriptionId !== undefined,
+            live: isLive(s?.status),
+            status: s?.status ?? null,
+            plan: s?.plan ?? null,
+            periodEnd: iso(s?.periodEnd),
+            downgradeAt: iso(s?.downgradeAt),
+          }
+        : null,
     })
   }
 
@@ -44,12 +63,23 @@ export class AccountApi {
         `The ${plan.name} plan is switched on by the operator; the plan page says how to ask.`,
       )
     }
+    const s = c.account.rec.stripe
+    if (this.ctx.billing !== undefined && s?.subscriptionId !== undefined && isLive(s.status))
+      throw new ServiceError(
+        409,
+        'already_subscribed',
+        'This account pays for its plan through Stripe: change or cancel it in the billing portal.',
+      )
     await this.ctx.accounts.setPlan(c.account, plan.id)
     return jsonReply(200, { plan })
   }
 
-  /** The plan new accounts get is always open to them; others when the operator says so. */
+  /**
+   * The plan new accounts get is always open to them; others when the operator says so, but
+   * never one paid through Stripe while Stripe is on: that one comes with its subscription.
+   */
   private switchable(p: Plan): boolean {
+    if (this.ctx.billing !== undefined && p.stripePriceId !== null) return false
     return p.selfServe || p.id === this.ctx.plans.defaultId
   }
 }

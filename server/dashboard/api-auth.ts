@@ -1,5 +1,6 @@
 // Sign-up, log-in, log-out, password change and account deletion. Email and password rules
 // are the accounts module's own, so the dashboard and the command line agree on them.
+import { cancelForDeletion } from '../services/billing/cancel.js'
 import { storageFault } from '../services/storage-faults.js'
 import { checkNewPassword, normalizeEmail } from '../services/accounts.js'
 import type { Context } from '../context.js'
@@ -116,6 +117,7 @@ export class AuthApi {
     if (typeof body.confirm !== 'string' || body.confirm.trim().toLowerCase() !== email)
       throw new ServiceError(400, 'invalid_request', 'Type your email address to confirm.')
     const account = await this.recheck(caller, body.password)
+    if (this.ctx.billing !== undefined) await cancelForDeletion(this.ctx.billing.stripe, account)
     await this.ctx.deleteAccount(account.id)
     await this.sessions.destroyAccount(account.id)
     return jsonReply(200, { deleted: true }, { setCookies: [clearSessionCookie(req.secure)] })

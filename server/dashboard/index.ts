@@ -8,6 +8,7 @@ import { ServiceError } from '../services/service-error.js'
 import { AccountApi } from './api-account.js'
 import { queuedHashes } from '../services/password-hasher.js'
 import { AuthApi } from './api-auth.js'
+import { BillingApi } from './api-billing.js'
 import { DataApi } from './api-data.js'
 import { KeysApi } from './api-keys.js'
 import { NamespacesApi } from './api-namespaces.js'
@@ -124,6 +125,13 @@ export function mountDashboard(app: TemplatedApp, ctx: Context): void {
   api('get', '/overview', (req, c) => account.overview(req, c))
   api('get', '/plans', (req, c) => account.plans(req, c))
   api('post', '/plan', (req, c) => account.setPlan(req, c))
+  if (ctx.billing !== undefined) {
+    const billing = new BillingApi(ctx, ctx.billing)
+    api('post', '/billing/checkout', (req, c) => billing.checkout(req, c))
+    route(app, ctx, 'get', '/billing/portal', SMALL_BODY, async (req) =>
+      billing.portal(req, await currentCaller(req, ctx, sessions)),
+    )
+  }
   api('get', '/keys', (req, c) => keys.list(req, c))
   api('post', '/keys', (req, c) => keys.create(req, c))
   api('post', '/keys/:id/rotate', (req, c) => keys.rotate(req, c))

@@ -71,6 +71,7 @@ const HEADERS_WANTED = [
   'origin',
   'referer',
   'sec-fetch-site',
+  'stripe-signature',
   'x-csrf-token',
   'x-forwarded-for',
   'x-forwarded-proto',

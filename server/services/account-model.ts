@@ -10,6 +10,23 @@ export interface AccountRecord {
   plan: string
   passwordHash: string | null
   createdAt: string
+  /** The account's side of paid plans through Stripe (services/billing/), once it has one. */
+  stripe?: StripeState
+}
+
+/** What Cairn keeps of an account's Stripe customer and subscription. */
+export interface StripeState {
+  /** Made on the account's first checkout, with its email. */
+  customerId: string
+  subscriptionId?: string
+  /** The subscription's status as last read from Stripe (active, past_due, canceled, ...). */
+  status?: string
+  /** The plan the subscription pays for. */
+  plan?: string
+  /** When the paid period ends (ms since the epoch). */
+  periodEnd?: number
+  /** When the account moves to the default plan (ms), once the subscription lapsed. */
+  downgradeAt?: number
 }
 
 export interface KeyRecord {

@@ -346,6 +346,25 @@ export class Accounts {
     await this.save(account, { ...account.rec, plan })
   }
 
+  /**
+   * Changes the account's record as storage holds it now, not as this front end's cache last
+   * read it (on a shared store up to REFRESH_MS old), so a change made elsewhere meanwhile is
+   * kept. Undefined when the account is gone.
+   */
+  async update(
+    account: Account,
+    change: (rec: AccountRecord) => AccountRecord,
+  ): Promise<AccountRecord | undefined> {
+    const now = await this.records.get<AccountRecord>('account', account.id)
+    if (now === undefined) return undefined
+    const rec = change(now)
+    if (rec === now) return now
+    if (rec.plan !== now.plan && !this.plans.has(rec.plan))
+      throw new ServiceError(400, 'invalid_plan', `There is no plan "${rec.plan}".`)
+    await this.save(account, rec)
+    return rec
+  }
+
   private async save(account: Account, rec: AccountRecord): Promise<void> {
     await this.records.put('account', rec.id, rec)
     account.rec = rec

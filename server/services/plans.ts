@@ -20,6 +20,12 @@ export interface Plan {
   maxWatches: number | null
   /** Whether an account may move itself to this plan from the dashboard. */
   selfServe: boolean
+  /** A flat monthly Stripe price: with Stripe on, the plan is paid through Checkout. */
+  stripePriceId: string | null
+  /** A metered Stripe price billing requests past `requestsPerDay` (with meterEventName). */
+  stripeMeteredPriceId: string | null
+  /** The Stripe billing meter's event name for that price. */
+  meterEventName: string | null
 }
 
 export interface PlansFile {
@@ -30,7 +36,15 @@ export interface PlansFile {
 }
 
 /** The limits the API reports in GET /v1/usage: the plan without its commercial fields. */
-export type PublicPlan = Omit<Plan, 'priceUsdPerMonth' | 'selfServe' | 'maxWatches'>
+export type PublicPlan = Omit<
+  Plan,
+  | 'priceUsdPerMonth'
+  | 'selfServe'
+  | 'maxWatches'
+  | 'stripePriceId'
+  | 'stripeMeteredPriceId'
+  | 'meterEventName'
+>
 
 const here = path.dirname(fileURLToPath(import.meta.url))
 /** server/plans.json, found from the source tree and from dist/server/services alike. */
@@ -56,6 +70,43 @@ const LIMITS = [
 const WATCHES_BY_ID: Record<string, number> = { free: 5, pro: 100, scale: 1000 }
 
 export class PlanError extends Error {}
+
+/** Stripe object ids (price_..., or an older plan's own id): no spaces, no control characters. */
+const STRIPE_ID = /^[A-Za-z0-9_-]{1,255}$/
+/** Stripe's meter event names: letters, digits and a little punctuation, up to 100. */
+const METER_EVENT = /^[A-Za-z0-9_.:-]{1,100}$/
+
+/** The Stripe fields of a plan, checked: each a string of its form, or left out (null). */
+function stripeFields(
+  p: any,
+  at: string,
+  bad: (what: string) => PlanError,
+): Pick<Plan, 'stripePriceId' | 'stripeMeteredPriceId' | 'meterEventName'> {
+  const pick = (field: string, form: RegExp, what: string): string | null => {
+    const v = p[field]
+    if (v === undefined || v === null) return null
+    if (typeof v !== 'string' || !form.test(v)) throw bad(`${at}.${field} must be ${what} or null`)
+    return v
+  }
+  const out = {
+    stripePriceId: pick('stripePriceId', STRIPE_ID, 'a Stripe price id such as "price_1Abc"'),
+    stripeMeteredPriceId: pick(
+      'stripeMeteredPriceId',
+      STRIPE_ID,
+      'a Stripe price id such as "price_1Abc"',
+    ),
+    meterEventName: pick(
+      'meterEventName',
+      METER_EVENT,
+      'a meter event name (letters, digits, _ . : -, up to 100)',
+    ),
+  }
+  if ((out.stripeMeteredPriceId === null) !== (out.meterEventName === null))
+    throw bad(`${at}: stripeMeteredPriceId and meterEventName are given together or not at all`)
+  if (out.stripeMeteredPriceId !== null && out.stripePriceId === null)
+    throw bad(`${at}: a metered plan (stripeMeteredPriceId) needs its flat stripePriceId too`)
+  return out
+}
 
 export function parsePlans(text: string, source: string): PlansFile {
   let raw: any
@@ -86,6 +137,7 @@ export function parsePlans(text: string, source: string): PlansFile {
       maxValueBytes: null,
       maxWatches: p.maxWatches === undefined ? (WATCHES_BY_ID[p.id] ?? 100) : null,
       selfServe: p.selfServe === true,
+      ...stripeFields(p, at, bad),
     }
     if (
       plan.priceUsdPerMonth !== null &&
@@ -105,6 +157,8 @@ export function parsePlans(text: string, source: string): PlansFile {
     }
     if (plan.ratePerSecond === 0 || plan.burst === 0)
       throw bad(`${at}: a rate limit of 0 lets nothing through`)
+    if (plan.stripeMeteredPriceId !== null && plan.requestsPerDay === null)
+      throw bad(`${at}: a metered plan's requestsPerDay is its included quota, so a number`)
     return plan
   })
   const ids = new Set<string>()
@@ -114,6 +168,19 @@ export function parsePlans(text: string, source: string): PlansFile {
   }
   const def = raw.default ?? plans[0]!.id
   if (!ids.has(def)) throw bad(`default "${def}" is not one of the plans`)
+  // The default plan is where a lapsed subscription ends up: it cannot itself need one.
+  if (plans.find((p) => p.id === def)!.stripePriceId !== null)
+    throw bad(`the default plan "${def}" cannot have a stripePriceId`)
+  const prices = new Map<string, string>()
+  for (const p of plans) {
+    for (const price of [p.stripePriceId, p.stripeMeteredPriceId]) {
+      if (price === null) continue
+      const other = prices.get(price)
+      if (other !== undefined && other !== p.id)
+        throw bad(`Stripe price "${price}" is named by both "${other}" and "${p.id}"`)
+      prices.set(price, p.id)
+    }
+  }
   const upgradeUrl = raw.upgradeUrl ?? null
   if (upgradeUrl !== null && (typeof upgradeUrl !== 'string' || !/^https?:\/\//.test(upgradeUrl))) {
     throw bad('upgradeUrl must be an http(s) URL or null')
@@ -170,6 +237,11 @@ export class PlanBook {
 
   get defaultId(): string {
     return this.file.default
+  }
+
+  /** The plan a Stripe price pays for, if any plan names it. */
+  byStripePrice(price: string): Plan | undefined {
+    return this.file.plans.find((p) => p.stripePriceId === price)
   }
 
   info(): PlansFile {

@@ -15,6 +15,9 @@ export const SYSTEM_NAMESPACE: Record<RecordKind, string> = {
   namespace: 'sys/namespaces',
   session: 'sys/sessions',
   usage: 'sys/usage',
+  stripe_customer: 'sys/stripe-customers',
+  stripe_event: 'sys/stripe-events',
+  downgrade: 'sys/downgrades',
 }
 
 const groupOf = (id: string) => {

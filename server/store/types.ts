@@ -292,7 +292,20 @@ export interface Entries {
   transact(ns: string, ops: TxOp[]): Promise<Transacted>
 }
 
-export type RecordKind = 'account' | 'email' | 'key' | 'keyhash' | 'namespace' | 'session' | 'usage'
+export type RecordKind =
+  | 'account'
+  | 'email'
+  | 'key'
+  | 'keyhash'
+  | 'namespace'
+  | 'session'
+  | 'usage'
+  /** Paid plans through Stripe (services/billing/): a customer's account, by customer id. */
+  | 'stripe_customer'
+  /** A Stripe event id already acted on (or being acted on), kept for a month. */
+  | 'stripe_event'
+  /** A downgrade due at the end of a paid period: `due/<account id>`. */
+  | 'downgrade'
 
 export type RecordOp =
   | { kind: RecordKind; id: string; value: unknown; expiresAt?: number }

@@ -1,15 +1,32 @@
-import { announce, api, errorBox, fmtBytes, fmtNum, h, openDialog } from '../lib.js'
+import { announce, api, errorBox, fmtBytes, fmtDate, fmtNum, h, openDialog } from '../lib.js'
 
 const price = (p) => (p.priceUsdPerMonth ? `$${p.priceUsdPerMonth}` : '$0')
 
 export async function render(main, { me }) {
   const info = await api('GET', '/plans')
   const email = me.account.email
+  // Stripe on (info.billing not null): paid plans are bought through Checkout, and a paying
+  // account changes or cancels its plan in Stripe's portal.
+  const billing = info.billing
+  const errors = errorBox()
   const cards = info.plans.map((p) => {
     const isCurrent = p.id === info.current
     let action
     if (isCurrent) {
       action = h('p', { class: 'current-note' }, 'Your current plan')
+    } else if (billing?.live) {
+      action = h('p', { class: 'muted small' }, 'Change plans in the billing portal (below).')
+    } else if (p.checkout) {
+      action = h(
+        'button',
+        {
+          type: 'button',
+          class: 'btn btn-primary btn-block',
+          'data-plan': p.id,
+          onclick: (e) => subscribe(p, e.currentTarget),
+        },
+        `Subscribe to ${p.name}`,
+      )
     } else if (p.switchable) {
       action = h(
         'button',
@@ -71,6 +88,18 @@ export async function render(main, { me }) {
     )
   })
 
+  const subscribe = async (p, button) => {
+    button.disabled = true
+    errors.show('')
+    try {
+      const { url } = await api('POST', '/billing/checkout', { plan: p.id })
+      location.assign(url)
+    } catch (err) {
+      errors.show(err.message)
+      button.disabled = false
+    }
+  }
+
   const choose = (p) => {
     const errors = errorBox()
     const go = h('button', { type: 'button', class: 'btn btn-primary' }, `Switch to ${p.name}`)
@@ -103,34 +132,100 @@ export async function render(main, { me }) {
     })
   }
 
-  const howTo = info.upgradeUrl
-    ? h(
-        'p',
-        { class: 'muted' },
-        'Paid plans are handled on the operator’s upgrade page; your email is passed along.',
-      )
-    : h(
-        'div',
-        { class: 'card note', id: 'upgrade-help' },
-        h('h2', {}, 'How to upgrade'),
-        h(
+  const subscription = billing ? billingCard(billing, info) : null
+  const askOperator =
+    !billing ||
+    info.plans.some(
+      (p) => p.id !== info.current && !p.switchable && !(p.checkout && !billing?.live),
+    )
+  const howTo = !askOperator
+    ? null
+    : info.upgradeUrl
+      ? h(
           'p',
-          {},
-          'Paid plans are switched on by the operator of this Cairn service. Write to them with your account email (',
-          h('strong', {}, email),
-          ') and the plan you want. They can move you with:',
-        ),
-        h('pre', { tabindex: '0' }, h('code', {}, `cairn plan set --email ${email} <plan>`)),
-      )
+          { class: 'muted' },
+          'Paid plans are handled on the operator’s upgrade page; your email is passed along.',
+        )
+      : h(
+          'div',
+          { class: 'card note', id: 'upgrade-help' },
+          h('h2', {}, 'How to upgrade'),
+          h(
+            'p',
+            {},
+            'Paid plans are switched on by the operator of this Cairn service. Write to them with your account email (',
+            h('strong', {}, email),
+            ') and the plan you want. They can move you with:',
+          ),
+          h('pre', { tabindex: '0' }, h('code', {}, `cairn plan set --email ${email} <plan>`)),
+        )
 
-  main.append(
+  // Element.append would write a left-out part as the text "null".
+  const parts = [
     h(
       'div',
       { class: 'page-head' },
       h('h1', {}, 'Plan'),
       h('p', { class: 'muted' }, 'Limits apply per account, across all its keys.'),
     ),
+    errors.box,
+    returned(),
     h('div', { class: 'plans' }, cards),
+    subscription,
     howTo,
+  ]
+  main.append(...parts.filter((p) => p !== null))
+}
+
+/** What Stripe's pages sent back in the address: a finished checkout, a portal not reached. */
+function returned() {
+  const q = new URLSearchParams(location.search)
+  if (q.get('checkout') === 'done')
+    return h(
+      'p',
+      { class: 'alert alert-ok', role: 'status' },
+      'Thank you. Your plan changes as soon as Stripe confirms the payment, usually within seconds: reload this page to see it.',
+    )
+  if (q.get('billing') === 'unavailable')
+    return h(
+      'p',
+      { class: 'alert alert-error', role: 'status' },
+      'The billing portal could not be opened just now. Try again in a minute.',
+    )
+  return null
+}
+
+/** The account's subscription, and the way to Stripe's portal once there is one. */
+function billingCard(billing, info) {
+  if (!billing.subscribed) return null
+  const name = (id) => info.plans.find((p) => p.id === id)?.name ?? id
+  const lines = [
+    h('p', {}, `Subscription: ${name(billing.plan)}, ${billing.status.replace(/_/g, ' ')}.`),
+  ]
+  if (billing.downgradeAt)
+    lines.push(
+      h(
+        'p',
+        { id: 'downgrade-note' },
+        `Paid until ${fmtDate(billing.downgradeAt)}; then the account moves to the ${name(info.default)} plan.`,
+      ),
+    )
+  else if (billing.live && billing.periodEnd)
+    lines.push(h('p', { class: 'muted' }, `Renews ${fmtDate(billing.periodEnd)}.`))
+  return h(
+    'section',
+    { class: 'card note', id: 'billing', 'aria-labelledby': 'billing-title' },
+    h('h2', { id: 'billing-title' }, 'Billing'),
+    ...lines,
+    h(
+      'p',
+      {},
+      h('a', { class: 'btn', href: '/billing/portal' }, 'Manage billing'),
+      h(
+        'span',
+        { class: 'muted small' },
+        ' Card, invoices, plan changes and cancelling, at Stripe.',
+      ),
+    ),
   )
 }
