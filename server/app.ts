@@ -64,7 +64,7 @@ export async function serve(
     debug: config.logLevel === 'debug',
     openapi: fs.readFileSync(OPENAPI_FILE),
     lifecycle: { ready: false, stopping: false, inflight: 0 },
-    watches: new Watches(),
+    watches: new Watches(svc.store.holds),
   }
   svc.namespaces.onDropped((ns) => ctx.watches.endNamespace(ns))
 
