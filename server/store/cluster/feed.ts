@@ -10,6 +10,7 @@ import type { Change, Feed } from '../types.js'
 import type { Commands } from './commands.js'
 import { WAIT_MS } from './durable-writes.js'
 import { type ClusterEntries, feedKey, meta, toChange } from './entries.js'
+import { unavailable } from './errors.js'
 
 /** How long one XREAD blocks: how soon a poller notices it has no listeners or the slot moved. */
 const BLOCK_MS = 1000
@@ -101,10 +102,17 @@ class Poller {
    * so any write or read this process sends after subscribe() comes after it.
    */
   base(): Promise<{ g: string; version: number }> {
-    return Promise.all([
+    // The one sent as a write waits for a replica and fails while none answers (a stalled
+    // replica): the read alone then says where to start. Starting at a later version on a
+    // retry would pass over the writes between (watch-session.ts fills a gap it sees, too).
+    return Promise.allSettled([
       this.entries.feedVersion(this.ns),
       this.entries.feedVersion(this.ns, true),
-    ]).then(([a, b]) => (a.version <= b.version ? a : b))
+    ]).then(([a, b]) => {
+      const got = [a, b].flatMap((r) => (r.status === 'fulfilled' ? [r.value] : []))
+      if (got.length === 0) throw (a as PromiseRejectedResult).reason
+      return got.reduce((x, y) => (x.version <= y.version ? x : y))
+    })
   }
 
   stop(): void {
@@ -149,8 +157,47 @@ export class ClusterFeed implements Feed {
     return (await this.entries.feedVersion(ns)).version
   }
 
-  read(ns: string, since: number, limit: number): Promise<Change[] | 'expired'> {
-    return this.entries.feedRead(ns, since, limit)
+  /**
+   * History as the master has it, once a replica has it too (where live delivery waits, so
+   * does history): a change a failover would lose is never sent from history either. WAIT
+   * counts from the side connection's offset, set by its ECHO after the read, so it covers
+   * every change the read saw. Not confirmed within WAIT_MS: the read fails as unavailable.
+   */
+  async read(ns: string, since: number, limit: number): Promise<Change[] | 'expired'> {
+    const got = await this.entries.feedRead(ns, since, limit)
+    if (got === 'expired' || got.length === 0 || !this.cmd.waits(meta(ns))) return got
+    const conn = this.side(ns)
+    const [, [err, acked]] = (await conn
+      .pipeline()
+      .echo('w')
+      .call('WAIT', '1', String(WAIT_MS))
+      .exec()) as [unknown, [Error | null, number]]
+    if (err || Number(acked) < 1)
+      throw unavailable('the history read was not confirmed by a replica in time')
+    return got
+  }
+
+  /** A connection per master for what must not block the pipelined one (WAIT). */
+  private sides = new Map<string, Redis>()
+
+  private side(ns: string): Redis {
+    const owner = this.cmd.owners(meta(ns))?.[0]
+    if (owner === undefined) throw unavailable(`no master for slot ${calculateSlot(meta(ns))}`)
+    let conn = this.sides.get(owner)
+    if (conn !== undefined && conn.status !== 'end') return conn
+    const master = (this.cmd.client as Cluster)
+      .nodes('master')
+      .find((n) => `${n.options.host}:${n.options.port}` === owner)
+    if (!master) throw unavailable(`no master for slot ${calculateSlot(meta(ns))}`)
+    conn = master.duplicate({
+      lazyConnect: false,
+      enableOfflineQueue: true,
+      maxRetriesPerRequest: 1,
+      retryStrategy: () => null,
+    })
+    conn.on('error', () => {})
+    this.sides.set(owner, conn)
+    return conn
   }
 
   subscribe(ns: string, listener: (changes: Change[]) => void): () => void {
@@ -178,5 +225,7 @@ export class ClusterFeed implements Feed {
   close(): void {
     for (const p of this.pollers.values()) p.stop()
     this.pollers.clear()
+    for (const c of this.sides.values()) c.disconnect()
+    this.sides.clear()
   }
 }
