@@ -66,7 +66,7 @@ export async function serve(
     debug: config.logLevel === 'debug',
     openapi: fs.readFileSync(OPENAPI_FILE),
     lifecycle: { ready: false, stopping: false, inflight: 0 },
-    watches: new Watches(),
+    watches: new Watches(svc.store.holds),
     billing: undefined,
   }
   const stripe = Billing.settings(config, log)

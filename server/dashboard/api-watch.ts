@@ -35,7 +35,7 @@ export class WatchApi {
     const account = c.account
     const info = await ctx.data.namespace(account, req.params[0]!)
     const plan = ctx.plans.get(account.rec.plan)
-    if (!ctx.watches.take(account.id, plan.maxWatches))
+    if (!(await ctx.watches.take(account.id, plan.maxWatches)))
       throw new ApiError(
         'watch_limit',
         `The ${plan.id} plan allows ${plan.maxWatches} watches open at once. Close the live view in another tab, or stop a watch of your own.`,

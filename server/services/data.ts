@@ -1,5 +1,6 @@
 // Reading and writing an account's entries: the rules /v1 and the dashboard's data browser
 // share (namespace lookup, conditional writes, the storage quota, TTLs), over the store.
+import { randomBytes } from 'node:crypto'
 import type { Account, Accounts, NamespaceInfo } from './accounts.js'
 import { ApiError, noSuchNamespace } from '../wire/errors.js'
 import { apiErrorOf, isConflict, isGone } from './store-errors.js'
@@ -68,6 +69,12 @@ function present(info: NamespaceInfo | undefined, name: string): NamespaceInfo {
   return info
 }
 
+/** Settles nothing: a write that reserved nothing. */
+const none = (_added: number): void => {}
+/** Names this front end's storage reservations: `<this>.<sequence>`. */
+const FRONT = randomBytes(9).toString('base64url')
+let reserved = 0
+
 export class Data {
   /** Whether the store answers reads synchronously (getNow). */
   readonly readsNow: boolean
@@ -131,7 +138,7 @@ export class Data {
     else if (o.ifNoneMatch === '*') ifVersion = null
     const md = metadataBytes(o.metadata, this.store.metadataOverhead)
     const delta = Buffer.byteLength(key) + json.length + md - oldBytes
-    if (quota !== null) await this.checkQuota(account, quota, delta, 'write')
+    const settle = quota !== null ? await this.checkQuota(account, quota, delta, 'write') : none
     try {
       const done = await this.store.put(info.storeName, key, json, {
         ttlMs: o.ttl !== undefined ? o.ttl * 1000 : undefined,
@@ -139,9 +146,11 @@ export class Data {
         ifVersion,
         metadata: o.metadata,
       })
+      settle(delta)
       if (quota !== null) this.namespaces.wrote(account, delta)
       return done
     } catch (err) {
+      settle(0)
       if (isConflict(err)) throw new ApiError('precondition_failed')
       if (isGone(err)) throw new ApiError('namespace_not_found')
       throw err
@@ -205,16 +214,21 @@ export class Data {
         if (op.op === 'increment' || (op.op === 'patch' && op.by !== undefined))
           op.maxBytes = plan.maxValueBytes
     const quota = plan.maxStorageBytes
+    let settle = none
+    let adds = 0
     if (quota !== null) {
-      const adds = ops.reduce((sum, op) => sum + mostAdded(op, this.store.metadataOverhead), 0)
+      adds = ops.reduce((sum, op) => sum + mostAdded(op, this.store.metadataOverhead), 0)
       const what = ops.some((op) => op.op === 'patch') ? 'change' : 'transaction'
-      if (adds > 0) await this.checkQuota(account, quota, adds, what)
+      if (adds > 0) settle = await this.checkQuota(account, quota, adds, what)
     }
     try {
       const done = await this.store.transact(info.storeName, ops)
+      // What it added is not known here: at most `adds`, which a later count corrects.
+      settle(adds)
       if (quota !== null) this.namespaces.wrote(account)
       return done
     } catch (err) {
+      settle(0)
       throw txFailure(err)
     }
   }
@@ -223,17 +237,45 @@ export class Data {
    * Refuses a write that would take the account past its plan's storage quota: `delta` is
    * what it adds. A write that adds nothing, or takes the account down, always goes. A total
    * kept from a moment ago (a shared store's) is counted again before it refuses anything.
+   * Where the store keeps the account's total for every front end (StorageTotals), the write
+   * is reserved against it beside every write under way; the function returned settles it
+   * with what the write added (0: it failed).
    */
-  private async checkQuota(account: Account, quota: number, delta: number, what: string) {
-    if (delta <= 0) return
+  private async checkQuota(
+    account: Account,
+    quota: number,
+    delta: number,
+    what: string,
+  ): Promise<(added: number) => void> {
+    if (delta <= 0) return none
+    const totals = this.store.storageTotals
+    if (totals !== undefined) {
+      const holder = `${FRONT}.${++reserved}`
+      let got = await totals.reserve(account.id, holder, delta, quota)
+      let used: number | undefined
+      if (got !== 'ok') {
+        // No total kept yet, or one that says no: counted afresh, it is set where that
+        // cannot count a write under way twice (BASE), and asked again.
+        used = await this.namespaces.storageBytes(account, true)
+        if (await totals.base(account.id, used, got === 'over'))
+          got = await totals.reserve(account.id, holder, delta, quota)
+      }
+      if (got === 'ok') return (added) => totals.settle(account.id, holder, added)
+      used ??= await this.namespaces.storageBytes(account, true)
+      // Writes under way elsewhere count too: the total said is at least past the quota.
+      throw this.overQuota(account, quota, Math.max(used + delta, quota + 1), what)
+    }
     let used = await this.namespaces.storageBytes(account)
     if (used + delta > quota) used = await this.namespaces.storageBytes(account, true)
-    if (used + delta > quota) {
-      throw new ApiError(
-        'storage_quota_exceeded',
-        `This ${what} would bring the account to ${used + delta} bytes; the ${this.plans.get(account.rec.plan).id} plan allows ${quota}.`,
-      )
-    }
+    if (used + delta > quota) throw this.overQuota(account, quota, used + delta, what)
+    return none
+  }
+
+  private overQuota(account: Account, quota: number, total: number, what: string): ApiError {
+    return new ApiError(
+      'storage_quota_exceeded',
+      `This ${what} would bring the account to ${total} bytes; the ${this.plans.get(account.rec.plan).id} plan allows ${quota}.`,
+    )
   }
 
   /**

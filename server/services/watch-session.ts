@@ -201,6 +201,17 @@ export class WatchSession {
     this.told = this.last
     this.send('progress', `{"version":"${this.last}"}`, this.last)
     this.ctx.usage.watchEvents(this.account.id, 1, 0, Date.now())
+    await this.catchUp()
+    if (this.closed || this.timer !== null) return
+    this.timer = setInterval(() => this.tick(), 1000)
+    this.timer.unref()
+  }
+
+  /**
+   * Sends the backlog from history, then what arrived live meanwhile, paced, until caught
+   * up; from then on each group of live changes is one flush (live).
+   */
+  private async catchUp(): Promise<void> {
     const feed = this.ctx.store.feed
     while (!this.closed && this.backlog.length > 0) {
       if (!(await this.paced(this.backlog))) return
@@ -225,8 +236,32 @@ export class WatchSession {
     }
     if (this.closed) return
     this.queued = null
-    this.timer = setInterval(() => this.tick(), 1000)
-    this.timer.unref()
+  }
+
+  /**
+   * Live changes that begin past the next version: the feed started after changes this
+   * watch has not passed on (on Redis, a stream poller that could not start at once). They
+   * wait while history fills the gap, so the watch misses nothing.
+   */
+  private async fill(changes: Change[]): Promise<void> {
+    this.queued = [...changes]
+    try {
+      const page = await this.ctx.store.feed.read(this.ns, this.last, PAGE)
+      if (this.closed) return
+      if (page === 'expired') {
+        this.sink.fail(
+          'history_expired',
+          'The history ran out while it was being sent; list again, then watch.',
+        )
+        return this.stop(false)
+      }
+      this.backlog = page
+      await this.catchUp()
+    } catch {
+      if (this.closed) return
+      this.sink.fail('unavailable', 'The storage did not answer; resume with since.')
+      this.stop(false)
+    }
   }
 
   /** Ends the watch: `quietly` ends the stream without an error event. */
@@ -280,6 +315,7 @@ export class WatchSession {
     // revoked key gets no change after the revocation; otherwise it comes a moment later.
     this.checkAllowed()
     if (this.closed || changes.length === 0) return
+    if (changes[0]!.version > this.last + 1) return void this.fill(changes)
     // Caught up and watching every key: a group whose versions all rise past the last one
     // passed on goes whole, its events made once for all the watchers that take it so. With
     // 100 watchers of a busy namespace, making them once each was most of what delivery cost.

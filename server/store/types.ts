@@ -361,6 +361,38 @@ export interface Records {
   ): Promise<Record<string, number>>
 }
 
+/**
+ * What an account holds at once (its open watches), counted across every front end of a
+ * shared store. A front end that dies lets go of its holds within a lease time.
+ */
+export interface Holds {
+  /** Takes a hold of group `group` for `holder` (unique) unless `max` are held already. */
+  take(group: string, holder: string, max: number): Promise<boolean>
+  /** Lets `holder` go (never fails: a hold not let go lapses). */
+  release(group: string, holder: string): void
+}
+
+/**
+ * An account's storage total kept in a shared store, with the writes under way reserved
+ * beside it, so that front ends writing at once cannot all pass the quota.
+ */
+export interface StorageTotals {
+  /**
+   * Reserves `delta` bytes for `holder` if the total, the writes under way and it fit in
+   * `max`: 'over' if not, 'unknown' if no total is kept (count it and call base).
+   */
+  reserve(
+    id: string,
+    holder: string,
+    delta: number,
+    max: number,
+  ): Promise<'ok' | 'over' | 'unknown'>
+  /** Sets the total counted now where none is kept, or with `replace` where no write is under way. */
+  base(id: string, bytes: number, replace: boolean): Promise<boolean>
+  /** The write of `holder` is done, having added `delta` bytes (0: failed). Never fails. */
+  settle(id: string, holder: string, delta: number): void
+}
+
 /** Token buckets kept by the store, shared by every front end that uses it. */
 export interface Limiter {
   /**
@@ -407,6 +439,10 @@ export interface Store extends Entries {
   readonly metadataOverhead: number
   readonly records: Records
   readonly limiter: Limiter
+  /** Holds counted across front ends; absent where one process is the only writer. */
+  readonly holds?: Holds
+  /** Storage totals counted across front ends; absent where one process is the only writer. */
+  readonly storageTotals?: StorageTotals
   readonly feed: Feed
   /** Synchronous and cheap: whether writes are taken now. */
   health(): StoreHealth

@@ -1,8 +1,9 @@
 // The watch over a WebSocket: an upgrade on GET /v1/{namespace}?watch=1 sends the same events
 // as JSON messages ({"type": "put" | "delete" | "progress", ...}). The API key comes in the
 // x-api-key header or, where a browser cannot set one, in the first message ({"apiKey"}).
-// Everything after the upgrade that refuses the watch comes as {"type": "error", "code",
-// "message"}, then a close.
+// With the key in a header, every refusal (the key, its namespace, the rate limit, the daily
+// quota, the watch limit) is an HTTP answer before the upgrade. Everything after the upgrade
+// that refuses the watch comes as {"type": "error", "code", "message"}, then a close.
 import type { ApiKey } from '../services/accounts.js'
 import type { Context } from '../context.js'
 import { ERRORS, type ErrorCode, errorText, noSuchNamespace } from '../wire/errors.js'
@@ -12,7 +13,8 @@ import { endBody } from '../http/held-body.js'
 import { requestId } from '../http/request-id.js'
 import { statusLine } from '../http/status.js'
 import type { HttpRequest, HttpResponse } from '../http/uws.js'
-import { type Bucket, newBucket, takeAccountToken } from '../services/limits.js'
+import { type Bucket, newBucket, secondsToMidnight, takeAccountToken } from '../services/limits.js'
+import type { NamespaceInfo } from '../services/account-model.js'
 import type { Change } from '../store/types.js'
 import { OP } from '../services/usage.js'
 import { parseQuery } from '../wire/query.js'
@@ -38,7 +40,17 @@ interface Peer {
   closed: boolean
   session: WatchSession | null
   timer: NodeJS.Timeout | null
+  /** What was admitted before the upgrade (the key in a header): a watch taken, counted. */
+  admitted: Admitted | null
 }
+
+interface Admitted {
+  account: ApiKey['account']
+  info: NamespaceInfo
+  now: number
+}
+
+type Refusal = { code: ErrorCode; message?: string; header?: string }
 
 /** Buffered bytes at or under which a socket counts as drained. */
 const DRAINED = 64 * 1024
@@ -63,10 +75,16 @@ const BEARER = /^bearer\s+(\S+)\s*$/i
 
 function refuse(res: HttpResponse, code: ErrorCode, message?: string): void {
   res.onAborted(ignoreAbort)
+  answer(res, { code, message })
+}
+
+/** Writes a refusal as HTTP (the response's abort handler already set). */
+function answer(res: HttpResponse, r: Refusal): void {
   res.cork(() => {
-    res.writeStatus(statusLine(ERRORS[code].status))
+    res.writeStatus(statusLine(ERRORS[r.code].status))
     res.writeHeader('Content-Type', 'application/json')
-    endBody(res, errorText(code, message))
+    if (r.header !== undefined) res.writeHeader('Retry-After', r.header)
+    endBody(res, errorText(r.code, r.message))
   })
 }
 
@@ -127,49 +145,65 @@ export function watchSockets(ctx: Context) {
   const fail = (ws: Socket, code: ErrorCode, message?: string) =>
     sinkOf(ws).fail(code, message ?? ERRORS[code].message)
 
-  async function begin(ws: Socket, secret: string): Promise<void> {
-    const peer = ws.getUserData()
-    peer.started = true
-    if (peer.timer) clearTimeout(peer.timer)
-    const key: ApiKey | undefined =
-      secret === '' ? undefined : await ctx.accounts.authenticate(secret)
-    if (peer.closed) return
+  /**
+   * Everything that may refuse a watch before its events start, in the order a request meets
+   * them: the key, its namespace, the rate limit, the daily quota, the namespace, the watch
+   * limit (across front ends). Admitted, the watch is held and the request counted.
+   */
+  async function admit(secret: string, ns: string, address: string): Promise<Admitted | Refusal> {
+    const key: ApiKey | undefined = await ctx.accounts.authenticate(secret)
     if (key === undefined) {
       // Guessing keys over sockets is as slow as over requests (limits.ts).
-      const b = ctx.badKeys.take(peer.address, Date.now())
-      return fail(ws, b.ok ? 'unauthorized' : 'rate_limited')
+      const b = ctx.badKeys.take(address, Date.now())
+      return b.ok
+        ? { code: 'unauthorized' }
+        : { code: 'rate_limited', header: String(b.retryAfter) }
     }
-    if (!key.allows(peer.ns))
-      return fail(ws, 'forbidden', `This API key may not use namespace "${peer.ns}".`)
+    if (!key.allows(ns))
+      return { code: 'forbidden', message: `This API key may not use namespace "${ns}".` }
     const account = key.account
     const plan = ctx.plans.get(account.rec.plan)
     const now = Date.now()
     const out: Bucket = newBucket()
     const b = await takeAccountToken(ctx.store.limiter, account.id, plan, now, out)
-    if (peer.closed) return
-    if (!b.ok) return fail(ws, 'rate_limited')
+    if (!b.ok) return { code: 'rate_limited', header: String(b.retryAfter) }
     if (
       plan.requestsPerDay !== null &&
       ctx.usage.today(account.id, now).requests >= plan.requestsPerDay
     )
-      return fail(ws, 'quota_exceeded')
-    const info = await ctx.accounts.namespace(account, peer.ns)
-    if (peer.closed) return
-    if (info === undefined) return fail(ws, 'namespace_not_found', noSuchNamespace(peer.ns))
-    if (!ctx.watches.take(account.id, plan.maxWatches))
-      return fail(
-        ws,
-        'watch_limit',
-        `The ${plan.id} plan allows ${plan.maxWatches} watches open at once.`,
-      )
+      return { code: 'quota_exceeded', header: String(secondsToMidnight(now)) }
+    const info = await ctx.accounts.namespace(account, ns)
+    if (info === undefined) return { code: 'namespace_not_found', message: noSuchNamespace(ns) }
+    if (!(await ctx.watches.take(account.id, plan.maxWatches)))
+      return {
+        code: 'watch_limit',
+        message: `The ${plan.id} plan allows ${plan.maxWatches} watches open at once.`,
+      }
     ctx.usage.record(account.id, OP.watch, 200, 0, 0, now)
+    return { account, info, now }
+  }
+
+  /** The key came in the first message: what refuses it is an error message, then a close. */
+  async function begin(ws: Socket, secret: string): Promise<void> {
+    const peer = ws.getUserData()
+    peer.started = true
+    if (peer.timer) clearTimeout(peer.timer)
+    peer.secret = secret
+    const got = await admit(secret, peer.ns, peer.address)
+    if ('code' in got) return fail(ws, got.code, got.message)
+    if (peer.closed) return ctx.watches.release(got.account.id)
+    await run(ws, got)
+  }
+
+  async function run(ws: Socket, got: Admitted): Promise<void> {
+    const peer = ws.getUserData()
     const session = new WatchSession(
       ctx,
-      account,
-      info.storeName,
+      got.account,
+      got.info.storeName,
       peer.prefix,
       sinkOf(ws),
-      keyWorks(ctx, secret, account),
+      keyWorks(ctx, peer.secret, got.account),
     )
     peer.session = session
     const ready = await session.prepare(peer.since)
@@ -178,35 +212,8 @@ export function watchSockets(ctx: Context) {
     await session.run()
   }
 
-  /**
-   * With the key in a header, what can be told before the upgrade is answered as HTTP, with
-   * the contract's status (the watch limit a 429): a store that answers at once (the
-   * embedded one) says whether the key, its namespace and a watch slot are there. What needs
-   * the store to be asked is told after the upgrade, as an error message (begin).
-   */
-  function refusal(secret: string, ns: string, address: string): [ErrorCode, string?] | undefined {
-    const key = ctx.accounts.authenticate(secret)
-    if (key instanceof Promise) {
-      key.catch(() => {})
-      return undefined
-    }
-    if (key === undefined)
-      return [ctx.badKeys.take(address, Date.now()).ok ? 'unauthorized' : 'rate_limited']
-    if (!key.allows(ns)) return ['forbidden', `This API key may not use namespace "${ns}".`]
-    const info = ctx.accounts.namespace(key.account, ns)
-    if (info instanceof Promise) {
-      info.catch(() => {})
-      return undefined
-    }
-    if (info === undefined) return ['namespace_not_found', noSuchNamespace(ns)]
-    const plan = ctx.plans.get(key.account.rec.plan)
-    if (plan.maxWatches !== null && ctx.watches.held(key.account.id) >= plan.maxWatches)
-      return ['watch_limit', `The ${plan.id} plan allows ${plan.maxWatches} watches open at once.`]
-    return undefined
-  }
-
-  const start = (ws: Socket, secret: string) =>
-    begin(ws, secret).catch((err) => {
+  const start = (ws: Socket, go: () => Promise<void>) =>
+    go().catch((err) => {
       ctx.log.warn({ err: (err as Error).message }, 'watch failed')
       fail(ws, 'internal_error')
     })
@@ -232,8 +239,6 @@ export function watchSockets(ctx: Context) {
       const auth = BEARER.exec(req.getHeader('authorization'))
       const secret = req.getHeader('x-api-key') || (auth ? auth[1]! : '')
       const address = requestAddress(res, req, ctx.config.trustProxy)
-      const early = secret === '' ? undefined : refusal(secret, parsed.ns, address)
-      if (early) return refuse(res, early[0], early[1])
       const peer: Peer = {
         address,
         ns: parsed.ns,
@@ -244,23 +249,45 @@ export function watchSockets(ctx: Context) {
         closed: false,
         session: null,
         timer: null,
+        admitted: null,
       }
+      const wsKey = req.getHeader('sec-websocket-key')
+      const protocol = req.getHeader('sec-websocket-protocol')
+      const extensions = req.getHeader('sec-websocket-extensions')
+      const id = requestId(req.getHeader('x-request-id'))
       // Every answer carries X-Request-Id, the 101 too: its status goes first, or uWebSockets.js
       // writes 200 ahead of the header.
-      res
-        .writeStatus('101 Switching Protocols')
-        .writeHeader('X-Request-Id', requestId(req.getHeader('x-request-id')))
-      res.upgrade(
-        peer,
-        req.getHeader('sec-websocket-key'),
-        req.getHeader('sec-websocket-protocol'),
-        req.getHeader('sec-websocket-extensions'),
-        context as never,
+      const upgrade = () =>
+        res
+          .writeStatus('101 Switching Protocols')
+          .writeHeader('X-Request-Id', id)
+          .upgrade(peer, wsKey, protocol, extensions, context as never)
+      if (secret === '') return upgrade()
+      let aborted = false
+      res.onAborted(() => {
+        aborted = true
+      })
+      admit(secret, parsed.ns, address).then(
+        (got) => {
+          if (aborted) {
+            if (!('code' in got)) ctx.watches.release(got.account.id)
+            return
+          }
+          if ('code' in got) return answer(res, got)
+          peer.admitted = got
+          peer.started = true
+          res.cork(upgrade)
+        },
+        (err) => {
+          ctx.log.warn({ err: (err as Error).message }, 'watch failed')
+          if (!aborted) answer(res, { code: 'internal_error' })
+        },
       )
     },
     open(ws: Socket): void {
       const peer = ws.getUserData()
-      if (peer.secret !== '') return void start(ws, peer.secret)
+      const admitted = peer.admitted
+      if (admitted !== null) return void start(ws, () => run(ws, admitted))
       peer.timer = setTimeout(
         () => fail(ws, 'unauthorized', 'Send {"apiKey": "..."} first.'),
         KEY_WAIT_MS,
@@ -274,7 +301,7 @@ export function watchSockets(ctx: Context) {
         const m = JSON.parse(Buffer.from(message).toString('utf8'))
         if (m && typeof m.apiKey === 'string') secret = m.apiKey
       } catch {}
-      void start(ws, secret)
+      void start(ws, () => begin(ws, secret))
     },
     close(ws: Socket): void {
       const peer = ws.getUserData()

@@ -3,6 +3,7 @@
 // watch limit, history that no longer reaches back) answers before the stream opens, with
 // the contract's error body and status.
 import type { HttpRequest } from '../http/uws.js'
+import type { NamespaceInfo } from '../services/account-model.js'
 import type { Plan } from '../services/plans.js'
 import { OP } from '../services/usage.js'
 import type { Call } from './call.js'
@@ -41,16 +42,35 @@ export function watchChanges(
     )
   const since = sinceOf(req.getHeader('last-event-id'), q.get('since'))
   if (since === null) return call.fail('invalid_request', BAD_SINCE)
+  const from = since
   const prefix = q.get('prefix') ?? ''
   const ctx = call.ctx
   const account = call.account!
   withNamespace(call, parsed.ns, (info) => {
-    if (!ctx.watches.take(account.id, plan.maxWatches))
-      return call.fail(
+    const limit = () =>
+      call.fail(
         'watch_limit',
         `The ${plan.id} plan allows ${plan.maxWatches} watches open at once.`,
       )
+    const took = ctx.watches.take(account.id, plan.maxWatches)
+    if (took === false) return limit()
     call.async()
+    if (took !== true) {
+      // Another front end's watches count too: the store is asked.
+      took.then(
+        (ok) => {
+          if (!ok) return limit()
+          if (call.aborted) return ctx.watches.release(account.id)
+          open(info)
+        },
+        (err) => call.error(err),
+      )
+      return
+    }
+    open(info)
+  })
+
+  function open(info: NamespaceInfo): void {
     const sink = new SseSink()
     const session = new WatchSession(
       ctx,
@@ -61,7 +81,7 @@ export function watchChanges(
       keyWorks(ctx, call.secret, account),
     )
     call.onAbort = () => session.stop(false)
-    session.prepare(since).then(
+    session.prepare(from).then(
       (ok) => {
         if (ok !== true) return call.fail(ok.code, ok.message)
         if (call.aborted) return session.stop(false)
@@ -77,5 +97,5 @@ export function watchChanges(
         call.error(err)
       },
     )
-  })
+  }
 }

@@ -10,6 +10,7 @@ export interface PlanFields {
   maxNamespaces?: number | null
   maxStorageBytes?: number | null
   maxValueBytes?: number | null
+  maxWatches?: number | null
 }
 
 export function plan(fields: PlanFields) {

@@ -75,6 +75,46 @@ if (cluster) {
     t.ok(results.length - ok > 0, 'the rest were refused')
   })
 
+  t.test('a burst sent all at once over two front ends is admitted within 10%', async (t) => {
+    // A slow refill, so what the bucket refills meanwhile hardly counts.
+    const rate = 50
+    const burst = 1000
+    const started = Date.now()
+    const got = await Promise.all(
+      Array.from({ length: burst }, (_, i) => take(i % 2 ? a : b, 'whole', rate, burst)),
+    )
+    const ok = got.filter((g) => g.ok).length
+    t.ok(ok >= burst * 0.9, `${ok} of a burst of ${burst} admitted`)
+    t.ok(ok <= burst, 'no more than were sent')
+    const twice = await Promise.all(
+      Array.from({ length: 2 * burst }, (_, i) => take(i % 2 ? a : b, 'twice', rate, burst)),
+    )
+    const s2 = (Date.now() - started) / 1000
+    const ok2 = twice.filter((g) => g.ok).length
+    const most = burst + Math.ceil(rate * s2) + 1
+    t.ok(ok2 <= most, `twice the burst: ${ok2} admitted, at most ${most} in ${s2} s`)
+    t.ok(ok2 >= burst * 0.9, `and about one burst (${ok2})`)
+  })
+
+  t.test('one request at a time, alternating front ends, gets its burst within 10%', async (t) => {
+    // Leases: each front end holds one, of at most rate/20 and a sixteenth of what is left
+    // shared between the two, and spends it from memory.
+    const rate = 200
+    const burst = 2000
+    const before = await scriptCalls()
+    const started = Date.now()
+    let ok = 0
+    for (let i = 0; i < burst; i++) if ((await take(i % 2 ? a : b, 'seq', rate, burst)).ok) ok++
+    const calls = (await scriptCalls()) - before
+    t.ok(ok >= burst * 0.9, `${ok} of ${burst} admitted`)
+    t.ok(calls < burst / 2, `${calls} script calls for ${burst} requests`)
+    let more = 0
+    for (let i = 0; i < 200; i++) if ((await take(i % 2 ? a : b, 'seq', rate, burst)).ok) more++
+    const total = (Date.now() - started) / 1000
+    const most = burst + Math.ceil(rate * total) + 1
+    t.ok(ok + more <= most, `then ${more} more: ${ok + more} in all, at most ${most}`)
+  })
+
   t.test('what a lease did not spend goes back with the next call', async (t) => {
     const state = async () => {
       const [tokens, at] = await probe.hmget('c:{back}:bucket', 'tokens', 'at')

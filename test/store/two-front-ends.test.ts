@@ -12,7 +12,10 @@ import { watch } from '../server/contract/sse.js'
 
 const cluster = await clusterFor(t)
 if (cluster) {
-  const plans = plansFile({ id: 'tight', ratePerSecond: 1, burst: 20 })
+  const plans = plansFile(
+    { id: 'tight', ratePerSecond: 1, burst: 20 },
+    { id: 'bursty', ratePerSecond: 50, burst: 100 },
+  )
   const start = () => startServer({ plans, args: ['--store', cluster.url] })
   const a: TestServer = await start()
   t.teardown(() => a.stop())
@@ -134,6 +137,33 @@ if (cluster) {
       t.ok(ok >= 20 && ok <= 23, `about one burst of 20 got through (${ok})`)
     },
   )
+
+  t.test("a plan's whole burst sent at once over both front ends is admitted", async (t) => {
+    const burst = 100
+    const rate = 50
+    const send = async (n: number) => {
+      const acct = await a.createAccount(undefined, { plan: 'bursty' })
+      const clients = [new Client(a.baseUrl, acct.apiKey), new Client(b.baseUrl, acct.apiKey)]
+      const started = Date.now()
+      const statuses = await Promise.all(
+        Array.from({ length: n }, (_, i) =>
+          clients[i % 2]!.get('/namespaces').then((r) => r.status),
+        ),
+      )
+      const seconds = (Date.now() - started) / 1000
+      const ok = statuses.filter((s) => s === 200).length
+      t.equal(ok + statuses.filter((s) => s === 429).length, n, 'every answer is 200 or 429')
+      return { ok, refilled: Math.ceil(rate * seconds) }
+    }
+    const once = await send(burst)
+    t.ok(once.ok >= burst * 0.9, `exactly the burst: ${once.ok} of ${burst} admitted`)
+    const twice = await send(2 * burst)
+    t.ok(
+      twice.ok <= burst + twice.refilled + 1,
+      `twice the burst: ${twice.ok} admitted, at most ${burst} + ${twice.refilled} refilled`,
+    )
+    t.ok(twice.ok >= burst * 0.9, `and at least the burst within 10% (${twice.ok})`)
+  })
 
   t.test('usage counts from both front ends add up exactly', async (t) => {
     const acct = await a.createAccount()

@@ -43,6 +43,12 @@ const SCRIPTS: Record<string, { keys: number; lua: string }> = {
   cairnRecList: { keys: 1, lua: R.LIST },
   cairnRecAdd: { keys: 3, lua: R.ADD },
   cairnBucket: { keys: 2, lua: R.BUCKET },
+  cairnHold: { keys: 1, lua: R.HOLD },
+  cairnRenew: { keys: 1, lua: R.RENEW },
+  cairnUnhold: { keys: 1, lua: R.UNHOLD },
+  cairnReserve: { keys: 1, lua: R.RESERVE },
+  cairnBase: { keys: 1, lua: R.BASE },
+  cairnSettle: { keys: 1, lua: R.SETTLE },
 }
 
 export type ScriptName = keyof typeof SCRIPTS

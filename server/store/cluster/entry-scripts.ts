@@ -9,7 +9,7 @@ const PRELUDE = `
 local meta = KEYS[1]
 local base = string.sub(meta, 1, -2)
 -- The fields PUT and DELETE need, read with g in one call (see PUT).
-local META = {'HMGET', meta, 'g', 'ver', 'bytes', 'fb', 'fv', 'keys'}
+local META = {'HMGET', meta, 'g', 'ver', 'bytes', 'fb', 'fv', 'keys', 'nx'}
 local mv = redis.call(unpack(META))
 local g = mv[1]
 if not g then return redis.error_reply('NAMESPACE_NOT_FOUND') end
@@ -36,6 +36,7 @@ local function note(ver, seq, t, k, v, x, m)
   if m and m ~= '' then a[#a + 1] = 'm'; a[#a + 1] = m end
   redis.call('HSETNX', meta, 'fv', ver - 1)
   redis.call(unpack(a))
+  redis.call('SPUBLISH', feed, '')
   redis.call('HINCRBY', meta, 'fb', #k + #(v or '') + #(m or ''))
 end
 -- Keeps at least the last 10,000 changes, or the last 64 MiB of them if that is fewer:
@@ -75,10 +76,24 @@ local function expire(k)
   forget(k)
   note(redis.call('HINCRBY', meta, 'ver', 1), 0, 'd', k)
 end
+-- nx in the meta hash: the namespace holds no entry with an expiry, so there is nothing
+-- to prune and the ZRANGE is skipped. Set when a prune finds the expiry set empty, dropped
+-- by whatever adds to it (expiring()).
 local function prune(now, most)
+  if mv[7] then return 0 end
   local gone = redis.call('ZRANGE', exp, '-inf', '(' .. now, 'BYSCORE', 'LIMIT', 0, most)
   for _, k in ipairs(gone) do expire(k) end
+  if #gone == 0 and redis.call('EXISTS', exp) == 0 then
+    redis.call('HSET', meta, 'nx', 1)
+    mv[7] = '1'
+  end
   return #gone
+end
+local function expiring()
+  if mv[7] then
+    redis.call('HDEL', meta, 'nx')
+    mv[7] = false
+  end
 end
 -- PUT and DELETE count from the meta hash as read (mv) and write it once, at the end
 -- (docs/redis.md, "Scripts"). first is the version the script found; fresh() reads mv
@@ -99,6 +114,7 @@ local function store(k, v, n, x, m)
   local a = {'HSET', ent .. k, 'v', v, 'n', n}
   if x ~= '' then
     a[#a + 1] = 'x'; a[#a + 1] = x
+    expiring()
     redis.call('ZADD', exp, tonumber(x), k)
   end
   if m and m ~= '' then a[#a + 1] = 'm'; a[#a + 1] = m end
@@ -163,6 +179,7 @@ end
 if x ~= '' then
   a[#a + 1] = 'x'; a[#a + 1] = x
   f[#f + 1] = 'x'; f[#f + 1] = x
+  expiring()
   redis.call('ZADD', exp, tonumber(x), k)
 elseif had[2] then
   redis.call('ZREM', exp, k)
@@ -177,6 +194,7 @@ if x == '' and had[2] then drop[#drop + 1] = 'x' end
 if m == '' and had[3] then drop[#drop + 1] = 'm' end
 if #drop > 2 then redis.call(unpack(drop)) end
 redis.call(unpack(f))
+redis.call('SPUBLISH', feed, '')
 counted(ver, bytes, keys, tonumber(mv[4] or '0') + #k + #v + #m)
 if cur then return {ver, 0} end
 return {ver, 1}
@@ -201,6 +219,7 @@ redis.call('DEL', e)
 redis.call('ZREM', idx, k)
 if had[2] then redis.call('ZREM', exp, k) end
 redis.call('XADD', feed, ver .. '-0', 't', 'd', 'k', k)
+redis.call('SPUBLISH', feed, '')
 counted(ver, bytes, tonumber(mv[6] or '0') - 1, tonumber(mv[4] or '0') + #k)
 return 1
 `

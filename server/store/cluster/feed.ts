@@ -1,44 +1,64 @@
 // The change feed on Redis Cluster (docs/redis.md, "Change feed"). Every write script
 // appends its changes to the namespace's stream, `c:{n:<ns>}:<g>:f`, with the id
 // <version>-<seq>; reading history is one script (FEED_READ). Live changes: one poller per
-// subscribed namespace in this process, whatever the number of its listeners, blocking in
-// XREAD on a connection of its own to the slot's master (a blocked connection serves
-// nothing else, so never the pipelined one the requests use).
+// subscribed namespace in this process, whatever the number of its listeners, and one
+// reader per master for all of them: one connection that subscribes to a sharded message
+// each write script sends on its stream's name, and reads on the pipelined connection (a
+// subscribed connection serves nothing else), beside one side connection per master for WAIT.
 import calculateSlot from 'cluster-key-slot'
 import type { Cluster, Redis } from 'ioredis'
 import type { Change, Feed } from '../types.js'
 import type { Commands } from './commands.js'
 import { WAIT_MS } from './durable-writes.js'
 import { type ClusterEntries, feedKey, meta, toChange } from './entries.js'
+import { unavailable } from './errors.js'
 
-/** How long one XREAD blocks: how soon a poller notices it has no listeners or the slot moved. */
-const BLOCK_MS = 1000
 /** How often a poller reclaims expired entries, so an expiry is seen within seconds. */
 const EXPIRE_EVERY_MS = 2000
 const MAX_SEQ = '18446744073709551615'
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 
+/** A master's connection as a duplicate of ioredis's own: for what would block the pipelined one. */
+function connectTo(cmd: Commands, owner: string): Redis {
+  const master = (cmd.client as Cluster)
+    .nodes('master')
+    .find((n) => `${n.options.host}:${n.options.port}` === owner)
+  if (!master) throw unavailable(`no master at ${owner}`)
+  const conn = master.duplicate({
+    lazyConnect: false,
+    enableOfflineQueue: true,
+    maxRetriesPerRequest: 1,
+    retryStrategy: () => null,
+  })
+  conn.on('error', () => {})
+  return conn
+}
+
+/** One watched namespace of this process: its listeners, and where its stream was read to. */
 class Poller {
   readonly listeners = new Set<(changes: Change[]) => void>()
   stopped = false
-  private conn: Redis | undefined
+  /** The stream and the id read to, once started; null while the namespace is not there. */
+  stream: string | null = null
+  last = ''
+  g = ''
+  /** The reader of the master it is read from, while placed. */
+  reader: Reader | null = null
 
   constructor(
-    private ns: string,
-    private cmd: Commands,
+    readonly ns: string,
+    private feed: ClusterFeed,
     private entries: ClusterEntries,
   ) {}
 
-  /** Runs until stop(); `start` resolves with where the changes to deliver begin. */
+  /** Starts from `start` (retrying while the namespace is not reachable), then keeps watch. */
   async run(start: Promise<{ g: string; version: number }>): Promise<void> {
-    let g: string
-    let last: string
     for (;;) {
       try {
         const s = await start
-        g = s.g
-        last = `${s.version}-${MAX_SEQ}`
+        this.g = s.g
+        this.last = `${s.version}-${MAX_SEQ}`
         break
       } catch {
         // The namespace is not there (yet), or Redis is not reachable: try again shortly.
@@ -47,53 +67,32 @@ class Poller {
         start = this.base()
       }
     }
-    let expiredAt = 0
+    this.stream = feedKey(this.ns, this.g)
+    this.feed.place(this)
     while (!this.stopped) {
+      await sleep(EXPIRE_EVERY_MS)
+      if (this.stopped) return
       try {
-        if (Date.now() - expiredAt >= EXPIRE_EVERY_MS) {
-          expiredAt = Date.now()
-          // Entries past their expiry become deletes in the feed (one read when there are none).
-          await this.entries.namespaceCounts(this.ns)
-          const now = await this.entries.feedVersion(this.ns).catch(() => undefined)
-          // Dropped (and maybe made again, at versions from 0): nothing more to deliver.
-          if (now?.g !== g) {
-            await sleep(BLOCK_MS)
-            continue
-          }
+        // Entries past their expiry become deletes in the feed (one read when there are none).
+        await this.entries.namespaceCounts(this.ns)
+        const now = await this.entries.feedVersion(this.ns).catch(() => undefined)
+        // Dropped (and maybe made again, at versions from 0): nothing more to deliver.
+        if (now !== undefined && now.g !== this.g && this.stream !== null) {
+          this.reader?.changed(this)
+          this.stream = null
         }
-        const conn = this.connection()
-        const res = (await conn.xreadBuffer(
-          'COUNT',
-          1000,
-          'BLOCK',
-          BLOCK_MS,
-          'STREAMS',
-          feedKey(this.ns, g),
-          last,
-        )) as [Buffer, [Buffer, Buffer[]][]][] | null
-        if (!res || res.length === 0 || this.stopped) continue
-        const got = res[0]![1]
-        if (got.length === 0) continue
-        if (this.cmd.waits(meta(this.ns))) {
-          // Delivered once a replica has it, like a write is acknowledged: WAIT counts from
-          // this connection's offset, which Redis sets after each command (ECHO, as XREAD
-          // served after blocking may not set it).
-          await conn.pipeline().echo('w').call('WAIT', '1', String(WAIT_MS)).exec()
-        }
-        last = got[got.length - 1]![0].toString()
-        const changes = got.map(toChange)
-        for (const l of [...this.listeners]) {
-          try {
-            l(changes)
-          } catch {}
-        }
-      } catch {
-        // The slot moved (MOVED after a failover), the connection closed: a new one.
-        this.drop()
-        if (!this.stopped) await sleep(200)
-      }
+      } catch {}
     }
-    this.drop()
+  }
+
+  deliver(got: [Buffer, Buffer[]][]): void {
+    this.last = got[got.length - 1]![0].toString()
+    const changes = got.map(toChange)
+    for (const l of [...this.listeners]) {
+      try {
+        l(changes)
+      } catch {}
+    }
   }
 
   /**
@@ -101,44 +100,160 @@ class Poller {
    * so any write or read this process sends after subscribe() comes after it.
    */
   base(): Promise<{ g: string; version: number }> {
-    return Promise.all([
+    // The one sent as a write waits for a replica and fails while none answers (a stalled
+    // replica): the read alone then says where to start. Starting at a later version on a
+    // retry would pass over the writes between (watch-session.ts fills a gap it sees, too).
+    return Promise.allSettled([
       this.entries.feedVersion(this.ns),
       this.entries.feedVersion(this.ns, true),
-    ]).then(([a, b]) => (a.version <= b.version ? a : b))
+    ]).then(([a, b]) => {
+      const got = [a, b].flatMap((r) => (r.status === 'fulfilled' ? [r.value] : []))
+      if (got.length === 0) throw (a as PromiseRejectedResult).reason
+      return got.reduce((x, y) => (x.version <= y.version ? x : y))
+    })
   }
 
   stop(): void {
     this.stopped = true
-    this.drop()
+    this.reader?.remove(this)
+  }
+}
+
+/**
+ * The live changes of every watched namespace whose slot one master serves. Redis Cluster
+ * refuses one XREAD over streams of different slots, so each write script also sends an
+ * empty sharded message on its stream's name (SPUBLISH, in the stream's own slot), and one
+ * connection per master subscribes to the streams watched here (SSUBSCRIBE). A message makes
+ * its namespace read its stream from where it was (XREAD without blocking, on the pipelined
+ * connection), once however many arrive while a read is under way. With the master's side
+ * connection (WAIT) that is two connections per master for a front end's watches.
+ */
+class Reader {
+  private pollers = new Map<string, Poller>()
+  private conn: Redis | undefined
+  private stopped = false
+  private reading = new Set<Poller>()
+  private again = new Set<Poller>()
+
+  constructor(
+    readonly owner: string,
+    private cmd: Commands,
+    private feed: ClusterFeed,
+  ) {}
+
+  add(p: Poller): void {
+    const stream = p.stream
+    if (stream === null) return
+    this.pollers.set(stream, p)
+    p.reader = this
+    const conn = this.connection()
+    // Subscribed, it reads what came before its subscription took.
+    conn.ssubscribe(stream).then(
+      () => this.read(p),
+      () => this.lost(),
+    )
+  }
+
+  remove(p: Poller): void {
+    const stream = [...this.pollers].find(([, q]) => q === p)?.[0]
+    if (stream === undefined) return
+    this.pollers.delete(stream)
+    p.reader = null
+    this.conn?.sunsubscribe(stream).catch(() => {})
+    if (this.pollers.size === 0) {
+      this.stop()
+      this.feed.forget(this)
+    }
+  }
+
+  get size(): number {
+    return this.pollers.size
+  }
+
+  /** The poller's stream changed (its namespace dropped): it is read no more. */
+  changed(p: Poller): void {
+    this.remove(p)
+  }
+
+  private read(p: Poller): void {
+    if (this.reading.has(p)) {
+      this.again.add(p)
+      return
+    }
+    this.reading.add(p)
+    void this.readOnce(p).finally(() => {
+      this.reading.delete(p)
+      if (this.again.delete(p) && !p.stopped) this.read(p)
+    })
+  }
+
+  private async readOnce(p: Poller): Promise<void> {
+    for (;;) {
+      const stream = p.stream
+      if (stream === null || p.stopped) return
+      let res: [Buffer, [Buffer, Buffer[]][]][] | null
+      try {
+        res = await this.cmd.readCommand(
+          stream,
+          ['XREAD', 'COUNT', 1000, 'STREAMS', stream, p.last],
+          true,
+        )
+      } catch {
+        // Not answered (a slot moving, a master failing over): read again shortly.
+        await sleep(200)
+        continue
+      }
+      const got = res?.[0]?.[1]
+      if (!got || got.length === 0 || p.stopped || p.stream !== stream) return
+      if (this.cmd.waits(meta(p.ns))) {
+        // Delivered once a replica has it, like a write is acknowledged: WAIT counts from
+        // the side connection's offset, set by its ECHO after the read.
+        await this.feed.replicated(this.owner).catch(() => {})
+      }
+      if (p.stopped || p.stream !== stream) return
+      p.deliver(got)
+      if (got.length < 1000) return
+    }
   }
 
   private connection(): Redis {
     if (this.conn) return this.conn
-    const client = this.cmd.client as Cluster
-    const owner = this.cmd.owners(meta(this.ns))?.[0]
-    const master = client
-      .nodes('master')
-      .find((n) => `${n.options.host}:${n.options.port}` === owner)
-    if (!master) throw new Error(`no master for slot ${calculateSlot(meta(this.ns))}`)
-    const conn = master.duplicate({
-      lazyConnect: false,
-      enableOfflineQueue: true,
-      maxRetriesPerRequest: 1,
-      retryStrategy: () => null,
+    const conn = connectTo(this.cmd, this.owner)
+    conn.on('smessageBuffer', (channel: Buffer) => {
+      const p = this.pollers.get(channel.toString())
+      if (p !== undefined) this.read(p)
     })
-    conn.on('error', () => {})
+    conn.on('close', () => this.lost())
     this.conn = conn
     return conn
   }
 
-  private drop(): void {
-    this.conn?.disconnect()
+  /** The connection closed (a failover, a master gone): every namespace is placed again. */
+  private lost(): void {
+    if (this.stopped) return
+    this.stop()
+    this.feed.forget(this)
+    const moved = [...this.pollers.values()]
+    this.pollers.clear()
+    setTimeout(() => {
+      for (const p of moved) {
+        p.reader = null
+        if (!p.stopped) this.feed.place(p)
+      }
+    }, 200).unref()
+  }
+
+  stop(): void {
+    this.stopped = true
+    const conn = this.conn
     this.conn = undefined
+    conn?.disconnect()
   }
 }
 
 export class ClusterFeed implements Feed {
   private pollers = new Map<string, Poller>()
+  private readers = new Map<string, Reader>()
 
   constructor(
     private cmd: Commands,
@@ -149,14 +264,68 @@ export class ClusterFeed implements Feed {
     return (await this.entries.feedVersion(ns)).version
   }
 
-  read(ns: string, since: number, limit: number): Promise<Change[] | 'expired'> {
-    return this.entries.feedRead(ns, since, limit)
+  /**
+   * History as the master has it, once a replica has it too (where live delivery waits, so
+   * does history): a change a failover would lose is never sent from history either. WAIT
+   * counts from the side connection's offset, set by its ECHO after the read, so it covers
+   * every change the read saw. Not confirmed within WAIT_MS: the read fails as unavailable.
+   */
+  async read(ns: string, since: number, limit: number): Promise<Change[] | 'expired'> {
+    const got = await this.entries.feedRead(ns, since, limit)
+    if (got === 'expired' || got.length === 0 || !this.cmd.waits(meta(ns))) return got
+    const owner = this.cmd.owners(meta(ns))?.[0]
+    if (owner === undefined) throw unavailable(`no master for slot ${calculateSlot(meta(ns))}`)
+    if (!(await this.replicated(owner)))
+      throw unavailable('the history read was not confirmed by a replica in time')
+    return got
+  }
+
+  /** A connection per master for what must not block the pipelined one (WAIT). */
+  private sides = new Map<string, Redis>()
+
+  /** Resolves once a replica of the master at `owner` has what it held before this call. */
+  async replicated(owner: string): Promise<boolean> {
+    const [, [err, acked]] = (await this.side(owner)
+      .pipeline()
+      .echo('w')
+      .call('WAIT', '1', String(WAIT_MS))
+      .exec()) as [unknown, [Error | null, number]]
+    return !err && Number(acked) >= 1
+  }
+
+  /** The side connection to the master at `at` ("host:port"). */
+  side(at: string): Redis {
+    let conn = this.sides.get(at)
+    if (conn !== undefined && conn.status !== 'end') return conn
+    conn = connectTo(this.cmd, at)
+    this.sides.set(at, conn)
+    return conn
+  }
+
+  /** Reads `p`'s stream with the others of its slot's master (retried while none is known). */
+  place(p: Poller): void {
+    if (p.stopped) return
+    const owner = this.cmd.owners(meta(p.ns))?.[0]
+    if (owner === undefined) {
+      setTimeout(() => this.place(p), 200).unref()
+      return
+    }
+    let r = this.readers.get(owner)
+    if (r === undefined) {
+      r = new Reader(owner, this.cmd, this)
+      this.readers.set(owner, r)
+    }
+    r.add(p)
+  }
+
+  forget(r: Reader): void {
+    if (this.readers.get(r.owner) === r) this.readers.delete(r.owner)
   }
 
   subscribe(ns: string, listener: (changes: Change[]) => void): () => void {
     let poller = this.pollers.get(ns)
     if (!poller) {
-      const p = new Poller(ns, this.cmd, this.entries)
+      const p = new Poller(ns, this, this.entries)
       // Asked for now, in this turn: ahead of any later command of this process.
       p.run(p.base())
       this.pollers.set(ns, p)
@@ -178,5 +347,9 @@ export class ClusterFeed implements Feed {
   close(): void {
     for (const p of this.pollers.values()) p.stop()
     this.pollers.clear()
+    for (const r of this.readers.values()) r.stop()
+    this.readers.clear()
+    for (const c of this.sides.values()) c.disconnect()
+    this.sides.clear()
   }
 }

@@ -9,7 +9,9 @@ import { connectCluster, parseRedisUrl } from './connect.js'
 import { ClusterEntries } from './entries.js'
 import { ClusterFeed } from './feed.js'
 import { ClusterHealth } from './health.js'
+import { ClusterHolds } from './holds.js'
 import { LeasedBuckets } from './leased-bucket.js'
+import { ClusterStorageTotals } from './storage-totals.js'
 import { ClusterRecords } from './records.js'
 import { redact } from '../url.js'
 
@@ -57,6 +59,7 @@ export async function openRedisStore(
   const entries = new ClusterEntries(cmd)
   const health = new ClusterHealth(client)
   const feed = new ClusterFeed(cmd, entries)
+  const holds = new ClusterHolds(cmd)
   return {
     startNotes: unchecked.map(
       (node) =>
@@ -67,6 +70,8 @@ export async function openRedisStore(
     metadataOverhead: -1,
     records: new ClusterRecords(cmd),
     limiter: new LeasedBuckets(cmd),
+    holds,
+    storageTotals: new ClusterStorageTotals(cmd),
     admin: undefined,
     readLane: () => cmd.laneStats ?? { calls: 0, rerouted: 0, lost: 0 },
     createNamespace: (ns) => entries.createNamespace(ns),
@@ -85,6 +90,7 @@ export async function openRedisStore(
     flush: async () => {},
     async close() {
       health.close()
+      holds.close()
       feed.close()
       cmd.close()
       try {

@@ -110,46 +110,179 @@ return redis.call('HGETALL', KEYS[1])
 `
 
 /**
- * bucket: KEYS the bucket (a hash: tokens, at), the call's marker; ARGV rate per second,
- * burst, cost, tokens a front end gives back from its last lease, tokens it would lease.
- * Time is the Redis server's, so front ends whose clocks disagree still share one bucket
- * fairly. A lease is at most an eighth of what is left after the request (leased-bucket.ts).
- * An idle bucket expires once it would be full again. Returns ok (1/0), remaining, reset
- * seconds, retry-after seconds, tokens leased. The answer is kept 10 s under the call's
- * marker, and a call that finds one answers it again, changing nothing: ioredis sends a call
- * lost with its connection again, and run twice it would give a lease's tokens back twice.
- * Its writes are neither appended to the AOF nor streamed to replicas (REPL_NONE): with
- * appendfsync always every turn of Redis that wrote is fsynced before any answer of that turn
- * leaves, reads too, and a limiter's state is not worth that. After a failover or a restart a
- * bucket is what the last snapshot held, or full (docs/redis.md, "Token buckets").
+ * bucket: KEYS the bucket (a hash: tokens, at, and `f:<front end>` the last call of each
+ * front end), the call's marker; ARGV rate per second, burst, tokens asked (the costs of the
+ * requests waiting on this call, in order, summed), tokens a front end gives back from its
+ * last lease, tokens it would lease, the front end's name. Time is the Redis server's, so
+ * front ends whose clocks disagree still share one bucket fairly. Grants what was asked, or
+ * as many whole tokens as the bucket holds (the front end admits its waiters in order until
+ * the grant runs out). A lease comes only with a whole grant, and is at most what is left
+ * divided by 16 times the front ends that called in the last second: all front ends' leases
+ * together hold at most a sixteenth of the bucket, and shrink as it empties (leased-bucket.ts,
+ * docs/redis.md "Token buckets"). An idle bucket expires once it would be full again. Returns
+ * tokens granted, remaining, reset seconds, retry-after seconds (0 when all was granted),
+ * tokens leased. The answer is kept 10 s under the call's marker, and a call that finds one
+ * answers it again, changing nothing: ioredis sends a call lost with its connection again,
+ * and run twice it would give a lease's tokens back twice. Its writes are neither appended to
+ * the AOF nor streamed to replicas (REPL_NONE): with appendfsync always every turn of Redis
+ * that wrote is fsynced before any answer of that turn leaves, reads too, and a limiter's
+ * state is not worth that. After a failover or a restart a bucket is what the last snapshot
+ * held, or full.
  */
 export const BUCKET = `
 redis.set_repl(redis.REPL_NONE)
 local seen = redis.call('GET', KEYS[2])
 if seen then return cjson.decode(seen) end
 local rate, burst = tonumber(ARGV[1]), tonumber(ARGV[2])
-local cost = tonumber(ARGV[3] or '1')
+local need = tonumber(ARGV[3] or '1')
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local b = redis.call('HMGET', KEYS[1], 'tokens', 'at')
-local tokens = burst
-if b[1] then
-  tokens = tonumber(b[1]) + (now - tonumber(b[2])) * rate / 1000
+local b = redis.call('HGETALL', KEYS[1])
+local tokens, at = nil, nil
+local fronts = 1
+local me = 'f:' .. (ARGV[6] or '')
+for i = 1, #b, 2 do
+  local k = b[i]
+  if k == 'tokens' then tokens = tonumber(b[i + 1])
+  elseif k == 'at' then at = tonumber(b[i + 1])
+  elseif k ~= me and string.sub(k, 1, 2) == 'f:' then
+    if now - tonumber(b[i + 1]) < 1000 then fronts = fronts + 1
+    else redis.call('HDEL', KEYS[1], k) end
+  end
+end
+if tokens then
+  tokens = tokens + (now - at) * rate / 1000
   if tokens > burst then tokens = burst end
+else
+  tokens = burst
 end
 tokens = math.min(burst, tokens + tonumber(ARGV[4] or '0'))
-local ok, retry, lease = 0, 0, 0
-if tokens >= cost then
-  tokens = tokens - cost
-  ok = 1
-  lease = math.min(tonumber(ARGV[5] or '0'), math.floor(tokens / 8))
+local granted, retry, lease = need, 0, 0
+if tokens >= need then
+  tokens = tokens - need
+  lease = math.min(tonumber(ARGV[5] or '0'), math.floor(tokens / (16 * fronts)))
   tokens = tokens - lease
 else
-  retry = math.max(1, math.ceil((cost - tokens) / rate))
+  granted = math.floor(tokens)
+  tokens = tokens - granted
+  retry = math.max(1, math.ceil((need - granted - tokens) / rate))
 end
-redis.call('HSET', KEYS[1], 'tokens', tostring(tokens), 'at', now)
+redis.call('HSET', KEYS[1], 'tokens', tostring(tokens), 'at', now, me, now)
 redis.call('PEXPIRE', KEYS[1], math.ceil(burst / rate * 1000) + 1000)
-local out = {ok, math.floor(tokens), math.ceil((burst - tokens) / rate), retry, lease}
+local out = {granted, math.floor(tokens), math.ceil((burst - tokens) / rate), retry, lease}
 redis.call('SET', KEYS[2], cjson.encode(out), 'PX', 10000)
 return out
+`
+
+/**
+ * hold: KEYS a sorted set of what an account holds at once (its open watches), holder by
+ * the time its hold lapses; ARGV holder, the most held at once, how long a hold lasts (ms)
+ * unless renewed. Lapsed holds (a front end that died) are dropped first. A holder already
+ * there is renewed and answered 1 again: a call sent twice takes one hold. Returns 1 if
+ * held, 0 when `max` others hold already.
+ */
+export const HOLD = `
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local ttl = tonumber(ARGV[3])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+if not redis.call('ZSCORE', KEYS[1], ARGV[1]) then
+  if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[2]) then return 0 end
+end
+redis.call('ZADD', KEYS[1], now + ttl, ARGV[1])
+redis.call('PEXPIRE', KEYS[1], ttl)
+return 1
+`
+
+/**
+ * renew: KEYS the sorted set of HOLD; ARGV how long a hold lasts (ms), then the holders a
+ * front end still holds. Each gets a new lapse time, and one lost (a failover that lost the
+ * set) is put back, so a count that a failover shrank is whole again within one renewal.
+ */
+export const RENEW = `
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local ttl = tonumber(ARGV[1])
+for i = 2, #ARGV do redis.call('ZADD', KEYS[1], now + ttl, ARGV[i]) end
+redis.call('PEXPIRE', KEYS[1], ttl)
+return #ARGV - 1
+`
+
+/** unhold: KEYS the sorted set of HOLD; ARGV the holder that lets go. */
+export const UNHOLD = `
+return redis.call('ZREM', KEYS[1], ARGV[1])
+`
+
+/**
+ * reserve: KEYS an account's storage total (a hash: `bytes`, the total as last counted plus
+ * every settled write since, and `r:<holder>` = "<bytes>:<lapse ms>" for each write under
+ * way); ARGV holder, bytes the write may add, the quota, how long a reservation lasts (ms).
+ * Lapsed reservations (a front end that died mid-write) are dropped first. Returns {1} when
+ * the write fits beside every write under way (and reserves it), {0, total} when it does not,
+ * {-1} when no total is kept (the front end counts and calls BASE). A holder already there
+ * is answered {1} again: a call sent twice reserves once.
+ */
+export const RESERVE = `
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local h = redis.call('HGETALL', KEYS[1])
+local bytes, pending, mine = nil, 0, false
+for i = 1, #h, 2 do
+  local k = h[i]
+  if k == 'bytes' then bytes = tonumber(h[i + 1])
+  elseif string.sub(k, 1, 2) == 'r:' then
+    local size, lapse = string.match(h[i + 1], '^(-?[0-9]+):([0-9]+)$')
+    if tonumber(lapse) <= now then redis.call('HDEL', KEYS[1], k)
+    else
+      if k == 'r:' .. ARGV[1] then mine = true end
+      pending = pending + tonumber(size)
+    end
+  end
+end
+if mine then return {1} end
+if not bytes then return {-1} end
+local delta = tonumber(ARGV[2])
+if bytes + pending + delta > tonumber(ARGV[3]) then return {0, bytes + pending} end
+redis.call('HSET', KEYS[1], 'r:' .. ARGV[1], delta .. ':' .. (now + tonumber(ARGV[4])))
+redis.call('PEXPIRE', KEYS[1], 60000)
+return {1}
+`
+
+/**
+ * base: KEYS the storage total of RESERVE; ARGV bytes counted now, 1 to replace a total kept.
+ * Sets the total where none is kept, or (replacing) where no write is under way: a count
+ * taken beside a write that applied and has not settled would count it twice. Returns 1 if
+ * set.
+ */
+export const BASE = `
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local h = redis.call('HGETALL', KEYS[1])
+local kept = false
+for i = 1, #h, 2 do
+  local k = h[i]
+  if k == 'bytes' then kept = true
+  elseif string.sub(k, 1, 2) == 'r:' then
+    local lapse = tonumber(string.match(h[i + 1], ':([0-9]+)$'))
+    if lapse > now then return 0 end
+    redis.call('HDEL', KEYS[1], k)
+  end
+end
+if kept and ARGV[2] ~= '1' then return 0 end
+redis.call('HSET', KEYS[1], 'bytes', ARGV[1])
+redis.call('PEXPIRE', KEYS[1], 60000)
+return 1
+`
+
+/**
+ * settle: KEYS the storage total of RESERVE; ARGV holder, bytes its write added (0: it
+ * failed). The reservation goes and the total moves, once: a call sent again finds no
+ * reservation and changes nothing.
+ */
+export const SETTLE = `
+if redis.call('HDEL', KEYS[1], 'r:' .. ARGV[1]) == 0 then return 0 end
+if redis.call('HEXISTS', KEYS[1], 'bytes') == 1 then
+  redis.call('HINCRBY', KEYS[1], 'bytes', ARGV[2])
+end
+return 1
 `

@@ -1,0 +1,78 @@
+// What each part of the Redis PUT script costs Redis, in one run: the script as shipped
+// beside variants without its SPUBLISH, without its XADD (and SPUBLISH), and without the
+// no-expiry skip of the prune (the ZRANGE ... BYSCORE every PUT made before), each on a
+// fresh namespace of a one-node Redis Cluster with appendfsync always, alternating rounds.
+//   node --import tsx bench/put-parts.ts [--puts N] [--rounds R]
+// Prints Redis's own microseconds per call (INFO commandstats, usec_per_call) per variant,
+// median of the rounds, and each beside the shipped script as a ratio.
+import fs from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
+import { Redis } from 'ioredis'
+import { PUT } from '../server/store/cluster/entry-scripts.js'
+import { meta } from '../server/store/cluster/entries.js'
+import { openRedisStore } from '../server/store/cluster/index.js'
+import { startRedis } from './http/servers.js'
+
+const argv = process.argv.slice(2)
+const opt = (name: string, def: number) =>
+  argv.includes(name) ? Number(argv[argv.indexOf(name) + 1]) : def
+const PUTS = opt('--puts', 20_000)
+const ROUNDS = opt('--rounds', 3)
+const VALUE = Buffer.from(JSON.stringify('v'.repeat(96)))
+
+const cut = (lua: string, part: string) => {
+  if (!lua.includes(part)) throw new Error(`the PUT script no longer has ${JSON.stringify(part)}`)
+  return lua.split(part).join('')
+}
+const variants: [string, string][] = [
+  ['shipped', PUT],
+  ['without SPUBLISH', cut(PUT, "redis.call('SPUBLISH', feed, '')\n")],
+  [
+    'without XADD and SPUBLISH',
+    cut(cut(PUT, "redis.call('SPUBLISH', feed, '')\n"), 'redis.call(unpack(f))\n'),
+  ],
+  ['pruning every PUT (no nx skip)', cut(PUT, '  if mv[7] then return 0 end\n')],
+]
+
+const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cairn-put-parts-'))
+const redis = await startRedis(0, dir, 'cluster')
+const store = await openRedisStore(`redis://127.0.0.1:${redis.port}`, { durability: 'always' })
+const node = new Redis(redis.port, '127.0.0.1')
+const shas = await Promise.all(
+  variants.map(([, lua]) => node.script('LOAD', lua) as Promise<string>),
+)
+
+async function round(v: number, r: number): Promise<number> {
+  const ns = `parts-${v}-${r}`
+  await store.createNamespace(ns)
+  const m = meta(ns)
+  await node.config('RESETSTAT')
+  for (let i = 0; i < PUTS; i += 50) {
+    const p = node.pipeline()
+    for (let j = i; j < i + 50 && j < PUTS; j++)
+      p.evalsha(shas[v]!, 1, m, `k${j % 1000}`, VALUE, Date.now(), '', '', '')
+    const res = await p.exec()
+    const bad = res?.find(([err]) => err)
+    if (bad) throw bad[0]
+  }
+  const info = String(await node.info('commandstats'))
+  return Number(/cmdstat_evalsha:calls=\d+,usec=\d+,usec_per_call=([\d.]+)/.exec(info)?.[1])
+}
+
+const per: number[][] = variants.map(() => [])
+for (let r = 0; r < ROUNDS; r++)
+  for (let v = 0; v < variants.length; v++) per[v]!.push(await round(v, r))
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!
+const base = median(per[0]!)
+console.log(`variant | us per call (Redis) | rounds | beside shipped`)
+for (let v = 0; v < variants.length; v++) {
+  const m = median(per[v]!)
+  console.log(
+    `${variants[v]![0]} | ${m.toFixed(2)} | ${per[v]!.map((x) => x.toFixed(2)).join(' / ')} | ${(m / base).toFixed(2)}x`,
+  )
+}
+node.disconnect()
+await store.close()
+await redis.stop()
+fs.rmSync(dir, { recursive: true, force: true })
