@@ -115,6 +115,8 @@ export class WatchSession {
   private last = 0
   /** The last version the client was told: an event's, or a progress mark's. */
   private told = 0
+  /** Changes sent as events so far (progress marks not included): see add(). */
+  private changesAdded = 0
   private queued: Change[] | null = []
   private backlog: Change[] = []
   private unsubscribe: (() => void) | null = null
@@ -194,8 +196,8 @@ export class WatchSession {
   async run(): Promise<void> {
     if (this.closed) return
     this.told = this.last
+    // Progress and error events are not counted: an idle watch costs only its opening request.
     this.send('progress', `{"version":"${this.last}"}`, this.last)
-    this.ctx.usage.watchEvents(this.account.id, 1, 0, Date.now())
     const feed = this.ctx.store.feed
     while (!this.closed && this.backlog.length > 0) {
       if (!(await this.paced(this.backlog))) return
@@ -250,7 +252,11 @@ export class WatchSession {
     if (this.queued.length > MAX_QUEUED) this.tooSlow()
   }
 
-  /** Adds a change's event unless it was passed on already; the bytes added, or -1. */
+  /**
+   * Adds a change's event unless it was passed on already; the bytes added, or -1. A change
+   * sent as an event (not a progress mark) also adds one to `changesAdded`: only those count
+   * as watch events in usage.
+   */
   private add(c: Change): number {
     if (c.version <= this.last) return -1
     this.last = c.version
@@ -267,6 +273,7 @@ export class WatchSession {
     this.told = c.version
     const data = dataOf(c)
     this.sink.event(c.type, data, c.version)
+    this.changesAdded++
     return data.length
   }
 
@@ -289,17 +296,18 @@ export class WatchSession {
       this.flush()
       return
     }
-    let events = 0
+    const before = this.changesAdded
     let bytes = 0
+    let sent = false
     for (const c of changes) {
       if (this.closed) break
       const n = this.add(c)
       if (n < 0) continue
-      events++
+      sent = true
       bytes += n
     }
-    if (events === 0) return
-    this.ctx.usage.watchEvents(this.account.id, events, bytes, Date.now())
+    if (!sent) return
+    this.ctx.usage.watchEvents(this.account.id, this.changesAdded - before, bytes, Date.now())
     this.flush()
   }
 
@@ -310,6 +318,7 @@ export class WatchSession {
   private async paced(changes: Change[]): Promise<boolean> {
     let events = 0
     let bytes = 0
+    let before = this.changesAdded
     for (let i = 0; i < changes.length; i++) {
       if (this.closed) return false
       const n = this.add(changes[i]!)
@@ -318,7 +327,8 @@ export class WatchSession {
         bytes += n
       }
       if (events > 0 && (bytes >= SLICE_BYTES || i === changes.length - 1)) {
-        this.ctx.usage.watchEvents(this.account.id, events, bytes, Date.now())
+        this.ctx.usage.watchEvents(this.account.id, this.changesAdded - before, bytes, Date.now())
+        before = this.changesAdded
         this.lastSent = Date.now()
         this.sink.flush()
         events = 0
@@ -404,7 +414,6 @@ export class WatchSession {
         if (v > this.last && this.queued === null) return // a change is on its way
         this.told = this.last
         this.send('progress', `{"version":"${this.last}"}`, this.last)
-        this.ctx.usage.watchEvents(this.account.id, 1, 0, Date.now())
       },
       (err) => {
         if ((err as { code?: string }).code === 'NAMESPACE_NOT_FOUND')
