@@ -163,7 +163,7 @@ export function watchSockets(ctx: Context) {
         'watch_limit',
         `The ${plan.id} plan allows ${plan.maxWatches} watches open at once.`,
       )
-    ctx.usage.record(account.id, OP.watch, 200, 0, 0, now)
+    ctx.usage.record(account.id, OP.watch, 200, 0, 0, now, 1, info.name)
     const session = new WatchSession(
       ctx,
       account,
