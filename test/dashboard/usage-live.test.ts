@@ -1,0 +1,76 @@
+// The overview's requests by hour and by namespace in a real browser: both tables are there
+// with their captions, and they follow requests made through /v1 while the page stays open
+// (no reload: a marker set in the page survives).
+import t from 'tap'
+import { startServer } from '../helpers/server.js'
+import {
+  launch,
+  newContext,
+  open,
+  pageErrors,
+  shoot,
+  signUp,
+  skip,
+  uniqueEmail,
+  v1,
+} from './helpers.js'
+
+const hourName = (ms: number) => `${new Date(ms).toISOString().slice(0, 13)}:00:00Z`
+
+t.test('the overview follows requests by hour and by namespace live', { skip }, async (t) => {
+  const srv = await startServer()
+  t.teardown(() => srv.stop())
+  const base = srv.url
+  const browser = await launch(t)
+  const page = await (await newContext(browser, base)).newPage()
+  const errors = pageErrors(page)
+  const key = await signUp(page, base, uniqueEmail('hours'))
+  await open(page, `${base}/`)
+
+  const hours = page.getByRole('table', { name: 'Requests by hour (UTC)' })
+  const byNs = page.getByRole('table', { name: 'Requests by namespace' })
+  await hours.waitFor()
+  t.equal(await hours.locator('tbody tr').count(), 48, '48 hours')
+  t.equal(await hours.locator('caption').textContent(), 'Requests by hour (UTC)')
+  t.equal(await byNs.locator('caption').textContent(), 'Requests by namespace')
+  t.same(await hours.locator('thead th').allTextContents(), [
+    'Hour (UTC)',
+    'Requests',
+    'Errors',
+    'Rate limited (429)',
+  ])
+  const hour = hourName(Date.now())
+  const cell = (field: string) =>
+    hours.locator(`tbody tr[data-hour="${hour}"] td[data-field="${field}"]`)
+  t.equal(await cell('requests').textContent(), '0', 'nothing yet this hour')
+  await page.evaluate(() => {
+    ;(window as unknown as { notReloaded: boolean }).notReloaded = true
+  })
+
+  t.equal((await v1(base, key, 'POST', '/namespaces', { name: 'live' })).status, 201)
+  for (let i = 0; i < 3; i++)
+    t.equal((await v1(base, key, 'PUT', `/live/k${i}`, { value: i })).status, 201)
+  t.equal((await v1(base, key, 'GET', '/live/missing')).status, 404)
+
+  if (hourName(Date.now()) === hour) {
+    await t.resolves(
+      hours
+        .locator(`tbody tr[data-hour="${hour}"] td[data-field="requests"]`, { hasText: /^5$/ })
+        .waitFor({ timeout: 30_000 }),
+      'the hour shows the five requests without a reload',
+    )
+    t.equal(await cell('errors').textContent(), '1', 'and the 404 as an error')
+  }
+  const row = byNs.locator('tbody tr[data-namespace="live"]')
+  await t.resolves(
+    row.locator('td[data-field="requests"]', { hasText: /^5$/ }).waitFor({ timeout: 30_000 }),
+    'the namespace shows them too',
+  )
+  t.equal(await row.locator('td').nth(1).textContent(), '3', 'with its keys')
+  t.ok(
+    await page.evaluate(() => (window as unknown as { notReloaded?: boolean }).notReloaded),
+    'the page was not reloaded',
+  )
+  await shoot(page, 'overview-hours')
+  t.same(errors, [], 'no script errors')
+})
