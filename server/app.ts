@@ -52,7 +52,10 @@ export async function serve(
   const plans = PlanBook.load(config.plansFile)
   // Also on Redis: the operator token and server.json live here for the command line.
   fs.mkdirSync(config.dataDir, { recursive: true })
-  const svc = await openServices(config, plans)
+  const svc = await openServices(config, plans, {
+    allowPrivate: config.allowPrivateWebhooks,
+    retryMs: config.webhookRetryMs,
+  })
   const token = config.operatorToken ?? randomToken()
   const ctx: Context = {
     ...svc,
@@ -143,6 +146,7 @@ export async function serve(
   }, config.usageFlushMs)
   timer.unref()
 
+  svc.webhooks.start(log)
   ctx.lifecycle.ready = true
   for (const note of svc.store.startNotes ?? []) log.warn({ store: svc.store.kind }, note)
   log.info(
@@ -168,6 +172,7 @@ export async function serve(
       while (ctx.lifecycle.inflight > 0 && Date.now() < deadline)
         await new Promise((r) => setTimeout(r, 10))
       clearInterval(timer)
+      ctx.webhooks.stop()
       while (flushing) await new Promise((r) => setTimeout(r, 10))
       await flush().catch((err) =>
         log.error({ err: (err as Error).message }, 'writing usage failed'),

@@ -20,6 +20,10 @@ export interface Config {
   operatorToken: string | undefined
   /** How often usage counters and key last-used times are written to storage. */
   usageFlushMs: number
+  /** Notification webhooks may reach loopback, private and link-local addresses. */
+  allowPrivateWebhooks: boolean
+  /** A webhook's first retry delay; the back-off scales with it (CAIRN_WEBHOOK_RETRY_MS). */
+  webhookRetryMs: number
 }
 
 export class ConfigError extends Error {}
@@ -31,7 +35,7 @@ interface Option {
   boolean?: boolean
 }
 
-const OPTIONS: Record<keyof Omit<Config, 'usageFlushMs'>, Option> = {
+const OPTIONS: Record<keyof Omit<Config, 'usageFlushMs' | 'webhookRetryMs'>, Option> = {
   host: { flag: '--host', env: 'CAIRN_HOST' },
   port: { flag: '--port', env: 'CAIRN_PORT' },
   dataDir: { flag: '--data', env: 'CAIRN_DATA' },
@@ -42,6 +46,11 @@ const OPTIONS: Record<keyof Omit<Config, 'usageFlushMs'>, Option> = {
   trustProxy: { flag: '--trust-proxy', env: 'CAIRN_TRUST_PROXY', boolean: true },
   logLevel: { flag: '--log-level', env: 'CAIRN_LOG_LEVEL' },
   operatorToken: { flag: '--operator-token', env: 'CAIRN_OPERATOR_TOKEN' },
+  allowPrivateWebhooks: {
+    flag: '--allow-private-webhooks',
+    env: 'CAIRN_ALLOW_PRIVATE_WEBHOOKS',
+    boolean: true,
+  },
 }
 
 export const SERVE_FLAGS = Object.values(OPTIONS).map((o) => o.flag)
@@ -105,6 +114,8 @@ export function serveConfig(flags: Map<string, string>, env: NodeJS.ProcessEnv):
       '--store takes redis://[user:pass@]host:port[,host:port...] (or rediss://)',
     )
   const trust = flags.get(OPTIONS.trustProxy.flag) ?? env[OPTIONS.trustProxy.env] ?? ''
+  const privateHooks =
+    flags.get(OPTIONS.allowPrivateWebhooks.flag) ?? env[OPTIONS.allowPrivateWebhooks.env] ?? ''
   const token = pick(OPTIONS.operatorToken)
   if (token !== undefined && token.length < 16)
     throw new ConfigError('--operator-token must be at least 16 characters')
@@ -120,5 +131,8 @@ export function serveConfig(flags: Map<string, string>, env: NodeJS.ProcessEnv):
     logLevel,
     operatorToken: token,
     usageFlushMs: Number(env.CAIRN_USAGE_FLUSH_MS) > 0 ? Number(env.CAIRN_USAGE_FLUSH_MS) : 2000,
+    allowPrivateWebhooks: truthy(privateHooks),
+    webhookRetryMs:
+      Number(env.CAIRN_WEBHOOK_RETRY_MS) > 0 ? Number(env.CAIRN_WEBHOOK_RETRY_MS) : 30_000,
   }
 }

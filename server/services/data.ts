@@ -84,6 +84,12 @@ function present(info: NamespaceInfo | undefined, name: string): NamespaceInfo {
 export class Data {
   /** Whether the store answers reads synchronously (getNow). */
   readonly readsNow: boolean
+  private refusedHooks: ((account: Account, wouldBe: number) => unknown)[] = []
+
+  /** Calls `fn` when a write is refused for the storage quota (with the bytes it would make). */
+  onStorageRefused(fn: (account: Account, wouldBe: number) => unknown): void {
+    this.refusedHooks.push(fn)
+  }
 
   constructor(
     private store: Store,
@@ -242,6 +248,8 @@ export class Data {
     let used = await this.namespaces.storageBytes(account)
     if (used + delta > quota) used = await this.namespaces.storageBytes(account, true)
     if (used + delta > quota) {
+      // The refusal stands whether or not its alert can be recorded, and does not wait for it.
+      for (const fn of this.refusedHooks) Promise.resolve(fn(account, used + delta)).catch(() => {})
       throw new ApiError(
         'storage_quota_exceeded',
         `This ${what} would bring the account to ${used + delta} bytes; the ${this.plans.get(account.rec.plan).id} plan allows ${quota}.`,

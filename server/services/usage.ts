@@ -247,12 +247,21 @@ export class Usage {
   private sequence = 0
   private flushing: Promise<void> | null = null
   private prunedDay = dayOf(Date.now())
+  private passHooks: ((accountId: string, requests: number, storageBytes: number) => unknown)[] = []
 
   constructor(
     private store: Store,
     private accounts: Accounts,
     private storageOf: (a: Account) => Promise<number>,
   ) {}
+
+  /**
+   * Calls `fn` after each pass has added an account's counts for today, with its requests
+   * today (every front end's) and its stored bytes: where usage alerts are checked.
+   */
+  onPass(fn: (accountId: string, requests: number, storageBytes: number) => unknown): void {
+    this.passHooks.push(fn)
+  }
 
   /** The account's counters for the current UTC day (a new day starts from zero). */
   today(accountId: string, now: number): DayCounters {
@@ -372,6 +381,7 @@ export class Usage {
           c.unconfirmed = batch
           await this.add(c, batch)
         }
+        if (c.day === dayOf(Date.now())) await this.passed(c)
       } catch (err) {
         // A full disk or an unreachable store: the counts stay for a later pass, sent as
         // they were (an add made already is not made twice; one that failed added nothing).
@@ -382,6 +392,16 @@ export class Usage {
     }
     if (failed !== undefined) throw failed
     await this.prune()
+  }
+
+  private async passed(c: DayCounters): Promise<void> {
+    for (const fn of this.passHooks) {
+      try {
+        await fn(c.accountId, c.requests, c.storageBytes)
+      } catch {
+        // An alert not checked now is checked at the next pass: counts are not held up.
+      }
+    }
   }
 
   /** Adds one batch to the day's record, and takes in the totals; the batch is then done. */

@@ -14,6 +14,8 @@ export const SYSTEM_NAMESPACE: Record<RecordKind, string> = {
   namespace: 'sys/namespaces',
   session: 'sys/sessions',
   usage: 'sys/usage',
+  alert: 'sys/alerts',
+  webhook: 'sys/webhooks',
 }
 
 const groupOf = (id: string) => {

@@ -280,7 +280,18 @@ export interface Entries {
   transact(ns: string, ops: TxOp[]): Promise<Transacted>
 }
 
-export type RecordKind = 'account' | 'email' | 'key' | 'keyhash' | 'namespace' | 'session' | 'usage'
+export type RecordKind =
+  | 'account'
+  | 'email'
+  | 'key'
+  | 'keyhash'
+  | 'namespace'
+  | 'session'
+  | 'usage'
+  /** Usage thresholds crossed (created once per crossing: one alert across front ends). */
+  | 'alert'
+  /** Notification webhooks, their outbox and its claims. */
+  | 'webhook'
 
 export type RecordOp =
   | { kind: RecordKind; id: string; value: unknown; expiresAt?: number }

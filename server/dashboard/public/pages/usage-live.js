@@ -9,6 +9,7 @@
 // one small dashboard call per 5 s per open tab (dashboard calls are not /v1 requests, so it
 // never shows in the figures it draws), works through any proxy, and stops by itself when
 // the tab is closed. It pauses while the tab is hidden and catches up when it is shown.
+import { showAlerts } from '../banner.js'
 import { chart, hourLabel } from '../charts.js'
 import { api, fmtBytes, fmtNum, h } from '../lib.js'
 
@@ -179,6 +180,7 @@ export async function renderLive(main, first) {
       nsTable.querySelector('tbody').replaceChildren(...namespaceRows(next.namespaces))
       bars.replaceChildren(namespaceBars(next.namespaces))
       await drawHourChart(hourChart, next.hours)
+      await showAlerts(main)
       stamp()
     } catch {
       // A moment without figures (a restart, the network): the next tick tries again.
