@@ -20,11 +20,24 @@ import {
   withoutUsage,
 } from '../helpers/usage-tally.js'
 import { Client, sleep } from '../server/contract/http.js'
+import { logIn } from '../helpers/dashboard-api.js'
+import { Receiver, signedWith } from '../helpers/webhook-receiver.js'
 
 const cluster = await clusterFor(t)
 if (cluster) {
-  const plans = plansFile({ id: 'tight', ratePerSecond: 1, burst: 60 })
-  const start = () => startServer({ plans, args: ['--store', cluster.url] })
+  const plans = plansFile(
+    { id: 'tight', ratePerSecond: 1, burst: 60 },
+    { id: 'tiny', requestsPerDay: 10 },
+  )
+  const receiver = new Receiver()
+  await receiver.start()
+  t.teardown(() => receiver.close())
+  const start = () =>
+    startServer({
+      plans,
+      args: ['--store', cluster.url, '--allow-private-webhooks'],
+      env: { CAIRN_WEBHOOK_RETRY_MS: '300' },
+    })
   const a: TestServer = await start()
   t.teardown(() => a.stop())
   const b: TestServer = await start()
@@ -68,6 +81,37 @@ if (cluster) {
         await sleep(500)
       }
       t.same(got, want, `front end ${name} reports every count of both, exactly`)
+    }
+  })
+
+  t.test('a crossing seen by both front ends is delivered once', async (t) => {
+    const password = 'correct horse battery'
+    const made = await a.createAccount(undefined, { plan: 'tiny', password })
+    const session = await logIn(b.url, made.email, password)
+    const res = await fetch(`${b.url}/dashboard/api/notifications`, {
+      method: 'PUT',
+      headers: {
+        origin: b.url,
+        cookie: session.cookie!,
+        'x-csrf-token': session.csrf,
+        'content-type': 'application/json',
+      },
+      body: JSON.stringify({ url: receiver.url }),
+    })
+    const secret = ((await res.json()) as any).webhook.secret
+    const onA = new Client(a.baseUrl, made.apiKey)
+    const onB = new Client(b.baseUrl, made.apiKey)
+    // Past the quota on both: each front end sees 80% and 100% in its own passes.
+    for (let i = 0; i < 16; i++) await (i % 2 ? onB : onA).get('/namespaces')
+    const mine = (p: number) => (j: any) => j.account === made.accountId && j.percent === p
+    await receiver.until(mine(80))
+    await receiver.until(mine(100))
+    for (let i = 0; i < 6; i++) await (i % 2 ? onB : onA).get('/namespaces')
+    await sleep(2000)
+    for (const p of [80, 100]) {
+      const got = receiver.of(mine(p))
+      t.equal(got.length, 1, `one delivery for ${p}% across both front ends`)
+      t.ok(signedWith(got[0]!, secret), 'signed')
     }
   })
 }
