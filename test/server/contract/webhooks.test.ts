@@ -15,6 +15,7 @@ const plans = {
   plans: [
     plan({ id: 'free', name: 'Free' }),
     plan({ id: 'tiny', requestsPerDay: 10, maxStorageBytes: 1000 }),
+    plan({ id: 'small', maxStorageBytes: 1000 }),
   ],
   default: 'free',
   upgradeUrl: null,
@@ -33,8 +34,8 @@ async function serverWith(args: string[], dataDir?: string): Promise<TestServer>
 }
 
 /** A new account on the tiny plan, signed in to the dashboard; `dash` calls its API. */
-async function account(srv: TestServer) {
-  const made = await srv.createAccount(undefined, { plan: 'tiny', password: PASSWORD })
+async function account(srv: TestServer, planId = 'tiny') {
+  const made = await srv.createAccount(undefined, { plan: planId, password: PASSWORD })
   const session = await logIn(srv.url, made.email, PASSWORD)
   const dash = async (method: string, path: string, body?: unknown) => {
     const res = await fetch(`${srv.url}/dashboard/api${path}`, {
@@ -122,6 +123,31 @@ t.test('one signed delivery per crossing of the daily quota and of storage', asy
       ['storage', 100],
     ],
   )
+})
+
+t.test('storage alerts again only after the account fell below 70%', async (t) => {
+  const a = await account(srv, 'small')
+  await a.dash('PUT', '/notifications', { url: receiver.url })
+  const mine = (p: number) => (j: any) =>
+    j.account === a.accountId && j.metric === 'storage' && j.percent === p
+  await a.api.createNamespace('s')
+  t.equal((await a.api.put('/s/a', { value: 'x'.repeat(845) })).status, 201) // 850 bytes
+  await receiver.until(mine(80))
+  // Down to 75%: still above 70%, so back up to 85% is no new crossing.
+  t.equal((await a.api.put('/s/a', { value: 'x'.repeat(745) })).status, 200)
+  await sleep(1000)
+  t.equal((await a.api.put('/s/a', { value: 'x'.repeat(845) })).status, 200)
+  await sleep(1000)
+  t.equal(receiver.of(mine(80)).length, 1, 'no new alert without falling below 70%')
+  // Down to 10%, a pass sees it (the request itself), then up again: a new crossing.
+  t.equal((await a.api.put('/s/a', { value: 'x'.repeat(95) })).status, 200)
+  await sleep(1000)
+  await a.api.get('/s/a')
+  await sleep(1000)
+  t.equal((await a.api.put('/s/a', { value: 'x'.repeat(845) })).status, 200)
+  const again = await receiver.until(mine(80), 2)
+  t.equal(again.length, 2, 'alerted again after falling below 70%')
+  t.equal(receiver.of(mine(100)).length, 0, 'never at 100%')
 })
 
 t.test('a delivery answered 500 is sent again, the same bytes', async (t) => {
