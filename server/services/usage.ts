@@ -65,7 +65,10 @@ const HOUR_FIELDS = [...OPS, 'errors', 'rateLimited'] as const
 const MAX_EXTRA = 24 * HOUR_FIELDS.length + 10_000 * OPS.length
 
 const hourField = (hour: number, f: string) => `h${hour < 10 ? '0' : ''}${hour}.${f}`
-const nsField = (ns: string, op: string) => `n.${ns}.${op}`
+/** Every hour's field names, made once: counting a request builds no string. */
+const HOUR_KEYS = Array.from({ length: 24 }, (_, h) => HOUR_FIELDS.map((f) => hourField(h, f)))
+const H_ERRORS = OPS.length
+const H_RATE_LIMITED = OPS.length + 1
 
 /** One UTC hour's counts, as GET /usage reports them. */
 export interface HourUsage {
@@ -111,6 +114,8 @@ export class DayCounters {
   readonly extraPending = new Map<string, number>()
   /** An addition sent whose answer did not come: sent again as it is, under its token. */
   unconfirmed: Batch | undefined = undefined
+  /** Each namespace's field names by operation, made once per namespace and day. */
+  private nsKeys = new Map<string, string[]>()
   storageBytes = 0
   dirty = false
   /** The store's record has been read in (on a shared store that happens in the background). */
@@ -125,6 +130,16 @@ export class DayCounters {
     let n = 0
     for (let i = 0; i < OPS.length; i++) n += this.total[i]!
     return n
+  }
+
+  /** The field counting operation `op` to namespace `ns`. */
+  nsField(ns: string, op: number): string {
+    let keys = this.nsKeys.get(ns)
+    if (keys === undefined) {
+      keys = OPS.map((o) => `n.${ns}.${o}`)
+      if (this.nsKeys.size < 10_000) this.nsKeys.set(ns, keys)
+    }
+    return keys[op]!
   }
 
   /** Counts `n` to an hour or namespace field (bounded: see MAX_EXTRA). */
@@ -307,17 +322,17 @@ export class Usage {
       c.total[i]! += n
       c.pending[i]! += n
     }
-    const hour = Math.floor((now - c.day * DAY_MS) / HOUR_MS)
+    const hour = HOUR_KEYS[Math.floor((now - c.day * DAY_MS) / HOUR_MS)]!
     if (status === 429) {
       add(RATE_LIMITED, 1)
-      c.bump(hourField(hour, 'rateLimited'), 1)
+      c.bump(hour[H_RATE_LIMITED]!, 1)
     } else {
       add(op, count)
-      c.bump(hourField(hour, OPS[op]!), count)
-      if (ns !== '') c.bump(nsField(ns, OPS[op]!), count)
+      c.bump(hour[op]!, count)
+      if (ns !== '') c.bump(c.nsField(ns, op), count)
       if (status >= 400) {
         add(ERRORS, 1)
-        c.bump(hourField(hour, 'errors'), 1)
+        c.bump(hour[H_ERRORS]!, 1)
       }
     }
     add(BYTES_IN, bytesIn)
