@@ -54,7 +54,10 @@ export async function serve(
   const plans = PlanBook.load(config.plansFile)
   // Also on Redis: the operator token and server.json live here for the command line.
   fs.mkdirSync(config.dataDir, { recursive: true })
-  const svc = await openServices(config, plans)
+  const svc = await openServices(config, plans, {
+    allowPrivate: config.allowPrivateWebhooks,
+    retryMs: config.webhookRetryMs,
+  })
   const token = config.operatorToken ?? randomToken()
   const ctx: Context = {
     ...svc,
@@ -150,6 +153,7 @@ export async function serve(
   timer.unref()
 
   ctx.billing?.downgrades.start(config.billingScanMs)
+  svc.webhooks.start(log)
   ctx.lifecycle.ready = true
   for (const note of svc.store.startNotes ?? []) log.warn({ store: svc.store.kind }, note)
   log.info(
@@ -177,6 +181,7 @@ export async function serve(
         await new Promise((r) => setTimeout(r, 10))
       clearInterval(timer)
       await ctx.billing?.downgrades.stop()
+      ctx.webhooks.stop()
       while (flushing) await new Promise((r) => setTimeout(r, 10))
       await flush().catch((err) =>
         log.error({ err: (err as Error).message }, 'writing usage failed'),

@@ -29,6 +29,10 @@ export interface Config {
   billingScanMs: number
   /** The embedded engine's tuning; only what was set (the engine's defaults otherwise). */
   engine: EngineTuning
+  /** Notification webhooks may reach loopback, private and link-local addresses. */
+  allowPrivateWebhooks: boolean
+  /** A webhook's first retry delay; the back-off scales with it (CAIRN_WEBHOOK_RETRY_MS). */
+  webhookRetryMs: number
 }
 
 export class ConfigError extends Error {}
@@ -40,7 +44,10 @@ interface Option {
   boolean?: boolean
 }
 
-const OPTIONS: Record<keyof Omit<Config, 'usageFlushMs' | 'billingScanMs' | 'engine'>, Option> = {
+const OPTIONS: Record<
+  keyof Omit<Config, 'usageFlushMs' | 'billingScanMs' | 'engine' | 'webhookRetryMs'>,
+  Option
+> = {
   host: { flag: '--host', env: 'CAIRN_HOST' },
   port: { flag: '--port', env: 'CAIRN_PORT' },
   dataDir: { flag: '--data', env: 'CAIRN_DATA' },
@@ -54,6 +61,11 @@ const OPTIONS: Record<keyof Omit<Config, 'usageFlushMs' | 'billingScanMs' | 'eng
   stripeSecretKey: { flag: '--stripe-secret-key', env: 'CAIRN_STRIPE_SECRET_KEY' },
   stripeWebhookSecret: { flag: '--stripe-webhook-secret', env: 'CAIRN_STRIPE_WEBHOOK_SECRET' },
   stripeApiUrl: { flag: '--stripe-api-url', env: 'CAIRN_STRIPE_API_URL' },
+  allowPrivateWebhooks: {
+    flag: '--allow-private-webhooks',
+    env: 'CAIRN_ALLOW_PRIVATE_WEBHOOKS',
+    boolean: true,
+  },
 }
 
 /** The engine's options as `serve` flags: whole numbers of at least `min`, a ratio, or on/off. */
@@ -162,6 +174,8 @@ export function serveConfig(flags: Map<string, string>, env: NodeJS.ProcessEnv):
       '--store takes redis://[user:pass@]host:port[,host:port...] (or rediss://)',
     )
   const trust = flags.get(OPTIONS.trustProxy.flag) ?? env[OPTIONS.trustProxy.env] ?? ''
+  const privateHooks =
+    flags.get(OPTIONS.allowPrivateWebhooks.flag) ?? env[OPTIONS.allowPrivateWebhooks.env] ?? ''
   const token = pick(OPTIONS.operatorToken)
   if (token !== undefined && token.length < 16)
     throw new ConfigError('--operator-token must be at least 16 characters')
@@ -193,5 +207,8 @@ export function serveConfig(flags: Map<string, string>, env: NodeJS.ProcessEnv):
         ? Math.min(Number(env.CAIRN_BILLING_SCAN_MS), 30_000)
         : 15_000,
     engine,
+    allowPrivateWebhooks: truthy(privateHooks),
+    webhookRetryMs:
+      Number(env.CAIRN_WEBHOOK_RETRY_MS) > 0 ? Number(env.CAIRN_WEBHOOK_RETRY_MS) : 30_000,
   }
 }

@@ -309,7 +309,10 @@ export interface UsageDay {
   bytesIn: number
   /** Response body bytes sent. */
   bytesOut: number
-  /** Watch events delivered, counted apart: outside `requests`, the rate limit and the quota. */
+  /**
+   * Watch events delivered (the `put` and `delete` events; progress and error events are not
+   * counted), counted apart: outside `requests`, the rate limit and the quota.
+   */
   watchEvents: number
 }
 
@@ -360,4 +363,33 @@ export interface Usage {
   }
   /** The last 30 days, oldest first, today last. */
   days: UsageDay[]
+  /** The 48 UTC hours ending with the current one (its counts so far), oldest first. */
+  hours: UsageHour[]
+  /** Each namespace the key may see: its storage now and its requests today. */
+  namespaces: {
+    /** The namespace's name. */
+    name: string
+    /** Its live keys. */
+    keys: number
+    /** Its bytes of keys plus values. */
+    bytes: number
+    /** What superseded versions and tombstones kept for history take. */
+    historyBytes: number
+    /** Requests addressed to it today (4xx included; not 401s or 429s). */
+    today: { requests: number; operations: OperationCounts }
+  }[]
+}
+
+/** One UTC hour of usage. */
+export interface UsageHour {
+  /** The hour's start, e.g. `2026-12-01T10:00:00Z`. */
+  hour: string
+  /** Requests served in the hour, counted as a day's are. */
+  requests: number
+  /** 4xx and 5xx answers other than 429. */
+  errors: number
+  /** 429 answers. */
+  rateLimited: number
+  /** Requests per operation. */
+  operations: OperationCounts
 }

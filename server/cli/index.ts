@@ -22,8 +22,10 @@ const HELP = `Usage: cairn <command> [options]
   serve [--host H] [--port P] [--data DIR | --store redis://H:P[,H:P...]]
         [--durability always|interval|none]
         [--plans FILE] [--cors-origins '*'|ORIGINS] [--trust-proxy] [--log-level L]
-        [--operator-token T] [--stripe-secret-key K --stripe-webhook-secret S
-        [--stripe-api-url ORIGIN]]                run the server
+        [--operator-token T] [--allow-private-webhooks]
+        [--stripe-secret-key K --stripe-webhook-secret S
+        [--stripe-api-url ORIGIN]] [--segment-bytes N, --cache-bytes N, ...:
+        the engine's tuning, docs/configuration.md]  run the server
   account create --email E [--password P] [--plan ID]
                                                   make an account and its first API key
   account list                                    list accounts
@@ -263,7 +265,12 @@ async function migrateCommand(flags: Map<string, string>): Promise<number> {
 }
 
 async function main(argv: string[]): Promise<number> {
-  const { flags, words } = parseArgs(argv, ['--trust-proxy', '--json', '--help'])
+  const { flags, words } = parseArgs(argv, [
+    '--trust-proxy',
+    '--allow-private-webhooks',
+    '--json',
+    '--help',
+  ])
   if (words.length === 0 || flags.has('--help') || words[0] === 'help') {
     process.stdout.write(HELP)
     return words.length === 0 && !flags.has('--help') ? 2 : 0

@@ -6,6 +6,7 @@ import type { TemplatedApp } from '../http/uws.js'
 import { newBucket, takeAccountToken } from '../services/limits.js'
 import { ServiceError } from '../services/service-error.js'
 import { AccountApi } from './api-account.js'
+import { NotificationsApi } from './api-notifications.js'
 import { queuedHashes } from '../services/password-hasher.js'
 import { AuthApi } from './api-auth.js'
 import { BillingApi } from './api-billing.js'
@@ -44,6 +45,7 @@ export function mountDashboard(app: TemplatedApp, ctx: Context): void {
     password_hashes_queued: queuedHashes(),
   }))
   const account = new AccountApi(ctx)
+  const notifications = new NotificationsApi(ctx)
   const keys = new KeysApi(ctx)
   const namespaces = new NamespacesApi(ctx)
   const data = new DataApi(ctx)
@@ -124,6 +126,11 @@ export function mountDashboard(app: TemplatedApp, ctx: Context): void {
   api('get', '/me', (req, c) => account.me(req, c))
   api('get', '/overview', (req, c) => account.overview(req, c))
   api('get', '/plans', (req, c) => account.plans(req, c))
+  api('get', '/alerts', (req, c) => notifications.alerts(req, c))
+  api('get', '/notifications', (req, c) => notifications.get(req, c))
+  api('put', '/notifications', (req, c) => notifications.set(req, c))
+  api('del', '/notifications', (req, c) => notifications.remove(req, c))
+  api('post', '/notifications/test', (req, c) => notifications.test(req, c))
   api('post', '/plan', (req, c) => account.setPlan(req, c))
   if (ctx.billing !== undefined) {
     const billing = new BillingApi(ctx, ctx.billing)

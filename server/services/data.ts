@@ -78,6 +78,12 @@ let reserved = 0
 export class Data {
   /** Whether the store answers reads synchronously (getNow). */
   readonly readsNow: boolean
+  private refusedHooks: ((account: Account, wouldBe: number) => unknown)[] = []
+
+  /** Calls `fn` when a write is refused for the storage quota (with the bytes it would make). */
+  onStorageRefused(fn: (account: Account, wouldBe: number) => unknown): void {
+    this.refusedHooks.push(fn)
+  }
 
   constructor(
     private store: Store,
@@ -272,6 +278,8 @@ export class Data {
   }
 
   private overQuota(account: Account, quota: number, total: number, what: string): ApiError {
+    // The refusal stands whether or not its alert can be recorded, and does not wait for it.
+    for (const fn of this.refusedHooks) Promise.resolve(fn(account, total)).catch(() => {})
     return new ApiError(
       'storage_quota_exceeded',
       `This ${what} would bring the account to ${total} bytes; the ${this.plans.get(account.rec.plan).id} plan allows ${quota}.`,

@@ -9,6 +9,8 @@ import type { PlanBook } from './plans.js'
 import { openStore } from '../store/open.js'
 import type { Durability, EngineTuning, Store } from '../store/types.js'
 import { Usage } from './usage.js'
+import { Alerts } from './alerts.js'
+import { type WebhookOptions, Webhooks } from './webhooks.js'
 
 export interface Services {
   store: Store
@@ -19,6 +21,10 @@ export interface Services {
   usage: Usage
   /** Dashboard sessions: held here so a password set from the command line ends them. */
   sessions: SessionStore
+  /** Usage thresholds crossed, and the banner's figures. */
+  alerts: Alerts
+  /** Notification webhooks and their outbox (sent only where `cairn serve` starts it). */
+  webhooks: Webhooks
   deleteAccount(accountId: string): Promise<void>
 }
 
@@ -30,23 +36,35 @@ export interface StoreLocation {
   engine?: EngineTuning
 }
 
-export async function openServices(where: StoreLocation, plans: PlanBook): Promise<Services> {
+export async function openServices(
+  where: StoreLocation,
+  plans: PlanBook,
+  webhookOptions?: WebhookOptions,
+): Promise<Services> {
   const store = await openStore(where)
   try {
-    return await servicesOn(store, plans)
+    return await servicesOn(store, plans, webhookOptions)
   } catch (err) {
     await store.close().catch(() => {})
     throw err
   }
 }
 
-export async function servicesOn(store: Store, plans: PlanBook): Promise<Services> {
+export async function servicesOn(
+  store: Store,
+  plans: PlanBook,
+  webhookOptions: WebhookOptions = { allowPrivate: false, retryMs: 30_000 },
+): Promise<Services> {
   const accounts = new Accounts(store, plans)
   await accounts.load()
   const namespaces = new Namespaces(store, accounts, plans)
   const usage = new Usage(store, accounts, (a) => namespaces.storageBytes(a))
   const data = new Data(store, accounts, namespaces, plans)
   const sessions = new SessionStore(store)
+  const webhooks = new Webhooks(store, accounts, webhookOptions)
+  const alerts = new Alerts(store, accounts, plans, usage, namespaces, webhooks)
+  usage.onPass((id, requests, bytes) => alerts.observe(id, requests, bytes))
+  data.onStorageRefused((account, wouldBe) => alerts.refused(account, wouldBe))
   return {
     store,
     plans,
@@ -55,6 +73,8 @@ export async function servicesOn(store: Store, plans: PlanBook): Promise<Service
     data,
     usage,
     sessions,
+    alerts,
+    webhooks,
     async deleteAccount(accountId) {
       const account = await accounts.get(accountId)
       if (!account) return
@@ -66,6 +86,8 @@ export async function servicesOn(store: Store, plans: PlanBook): Promise<Service
       await sessions.destroyAccount(accountId).catch(() => {})
       await namespaces.dropAll(account).catch(() => {})
       await usage.forget(account).catch(() => {})
+      await alerts.forget(accountId).catch(() => {})
+      await webhooks.forget(accountId).catch(() => {})
     },
   }
 }

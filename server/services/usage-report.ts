@@ -1,18 +1,31 @@
 // The usage report: the plan, today's counters with the quota left, storage by namespace,
-// and the last 30 days. GET /v1/usage sends the public part; the dashboard's overview adds
+// the last 30 days, the last 48 hours and today's requests by namespace. GET /v1/usage sends the public part; the dashboard's overview adds
 // what its charts need (each day's stored bytes, namespace creation times).
 import type { Account } from './accounts.js'
 import type { NamespaceRow, Namespaces } from './namespaces.js'
 import { type Plan, type PlanBook, publicPlan } from './plans.js'
-import type { DayUsage, Usage } from './usage.js'
+import { type DayUsage, type HourUsage, OPS, type NamespaceToday, type Usage } from './usage.js'
 
 export const REPORT_DAYS = 30
+export const REPORT_HOURS = 48
+
+/** A namespace in the report: its storage now and its requests today. */
+export interface NamespaceUsage {
+  name: string
+  keys: number
+  bytes: number
+  /** What superseded versions and tombstones kept for history take: none kept yet. */
+  historyBytes: number
+  today: NamespaceToday
+}
 
 export interface UsageReport {
   plan: Plan
   today: DayUsage & { quotaRemaining: number | null }
   storage: { bytes: number; keys: number; namespaces: NamespaceRow[] }
   days: DayUsage[]
+  hours: HourUsage[]
+  namespaces: NamespaceUsage[]
 }
 
 export async function usageReport(
@@ -21,7 +34,8 @@ export async function usageReport(
   /** Which namespaces the caller may see (a key limited to some sees only those). */
   visible: (name: string) => boolean = () => true,
 ): Promise<UsageReport> {
-  const days = await svc.usage.days(account, REPORT_DAYS)
+  const counted = await svc.usage.report(account, REPORT_DAYS, REPORT_HOURS)
+  const days = counted.days
   const plan = svc.plans.get(account.rec.plan)
   const today = days[days.length - 1]!
   const rows = (await svc.namespaces.list(account)).filter((r) => visible(r.name))
@@ -38,6 +52,17 @@ export async function usageReport(
       namespaces: rows,
     },
     days,
+    hours: counted.hours,
+    namespaces: rows.map((r) => ({
+      name: r.name,
+      keys: r.keys,
+      bytes: r.bytes,
+      historyBytes: 0,
+      today: counted.namespaces.get(r.name) ?? {
+        requests: 0,
+        operations: Object.fromEntries(OPS.map((op) => [op, 0])),
+      },
+    })),
   }
 }
 
@@ -54,5 +79,7 @@ export function publicReport(r: UsageReport) {
       namespaces: r.storage.namespaces.map(({ name, keys, bytes }) => ({ name, keys, bytes })),
     },
     days: r.days.map(day),
+    hours: r.hours,
+    namespaces: r.namespaces,
   }
 }

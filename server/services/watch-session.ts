@@ -120,6 +120,8 @@ export class WatchSession {
   private last = 0
   /** The last version the client was told: an event's, or a progress mark's. */
   private told = 0
+  /** Changes sent as events so far (progress marks not included): see add(). */
+  private changesAdded = 0
   private queued: Change[] | null = []
   private backlog: Change[] = []
   private unsubscribe: (() => void) | null = null
@@ -199,8 +201,8 @@ export class WatchSession {
   async run(): Promise<void> {
     if (this.closed) return
     this.told = this.last
+    // Progress and error events are not counted: an idle watch costs only its opening request.
     this.send('progress', `{"version":"${this.last}"}`, this.last)
-    this.ctx.usage.watchEvents(this.account.id, 1, 0, Date.now())
     await this.catchUp()
     if (this.closed || this.timer !== null) return
     this.timer = setInterval(() => this.tick(), 1000)
@@ -290,7 +292,11 @@ export class WatchSession {
     if (this.queued.length > MAX_QUEUED) this.tooSlow()
   }
 
-  /** Adds a change's event unless it was passed on already; the bytes added, or -1. */
+  /**
+   * Adds a change's event unless it was passed on already; the bytes added, or -1. A change
+   * sent as an event (not a progress mark) also adds one to `changesAdded`: only those count
+   * as watch events in usage.
+   */
   private add(c: Change): number {
     if (c.version <= this.last) return -1
     this.last = c.version
@@ -307,6 +313,7 @@ export class WatchSession {
     this.told = c.version
     const data = dataOf(c)
     this.sink.event(c.type, data, c.version)
+    this.changesAdded++
     return data.length
   }
 
@@ -330,17 +337,18 @@ export class WatchSession {
       this.flush()
       return
     }
-    let events = 0
+    const before = this.changesAdded
     let bytes = 0
+    let sent = false
     for (const c of changes) {
       if (this.closed) break
       const n = this.add(c)
       if (n < 0) continue
-      events++
+      sent = true
       bytes += n
     }
-    if (events === 0) return
-    this.ctx.usage.watchEvents(this.account.id, events, bytes, Date.now())
+    if (!sent) return
+    this.ctx.usage.watchEvents(this.account.id, this.changesAdded - before, bytes, Date.now())
     this.flush()
   }
 
@@ -351,6 +359,7 @@ export class WatchSession {
   private async paced(changes: Change[]): Promise<boolean> {
     let events = 0
     let bytes = 0
+    let before = this.changesAdded
     for (let i = 0; i < changes.length; i++) {
       if (this.closed) return false
       const n = this.add(changes[i]!)
@@ -359,7 +368,8 @@ export class WatchSession {
         bytes += n
       }
       if (events > 0 && (bytes >= SLICE_BYTES || i === changes.length - 1)) {
-        this.ctx.usage.watchEvents(this.account.id, events, bytes, Date.now())
+        this.ctx.usage.watchEvents(this.account.id, this.changesAdded - before, bytes, Date.now())
+        before = this.changesAdded
         this.lastSent = Date.now()
         this.sink.flush()
         events = 0
@@ -445,7 +455,6 @@ export class WatchSession {
         if (v > this.last && this.queued === null) return // a change is on its way
         this.told = this.last
         this.send('progress', `{"version":"${this.last}"}`, this.last)
-        this.ctx.usage.watchEvents(this.account.id, 1, 0, Date.now())
       },
       (err) => {
         if (isGone(err)) this.fail('namespace_not_found', 'The namespace was deleted.')

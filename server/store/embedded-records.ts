@@ -18,6 +18,8 @@ export const SYSTEM_NAMESPACE: Record<RecordKind, string> = {
   stripe_customer: 'sys/stripe-customers',
   stripe_event: 'sys/stripe-events',
   downgrade: 'sys/downgrades',
+  alert: 'sys/alerts',
+  webhook: 'sys/webhooks',
 }
 
 const groupOf = (id: string) => {

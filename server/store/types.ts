@@ -306,6 +306,10 @@ export type RecordKind =
   | 'stripe_event'
   /** A downgrade due at the end of a paid period: `due/<account id>`. */
   | 'downgrade'
+  /** Usage thresholds crossed (created once per crossing: one alert across front ends). */
+  | 'alert'
+  /** Notification webhooks, their outbox and its claims. */
+  | 'webhook'
 
 export type RecordOp =
   | { kind: RecordKind; id: string; value: unknown; expiresAt?: number }

@@ -22,6 +22,7 @@ import { apiErrorOf, storeCode } from '../services/store-errors.js'
 import { Repeats } from '../log.js'
 import { EXPOSE, allowOrigin } from './cors.js'
 import type { Entry } from '../store/types.js'
+import { OP } from '../services/usage.js'
 
 /** An unread body is read and dropped up to this size before an early answer; past it, cut off. */
 const DRAIN_MAX = 64 * 1024 * 1024
@@ -68,6 +69,8 @@ export class Call {
   op = -1
   /** Requests this call counts as (a transaction's ops). */
   count = 1
+  /** The namespace the request is addressed to ('' for none): it counts to it too. */
+  ns = ''
   route: number
   bytesIn = 0
   limit = -1
@@ -275,6 +278,18 @@ export class Call {
     this.fail('internal_error')
   }
 
+  /**
+   * The namespace this answer counts to: one the account holds (a request to a name it does
+   * not hold counts to none, so no name can be made up to grow the counters), or the one a
+   * namespace request just created or deleted.
+   */
+  private countsTo(status: number): string {
+    const ns = this.ns
+    if (ns === '') return ''
+    if (this.account!.namespaces.has(ns)) return ns
+    return this.op === OP.namespace && status < 400 ? ns : ''
+  }
+
   private finish(status: number, bytesOut: number): void {
     if (this.done) return
     this.done = true
@@ -290,6 +305,7 @@ export class Call {
         bytesOut,
         Date.now(),
         this.count,
+        this.countsTo(status),
       )
     }
     ctx.metrics.observe(this.route, status, (performance.now() - this.started) / 1000)

@@ -150,6 +150,8 @@ export function v1Handler(ctx: Context): (res: HttpResponse, req: HttpRequest) =
     if (now - key.lastUsedMs >= LAST_USED_STEP_MS) ctx.accounts.touch(key, now)
     const op = operation(route, method)!
     call.op = op.usage
+    if (route === Route.Keys || route === Route.Entry || route === Route.Namespace)
+      call.ns = parsed.ns
     const plan = ctx.plans.get(account.rec.plan)
     const b = takeAccountToken(ctx.store.limiter, account.id, plan, now, out)
     if (!(b instanceof Promise)) return admitted(call, req, parsed, method, plan, b, now)

@@ -29,6 +29,7 @@ export function createNamespace(call: Call, req: HttpRequest): void {
     } catch (err) {
       return call.error(err)
     }
+    call.ns = name
     if (!call.key!.allows(name))
       return call.fail('forbidden', `This API key may not use namespace "${name}".`)
     call.applyLater(() =>

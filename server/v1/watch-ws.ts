@@ -179,7 +179,7 @@ export function watchSockets(ctx: Context) {
         code: 'watch_limit',
         message: `The ${plan.id} plan allows ${plan.maxWatches} watches open at once.`,
       }
-    ctx.usage.record(account.id, OP.watch, 200, 0, 0, now)
+    ctx.usage.record(account.id, OP.watch, 200, 0, 0, now, 1, info.name)
     return { account, info, now }
   }
 

@@ -9,4 +9,5 @@ await runOnRedis(t, [
   ),
   'test/dashboard/data.test.ts',
   'test/dashboard/journey.test.ts',
+  'test/dashboard/usage-live.test.ts',
 ])

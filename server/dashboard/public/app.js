@@ -1,5 +1,6 @@
 // Draws the page the address names. Every page is a full load of the same shell, so
 // links, the back button and a reload all behave as people expect.
+import { showAlerts } from './banner.js'
 import { api, h } from './lib.js'
 
 const PAGES = {
@@ -121,6 +122,7 @@ async function start() {
   const layout = spec.public ? publicLayout() : privateLayout(spec.nav, me)
   app.replaceChildren(...layout.root, live)
   const mod = await import(spec.module)
+  if (!spec.public) await showAlerts(layout.main)
   try {
     await mod.render(layout.main, { me })
   } catch (err) {

@@ -18,6 +18,9 @@ function loadUplot() {
 
 const AXIS = { stroke: '#4d5b6b', grid: { stroke: '#e6eaf0' }, ticks: { stroke: '#e6eaf0' } }
 const HALF_DAY = 43200
+const HALF_HOUR = 1800
+/** `2026-12-01T10:00:00Z` as `10:00`, the hour in UTC. */
+export const hourLabel = (iso) => `${iso.slice(11, 13)}:00`
 const shortDate = (iso) =>
   new Date(`${iso}T00:00:00Z`).toLocaleDateString('en', {
     month: 'short',
@@ -66,11 +69,24 @@ function dataTable(title, days, series, fmt) {
 
 /**
  * A chart card. `days` are ISO dates, oldest first; `series` [{label, values, color}].
- * kind 'stacked': bars stacked per day; 'area': one filled line.
+ * kind 'stacked': bars stacked per day; 'area': one filled line. With `hours`, `days` are
+ * the hours' ISO times instead (labelled in UTC). `table: false` leaves out the figures
+ * (the page shows them in a table of its own); `last` names the last figure in the caption.
  */
 export async function chart(
   container,
-  { id, title, days, series, kind, bytes = false, emptyNote },
+  {
+    id,
+    title,
+    days,
+    series,
+    kind,
+    bytes = false,
+    emptyNote,
+    hours = false,
+    table = true,
+    last = 'Today',
+  },
 ) {
   const fmt = bytes ? fmtBytes : fmtNum
   const total = series.reduce((n, s) => n + s.values.reduce((a, v) => a + (v ?? 0), 0), 0)
@@ -83,14 +99,15 @@ export async function chart(
       'figcaption',
       {},
       h('h3', { id: `${id}-title` }, title),
-      h('p', { class: 'muted small' }, total === 0 ? emptyNote : `Today: ${today}`),
+      h('p', { class: 'muted small' }, total === 0 ? emptyNote : `${last}: ${today}`),
     ),
     plotBox,
-    dataTable(title, days, series, fmt),
+    table ? dataTable(title, days, series, fmt) : null,
   )
   container.append(figure)
   const uPlot = await loadUplot()
-  const xs = days.map((d) => Date.parse(`${d}T00:00:00Z`) / 1000)
+  const xs = days.map((d) => Date.parse(hours ? d : `${d}T00:00:00Z`) / 1000)
+  const half = hours ? HALF_HOUR : HALF_DAY
   // Stacking: the first series is on top. Each is drawn at the sum of itself and those
   // below it, top one first, so every lower band is painted over its part of the bar; the
   // legend shows each series' own figure.
@@ -111,11 +128,17 @@ export async function chart(
       legend: { show: true, live: false },
       cursor: { drag: { x: false, y: false }, points: { show: kind !== 'stacked' } },
       scales: {
-        x: { time: true, range: (_u, min, max) => [min - HALF_DAY, max + HALF_DAY] },
+        x: { time: true, range: (_u, min, max) => [min - half, max + half] },
         y: { range: () => [0, Math.max(floor, top * 1.15)] },
       },
       axes: [
-        { ...AXIS, space: 60 },
+        hours
+          ? {
+              ...AXIS,
+              space: 60,
+              values: (_u, vals) => vals.map((v) => hourLabel(new Date(v * 1000).toISOString())),
+            }
+          : { ...AXIS, space: 60 },
         {
           ...AXIS,
           size: bytes ? 72 : 52,
@@ -130,7 +153,15 @@ export async function chart(
         },
       ],
       series: [
-        { value: (_u, v) => (v ? shortDate(new Date(v * 1000).toISOString().slice(0, 10)) : '') },
+        {
+          value: (_u, v) => {
+            if (!v) return ''
+            const iso = new Date(v * 1000).toISOString()
+            return hours
+              ? `${shortDate(iso.slice(0, 10))} ${hourLabel(iso)} UTC`
+              : shortDate(iso.slice(0, 10))
+          },
+        },
         ...series.map((s) => ({
           label: s.label,
           stroke: s.color,

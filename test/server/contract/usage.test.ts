@@ -27,7 +27,7 @@ t.test('usage counts what was sent', async (t) => {
   const res = await api.get('/usage')
   t.equal(res.status, 200)
   const u = res.json
-  t.same(Object.keys(u).sort(), ['days', 'plan', 'storage', 'today'])
+  t.same(Object.keys(u).sort(), ['days', 'hours', 'namespaces', 'plan', 'storage', 'today'])
   t.equal(u.plan.id, 'free')
   t.equal(u.plan.maxValueBytes, 1024 * 1024)
   t.equal(u.today.date, today())

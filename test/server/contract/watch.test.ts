@@ -290,17 +290,27 @@ t.test('concurrent watches per account are limited by the plan: 429 watch_limit'
   t.equal(again.status, 200, 'a closed watch gives its place back')
 })
 
-t.test('a watch is a request; its events are counted apart', async (t) => {
+t.test('a watch is a request; the changes it delivers are counted apart', async (t) => {
   const other = await otherAccount(srv)
   await other.createNamespace('u')
-  const w = await open('/u?watch=1', {}, other.key)
+  const w = await open('/u?watch=1&prefix=k', {}, other.key)
   await w.until(1)
-  await other.put('/u/k', { value: 1 })
-  await w.until(2)
+  await other.put('/u/k1', { value: 1 })
+  await other.put('/u/x', { value: 'outside the prefix' })
+  await other.del('/u/k1')
+  await w.until(3)
   w.close()
+  // From history (since): its opening progress is not counted either, its two changes are.
+  const again = await open('/u?watch=1&prefix=k&since=0', {}, other.key)
+  const replayed = await again.until(3)
+  again.close()
+  t.same(
+    replayed.map((e) => e.event),
+    ['progress', 'put', 'delete'],
+  )
   const today = (await other.get('/usage')).json.today
-  t.equal(today.operations.watch, 1)
-  t.ok(today.watchEvents >= 2, `events counted (${today.watchEvents})`)
+  t.equal(today.operations.watch, 2)
+  t.equal(today.watchEvents, 4, 'put and delete events only: no progress event counts')
   const sum = Object.values(today.operations as Record<string, number>).reduce((a, b) => a + b, 0)
   t.equal(sum, today.requests)
 })

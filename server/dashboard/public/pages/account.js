@@ -1,6 +1,7 @@
 import { announce, api, errorBox, field, fmtDate, h, openDialog, submitting } from '../lib.js'
+import { notificationsSection } from './notifications.js'
 
-export function render(main, { me }) {
+export async function render(main, { me }) {
   const { account } = me
   const current = field({
     label: 'Current password',
@@ -114,6 +115,7 @@ export function render(main, { me }) {
       ),
     ),
     form,
+    await notificationsSection(),
     h(
       'section',
       { class: 'card danger-zone', 'aria-labelledby': 'danger-h' },

@@ -1,5 +1,6 @@
 import { chart } from '../charts.js'
 import { api, fmtBytes, fmtNum, h } from '../lib.js'
+import { renderLive } from './usage-live.js'
 
 // Colours pass 3:1 against white (WCAG non-text contrast) and differ in lightness too.
 const OPERATIONS = [
@@ -48,7 +49,8 @@ function meter(id, label, used, limit, fmt) {
 }
 
 export async function render(main) {
-  const { plan, today, storage, days } = await api('GET', '/overview')
+  const overview = await api('GET', '/overview')
+  const { plan, today, storage, days } = overview
   const dates = days.map((d) => d.date)
   main.append(
     h(
@@ -88,6 +90,7 @@ export async function render(main) {
       ),
     )
   }
+  await renderLive(main, overview)
   const charts = h('div', { class: 'charts' })
   main.append(h('h2', { class: 'section-title' }, 'Last 30 days'), charts)
   await chart(charts, {
