@@ -23,6 +23,7 @@ import { openServices } from './services/index.js'
 import { watchSockets } from './v1/watch-ws.js'
 import { Watches } from './services/watches.js'
 import { v1Handler } from './v1/handler.js'
+import { upstashHandler } from './upstash/route.js'
 
 const here = path.dirname(fileURLToPath(import.meta.url))
 const OPENAPI_FILE = [
@@ -70,24 +71,28 @@ export async function serve(
 
   const app = uws.App()
   const v1 = v1Handler(ctx)
-  const guarded = (res: Parameters<typeof v1>[0], req: Parameters<typeof v1>[1]) => {
-    try {
-      v1(res, req)
-    } catch (err) {
-      log.error({ err: (err as Error).message }, 'request handler failed')
+  const upstash = upstashHandler(ctx)
+  const guard =
+    (handler: typeof v1) => (res: Parameters<typeof v1>[0], req: Parameters<typeof v1>[1]) => {
       try {
-        res.onAborted(ignoreAbort)
-        res.cork(() => {
-          res
-            .writeStatus('500 Internal Server Error')
-            .writeHeader('Content-Type', 'application/json')
-          endBody(res, errorText('internal_error'))
-        })
-      } catch {}
+        handler(res, req)
+      } catch (err) {
+        log.error({ err: (err as Error).message }, 'request handler failed')
+        try {
+          res.onAborted(ignoreAbort)
+          res.cork(() => {
+            res
+              .writeStatus('500 Internal Server Error')
+              .writeHeader('Content-Type', 'application/json')
+            endBody(res, errorText('internal_error'))
+          })
+        } catch {}
+      }
     }
-  }
+  const guarded = guard(v1)
   app.any('/v1', guarded)
   app.any('/v1/*', guarded)
+  app.any('/upstash/*', guard(upstash))
   app.ws('/v1/*', watchSockets(ctx) as never)
   mountOps(app, ctx)
   mountOperator(app, ctx, token, ctx)

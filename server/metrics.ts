@@ -23,6 +23,7 @@ export const ROUTES = [
   'dashboard',
   'operator',
   'ops',
+  'upstash',
 ] as const
 export type RouteName = (typeof ROUTES)[number]
 export const R = Object.fromEntries(ROUTES.map((r, i) => [r, i])) as Record<RouteName, number>
