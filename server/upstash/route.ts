@@ -18,6 +18,7 @@ import { defer } from '../v1/deferred.js'
 import { txBodyLimit } from '../wire/body-limits.js'
 import { parseCommand, parseCommands, pathCommand } from './args.js'
 import { UpstashCall } from './call.js'
+import { tryFast } from './fast.js'
 import { RedisError } from './errors.js'
 import { ALLOW, type UpstashPath, parseUpstashPath } from './paths.js'
 import { type Reply, errorText, resultText } from './reply.js'
@@ -267,6 +268,7 @@ export function upstashHandler(ctx: Context): (res: HttpResponse, req: HttpReque
     list: (string[] | RedisError)[],
   ): void {
     const ns = asked.path.ns
+    const kind = asked.path.kind
     const found = ctx.accounts.namespace(call.account!, ns)
     const go = (info: NamespaceInfo | undefined) => {
       if (call.done) return
@@ -275,6 +277,19 @@ export function upstashHandler(ctx: Context): (res: HttpResponse, req: HttpReque
           'namespace_not_found',
           `there is no namespace "${ns}" (create it first, as for /v1)`,
         )
+      const one = list.length === 1 ? list[0]! : undefined
+      if (
+        Array.isArray(one) &&
+        kind !== 'multi' &&
+        tryFast(
+          call,
+          { pipeline: kind === 'pipeline', base64: asked.base64, token: syncHeader(asked) },
+          info,
+          plan,
+          one,
+        )
+      )
+        return
       const target: Target = {
         data: ctx.data,
         account: call.account!,
