@@ -77,9 +77,10 @@ async function measure(
   script: string | undefined,
   during?: () => () => Promise<Record<string, number>>,
   connections = CONNECTIONS,
+  roundsWanted = ROUNDS,
 ): Promise<CaseResult> {
   const rounds: CaseResult[] = []
-  for (let r = 0; r < ROUNDS; r++) {
+  for (let r = 0; r < roundsWanted; r++) {
     await runWrk({ url, script, seconds: WARMUP, connections, core: LOAD_CORE })
     const stopDuring = during?.()
     const cpu0 = server.pids.reduce((n, p) => n + cpuSeconds(p), 0)
@@ -103,6 +104,11 @@ async function measure(
       `  ${server.name} ${name} round ${r + 1}: ${Math.round(res.rps)} req/s, p99 ${res.p99.toFixed(3)} ms${res.non2xx || res.errors ? `, ${res.non2xx} non-2xx, ${res.errors} socket errors` : ''}\n`,
     )
   }
+  return combine(rounds)
+}
+
+/** Rounds of one case as one result: medians, and the sums of requests and failures. */
+function combine(rounds: CaseResult[]): CaseResult {
   const pick = (f: (c: CaseResult) => number) => median(rounds.map(f))
   return {
     ...rounds[0]!,
@@ -114,6 +120,18 @@ async function measure(
     p99: pick((c) => c.p99),
     cpu: pick((c) => c.cpu),
   }
+}
+
+/**
+ * Cases compared with each other, measured a round of each in turn: a machine whose load
+ * drifts during the run then moves them alike, and their ratio holds.
+ */
+async function paired(server: Server, cases: [string, string][]): Promise<CaseResult[]> {
+  const rounds = cases.map((): CaseResult[] => [])
+  for (let r = 0; r < ROUNDS; r++)
+    for (const [i, [name, script]] of cases.entries())
+      rounds[i]!.push(await measure(server, name, server.url, script, undefined, CONNECTIONS, 1))
+  return rounds.map(combine)
 }
 
 /** PUTs every key of the data set over a few keep-alive connections. */
@@ -221,14 +239,25 @@ async function cairnCases(dir: string): Promise<CaseResult[]> {
     await seedCairn(server.url, apiKey)
     const s = writeScripts(path.join(dir, 'lua'), apiKey, { groups: GROUPS, value: VALUE })
     const out: CaseResult[] = []
-    if (wants('GET')) out.push(await measure(server, 'GET', server.url, s.get))
-    // The Upstash path beside /v1's GET and PUT existing, on the same keys.
-    if (wants('UPSTASH GET'))
-      out.push(await measure(server, 'UPSTASH GET', server.url, s.upstashGet))
-    if (wants('UPSTASH SET'))
-      out.push(await measure(server, 'UPSTASH SET', server.url, s.upstashSet))
+    // The Upstash path (@upstash/redis's wire) beside /v1's GET and PUT existing, on the same
+    // keys, a round of each in turn.
+    if (wants('GET') && wants('UPSTASH GET'))
+      out.push(
+        ...(await paired(server, [
+          ['GET', s.get!],
+          ['UPSTASH GET', s.upstashGet!],
+        ])),
+      )
+    else if (wants('GET')) out.push(await measure(server, 'GET', server.url, s.get))
     if (wants('PUT new')) out.push(await measure(server, 'PUT new', server.url, s.putNew))
-    if (wants('PUT existing'))
+    if (wants('PUT existing') && wants('UPSTASH SET'))
+      out.push(
+        ...(await paired(server, [
+          ['PUT existing', s.putExisting!],
+          ['UPSTASH SET', s.upstashSet!],
+        ])),
+      )
+    else if (wants('PUT existing'))
       out.push(await measure(server, 'PUT existing', server.url, s.putExisting))
     if (wants('TX 10 PUTs')) {
       const tx = await measure(server, 'TX 10 PUTs', server.url, s.tx10)

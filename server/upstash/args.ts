@@ -49,8 +49,41 @@ function commandOf(body: Buffer, at: Span): string[] {
   return elements.map((e) => argOf(body, e))
 }
 
+/**
+ * The common case read in one pass: a command of ASCII strings without escapes or whitespace,
+ * as the client sends most; undefined for anything else (the strict parser then reads it).
+ * `at` is where its `[` is; the command ends at `out.end`, after its `]`.
+ */
+function quickCommand(body: Buffer, at: number, out: { end: number }): string[] | undefined {
+  if (body[at] !== 0x5b || body[at + 1] !== 0x22) return undefined
+  const args: string[] = []
+  let i = at + 1
+  for (;;) {
+    if (body[i] !== 0x22) return undefined
+    const start = ++i
+    for (;;) {
+      const c = body[i]
+      if (c === undefined || c < 0x20 || c >= 0x80 || c === 0x5c) return undefined
+      if (c === 0x22) break
+      i++
+    }
+    args.push(body.toString('latin1', start, i))
+    const next = body[++i]
+    if (next === 0x5d) {
+      out.end = i + 1
+      return args
+    }
+    if (next !== 0x2c) return undefined
+    i++
+  }
+}
+
+const quickEnd = { end: 0 }
+
 /** POST /upstash/{ns}: one command. */
 export function parseCommand(body: Buffer): string[] {
+  const quick = quickCommand(body, 0, quickEnd)
+  if (quick !== undefined && quickEnd.end === body.length) return quick
   return commandOf(body, topSpan(body))
 }
 
@@ -59,6 +92,12 @@ export function parseCommand(body: Buffer): string[] {
  * makes it fail alone (a pipeline's other commands still run).
  */
 export function parseCommands(body: Buffer): (string[] | RedisError)[] {
+  // A pipeline of one (auto-pipelining's usual request).
+  if (body[0] === 0x5b) {
+    const quick = quickCommand(body, 1, quickEnd)
+    if (quick !== undefined && quickEnd.end === body.length - 1 && body[quickEnd.end] === 0x5d)
+      return [quick]
+  }
   const top = topSpan(body)
   const list = arrayElements(body, top)!
   if (list.length === 0) throw new RedisError('ERR the pipeline holds no commands')
