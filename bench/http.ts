@@ -123,14 +123,21 @@ function combine(rounds: CaseResult[]): CaseResult {
 }
 
 /**
- * Cases compared with each other, measured a round of each in turn: a machine whose load
- * drifts during the run then moves them alike, and their ratio holds.
+ * Cases compared with each other, measured a round of each in turn, first one then the other
+ * going first: a machine whose load drifts during the run, or a store that slows as writes
+ * pile up, then moves them alike, and their ratio holds.
  */
 async function paired(server: Server, cases: [string, string][]): Promise<CaseResult[]> {
   const rounds = cases.map((): CaseResult[] => [])
-  for (let r = 0; r < ROUNDS; r++)
-    for (const [i, [name, script]] of cases.entries())
+  for (let r = 0; r < ROUNDS; r++) {
+    const order = cases.map((_, i) => i)
+    if (r % 2 === 1) order.reverse()
+    for (const i of order) {
+      const [name, script] = cases[i]!
+      process.stdout.write(`  (round ${r + 1} of ${ROUNDS})\n`)
       rounds[i]!.push(await measure(server, name, server.url, script, undefined, CONNECTIONS, 1))
+    }
+  }
   return rounds.map(combine)
 }
 
