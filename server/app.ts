@@ -71,28 +71,25 @@ export async function serve(
 
   const app = uws.App()
   const v1 = v1Handler(ctx)
-  const upstash = upstashHandler(ctx)
-  const guard =
-    (handler: typeof v1) => (res: Parameters<typeof v1>[0], req: Parameters<typeof v1>[1]) => {
+  const guarded = (res: Parameters<typeof v1>[0], req: Parameters<typeof v1>[1]) => {
+    try {
+      v1(res, req)
+    } catch (err) {
+      log.error({ err: (err as Error).message }, 'request handler failed')
       try {
-        handler(res, req)
-      } catch (err) {
-        log.error({ err: (err as Error).message }, 'request handler failed')
-        try {
-          res.onAborted(ignoreAbort)
-          res.cork(() => {
-            res
-              .writeStatus('500 Internal Server Error')
-              .writeHeader('Content-Type', 'application/json')
-            endBody(res, errorText('internal_error'))
-          })
-        } catch {}
-      }
+        res.onAborted(ignoreAbort)
+        res.cork(() => {
+          res
+            .writeStatus('500 Internal Server Error')
+            .writeHeader('Content-Type', 'application/json')
+          endBody(res, errorText('internal_error'))
+        })
+      } catch {}
     }
-  const guarded = guard(v1)
+  }
   app.any('/v1', guarded)
   app.any('/v1/*', guarded)
-  app.any('/upstash/*', guard(upstash))
+  app.any('/upstash/*', upstashHandler(ctx))
   app.ws('/v1/*', watchSockets(ctx) as never)
   mountOps(app, ctx)
   mountOperator(app, ctx, token, ctx)

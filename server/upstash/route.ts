@@ -4,6 +4,8 @@
 // and the quota) -> the answer. Everything goes through the services and the Store seam.
 import type { Context } from '../context.js'
 import { requestAddress } from '../http/address.js'
+import { ignoreAbort } from '../http/cork-room.js'
+import { endBody } from '../http/held-body.js'
 import { bodyFraming } from '../http/framing.js'
 import { requestId } from '../http/request-id.js'
 import type { HttpRequest, HttpResponse } from '../http/uws.js'
@@ -351,7 +353,23 @@ export function upstashHandler(ctx: Context): (res: HttpResponse, req: HttpReque
     call.error(err)
   }
 
-  return handle
+  // A throw below is a bug: logged, answered 500 in Upstash's form, never a stack trace.
+  return (res, req) => {
+    try {
+      handle(res, req)
+    } catch (err) {
+      ctx.log.error({ err: (err as Error).message }, 'request handler failed')
+      try {
+        res.onAborted(ignoreAbort)
+        res.cork(() => {
+          res
+            .writeStatus('500 Internal Server Error')
+            .writeHeader('Content-Type', 'application/json')
+          endBody(res, errorText('ERR internal error'))
+        })
+      } catch {}
+    }
+  }
 }
 
 /** The sync token an answer carries: the namespace's version after its writes, else as sent. */
