@@ -77,9 +77,10 @@ async function measure(
   script: string | undefined,
   during?: () => () => Promise<Record<string, number>>,
   connections = CONNECTIONS,
+  roundsWanted = ROUNDS,
 ): Promise<CaseResult> {
   const rounds: CaseResult[] = []
-  for (let r = 0; r < ROUNDS; r++) {
+  for (let r = 0; r < roundsWanted; r++) {
     await runWrk({ url, script, seconds: WARMUP, connections, core: LOAD_CORE })
     const stopDuring = during?.()
     const cpu0 = server.pids.reduce((n, p) => n + cpuSeconds(p), 0)
@@ -103,6 +104,11 @@ async function measure(
       `  ${server.name} ${name} round ${r + 1}: ${Math.round(res.rps)} req/s, p99 ${res.p99.toFixed(3)} ms${res.non2xx || res.errors ? `, ${res.non2xx} non-2xx, ${res.errors} socket errors` : ''}\n`,
     )
   }
+  return combine(rounds)
+}
+
+/** Rounds of one case as one result: medians, and the sums of requests and failures. */
+function combine(rounds: CaseResult[]): CaseResult {
   const pick = (f: (c: CaseResult) => number) => median(rounds.map(f))
   return {
     ...rounds[0]!,
@@ -114,6 +120,25 @@ async function measure(
     p99: pick((c) => c.p99),
     cpu: pick((c) => c.cpu),
   }
+}
+
+/**
+ * Cases compared with each other, measured a round of each in turn, first one then the other
+ * going first: a machine whose load drifts during the run, or a store that slows as writes
+ * pile up, then moves them alike, and their ratio holds.
+ */
+async function paired(server: Server, cases: [string, string][]): Promise<CaseResult[]> {
+  const rounds = cases.map((): CaseResult[] => [])
+  for (let r = 0; r < ROUNDS; r++) {
+    const order = cases.map((_, i) => i)
+    if (r % 2 === 1) order.reverse()
+    for (const i of order) {
+      const [name, script] = cases[i]!
+      process.stdout.write(`  (round ${r + 1} of ${ROUNDS})\n`)
+      rounds[i]!.push(await measure(server, name, server.url, script, undefined, CONNECTIONS, 1))
+    }
+  }
+  return rounds.map(combine)
 }
 
 /** PUTs every key of the data set over a few keep-alive connections. */
@@ -221,9 +246,25 @@ async function cairnCases(dir: string): Promise<CaseResult[]> {
     await seedCairn(server.url, apiKey)
     const s = writeScripts(path.join(dir, 'lua'), apiKey, { groups: GROUPS, value: VALUE })
     const out: CaseResult[] = []
-    if (wants('GET')) out.push(await measure(server, 'GET', server.url, s.get))
+    // The Upstash path (@upstash/redis's wire) beside /v1's GET and PUT existing, on the same
+    // keys, a round of each in turn.
+    if (wants('GET') && wants('UPSTASH GET'))
+      out.push(
+        ...(await paired(server, [
+          ['GET', s.get!],
+          ['UPSTASH GET', s.upstashGet!],
+        ])),
+      )
+    else if (wants('GET')) out.push(await measure(server, 'GET', server.url, s.get))
     if (wants('PUT new')) out.push(await measure(server, 'PUT new', server.url, s.putNew))
-    if (wants('PUT existing'))
+    if (wants('PUT existing') && wants('UPSTASH SET'))
+      out.push(
+        ...(await paired(server, [
+          ['PUT existing', s.putExisting!],
+          ['UPSTASH SET', s.upstashSet!],
+        ])),
+      )
+    else if (wants('PUT existing'))
       out.push(await measure(server, 'PUT existing', server.url, s.putExisting))
     if (wants('TX 10 PUTs')) {
       const tx = await measure(server, 'TX 10 PUTs', server.url, s.tx10)
@@ -474,6 +515,8 @@ function report(all: CaseResult[]): string {
     'PUT new': find('webdis', 'SET'),
     'PUT existing': find('webdis', 'SET'),
     'GET 90 / PUT 10': undefined,
+    'UPSTASH GET': find('webdis', 'GET'),
+    'UPSTASH SET': find('webdis', 'SET'),
   }
   // Cairn on Redis is compared with webdis on the same Redis (sameRedisCases).
   const samePeer: Record<string, CaseResult | undefined> = {
@@ -519,6 +562,8 @@ function report(all: CaseResult[]): string {
   const oneWriter = find('cairn', 'PUT existing, 1 writer')
   const watched = find('cairn', `PUT existing, 1 writer, ${WATCHERS} watchers`)
   const fanOut = find('cairn', `PUT existing, ${WATCHERS} watchers`)
+  const upGet = find('cairn', 'UPSTASH GET')
+  const upSet = find('cairn', 'UPSTASH SET')
   const verdict = (ok: boolean | undefined) =>
     ok === undefined ? 'not measured' : ok ? 'met' : 'MISSED'
   const targets = [
@@ -530,6 +575,7 @@ function report(all: CaseResult[]): string {
     `- ${WATCHERS} watchers slow a writer by at most 10%: ${watched && oneWriter ? `${fmt(watched.rps / oneWriter.rps, 2)}x of one writer's PUTs, ${fmt(watched.extra?.eventsPerSecond ?? 0)} events/s delivered, write to delivery p99 ${fmt(watched.extra?.lagP99 ?? 0)} ms: ${verdict(watched.rps >= 0.9 * oneWriter.rps)}` : 'not measured'}`,
     `- watch fan-out under 50 writers: ${fanOut && putExisting ? `${fmt(fanOut.extra?.eventsPerSecond ?? 0)} events/s delivered to ${WATCHERS} watchers, PUTs at ${fmt(fanOut.rps / putExisting.rps, 2)}x of PUT existing (the server's core spent on delivery), write to delivery p99 ${fmt(fanOut.extra?.lagP99 ?? 0)} ms` : 'not measured'}`,
     `- after a restart (keys read from the checkpoint's base): ${getAfter && listAfter && get && list ? `GET ${fmt(getAfter.rps / get.rps, 2)}x of GET, LIST 100 ${fmt(listAfter.rps / list.rps, 2)}x of LIST 100, ${fmt(listAfter.rps / getAfter.rps, 2)}x of GET after restart` : 'not measured'}`,
+    `- the Upstash path (@upstash/redis's wire: one-element /pipeline, base64) within 0.9x of /v1: ${upGet && upSet && get && putExisting ? `GET ${fmt(upGet.rps / get.rps, 2)}x of GET, SET ${fmt(upSet.rps / putExisting.rps, 2)}x of PUT existing${peer.GET && set ? `; ${fmt(upGet.rps / peer.GET.rps, 2)}x and ${fmt(upSet.rps / set.rps, 2)}x of webdis GET and SET` : ''}: ${verdict(upGet.rps >= 0.9 * get.rps && upSet.rps >= 0.9 * putExisting.rps)}` : 'not measured'}`,
     `- GET during compaction at least 0.8x GET, p99 at most twice GET's: ${comp && get ? `${fmt(comp.rps / get.rps, 2)}x, p99 ${fmt(comp.p99, 3)} vs ${fmt(get.p99, 3)} ms: ${verdict(comp.rps >= 0.8 * get.rps && comp.p99 <= 2 * get.p99)}` : 'not measured'}`,
   ]
   return `${rows.join('\n')}\n\nTargets:\n${targets.join('\n')}\n`

@@ -25,6 +25,7 @@ import { openServices } from './services/index.js'
 import { watchSockets } from './v1/watch-ws.js'
 import { Watches } from './services/watches.js'
 import { v1Handler } from './v1/handler.js'
+import { upstashHandler } from './upstash/route.js'
 
 const here = path.dirname(fileURLToPath(import.meta.url))
 const OPENAPI_FILE = [
@@ -96,6 +97,7 @@ export async function serve(
   }
   app.any('/v1', guarded)
   app.any('/v1/*', guarded)
+  app.any('/upstash/*', upstashHandler(ctx))
   app.ws('/v1/*', watchSockets(ctx) as never)
   mountOps(app, ctx)
   mountOperator(app, ctx, token, ctx)

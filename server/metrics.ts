@@ -24,6 +24,7 @@ export const ROUTES = [
   'operator',
   'ops',
   'billing_webhook',
+  'upstash',
 ] as const
 export type RouteName = (typeof ROUTES)[number]
 export const R = Object.fromEntries(ROUTES.map((r, i) => [r, i])) as Record<RouteName, number>

@@ -43,6 +43,9 @@ export function writeScripts(dir: string, apiKey: string, d: Dataset): Record<st
   const randomKey = () => keyOf(Math.floor(r() * d.groups), Math.floor(r() * 100))
   const get = (k: string) => `wrk.format("GET", ${lua(`/v1/bench/${k}`)}, ${headers})`
   const put = (k: string) => `wrk.format("PUT", ${lua(`/v1/bench/${k}`)}, ${headers}, ${body})`
+  const upstashHeaders = `{["Host"]="127.0.0.1", ["authorization"]=${lua(`Bearer ${apiKey}`)}, ["content-type"]="application/json", ["upstash-encoding"]="base64", ["upstash-sync-token"]="1", ["upstash-telemetry-runtime"]="node@v20", ["upstash-telemetry-platform"]="unknown", ["upstash-telemetry-sdk"]="@upstash/redis@v1.39.0"}`
+  const upstash = (commands: string[][]) =>
+    `wrk.format("POST", "/upstash/bench/pipeline", ${upstashHeaders}, ${lua(JSON.stringify(commands))})`
   const files: Record<string, string> = {
     get: cycle(Array.from({ length: 5000 }, () => get(randomKey()))),
     putExisting: cycle(Array.from({ length: 5000 }, () => put(randomKey()))),
@@ -72,6 +75,10 @@ end
     mixed: cycle(
       Array.from({ length: 5000 }, (_, i) => (i % 10 === 9 ? put(randomKey()) : get(randomKey()))),
     ),
+    // @upstash/redis's wire: each command a one-element POST .../pipeline (auto-pipelining),
+    // base64 answers asked for, the sync token and telemetry headers it sends.
+    upstashGet: cycle(Array.from({ length: 5000 }, () => upstash([['get', randomKey()]]))),
+    upstashSet: cycle(Array.from({ length: 5000 }, () => upstash([['set', randomKey(), d.value]]))),
     redisGet: cycle(
       Array.from(
         { length: 5000 },

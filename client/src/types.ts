@@ -291,6 +291,8 @@ export interface OperationCounts {
   deletePrefix: number
   /** Watches opened. */
   watch: number
+  /** Commands sent to /upstash/{namespace}: one per command, also in a pipeline or multi-exec. */
+  upstash: number
 }
 
 /** One UTC day of usage. */

@@ -25,6 +25,7 @@ export const OPS = [
   'transaction',
   'deletePrefix',
   'watch',
+  'upstash',
 ] as const
 export type OpName = (typeof OPS)[number]
 export const OP = {
@@ -38,6 +39,7 @@ export const OP = {
   transaction: 7,
   deletePrefix: 8,
   watch: 9,
+  upstash: 10,
 } as const
 
 /**

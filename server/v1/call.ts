@@ -251,7 +251,12 @@ export class Call {
       })
       return
     }
-    this.send(errorStatus(code), errorText(code, message, index), extra, close)
+    this.send(errorStatus(code), this.errorBody(code, message, index), extra, close)
+  }
+
+  /** An error's body: the contract's error object (an adapter with its own wire overrides it). */
+  protected errorBody(code: ErrorCode, message?: string, index?: number): string {
+    return errorText(code, message, index)
   }
 
   /** Answers for anything thrown below a handler: ApiError as itself, the rest as a 500. */

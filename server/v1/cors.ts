@@ -4,7 +4,7 @@
 import type { Config } from '../config.js'
 
 export const EXPOSE =
-  'ETag, X-Expires-At, RateLimit-Limit, RateLimit-Remaining, RateLimit-Reset, Retry-After, X-Request-Id'
+  'ETag, X-Expires-At, RateLimit-Limit, RateLimit-Remaining, RateLimit-Reset, Retry-After, X-Request-Id, Upstash-Sync-Token'
 export const ALLOW_HEADERS =
   'x-api-key, authorization, content-type, if-match, if-none-match, x-request-id'
 export const MAX_AGE = '86400'

@@ -293,6 +293,52 @@ t.test('real responses match the document', async (t) => {
   check('DELETE', '/namespaces/{name}', await api.del('/namespaces/docs'))
 })
 
+t.test('the /upstash routes answer as documented', async (t) => {
+  const ns = 'upstashdocs'
+  await api.createNamespace(ns)
+  const send = async (method: string, rest: string, body?: string): Promise<Res> => {
+    const res = await fetch(`${srv.url}/upstash/${ns}${rest}`, {
+      method,
+      headers: { authorization: `Bearer ${api.key}`, 'upstash-encoding': 'base64' },
+      body,
+    })
+    const text = await res.text()
+    const headers: Record<string, string> = {}
+    res.headers.forEach((v, k) => {
+      headers[k] = v
+    })
+    let json: Json
+    try {
+      json = JSON.parse(text)
+    } catch {}
+    return { status: res.status, headers, text, json } as Res
+  }
+  const one = '/upstash/{namespace}'
+  conforms(t, 'POST', one, await send('POST', '', '["SET","k","v"]'))
+  conforms(t, 'POST', one, await send('POST', '', '["MGET","k","x"]'))
+  conforms(t, 'POST', one, await send('POST', '', '["INCR","k"]'))
+  conforms(
+    t,
+    'POST',
+    '/upstash/{namespace}/pipeline',
+    await send('POST', '/pipeline', '[["GET","k"],["NOPE"]]'),
+  )
+  conforms(
+    t,
+    'POST',
+    '/upstash/{namespace}/multi-exec',
+    await send('POST', '/multi-exec', '[["GET","k"],["TTL","k"]]'),
+  )
+  conforms(
+    t,
+    'POST',
+    '/upstash/{namespace}/multi-exec',
+    await send('POST', '/multi-exec', '[["INCR","k"]]'),
+  )
+  conforms(t, 'GET', '/upstash/{namespace}/{command}', await send('GET', '/get/k'))
+  conforms(t, 'POST', '/upstash/{namespace}/{command}', await send('POST', '/set/k', 'value'))
+})
+
 t.test('every documented success status was seen', async (t) => {
   for (const [template, item] of Object.entries<Json>(doc.paths)) {
     for (const method of ['get', 'put', 'post', 'patch', 'delete', 'options']) {

@@ -1,0 +1,281 @@
+// Every command of the contract's list, through the real @upstash/redis client with its
+// defaults (auto-pipelining, base64 answers), against a real server: Redis's semantics, as
+// the client hands them to the caller.
+import t from 'tap'
+import { upstashSetup } from './setup.js'
+
+const { database } = await upstashSetup(t)
+
+t.test('PING and ECHO', async (t) => {
+  const { redis } = await database()
+  t.equal(await redis.ping(), 'PONG')
+  t.equal(await redis.ping(['hello there']), 'hello there')
+  t.equal(await redis.echo('héllo ✓'), 'héllo ✓', 'UTF-8 survives base64')
+})
+
+t.test('GET and SET with its options', async (t) => {
+  const { redis } = await database()
+  t.equal(await redis.get('missing'), null)
+  t.equal(await redis.set('a', 'one'), 'OK')
+  t.equal(await redis.get('a'), 'one')
+  t.equal(await redis.set('a', 'two', { nx: true }), null, 'NX on an existing key does nothing')
+  t.equal(await redis.get('a'), 'one')
+  t.equal(await redis.set('b', 'new', { nx: true }), 'OK', 'NX on a missing key sets it')
+  t.equal(await redis.set('c', 'x', { xx: true }), null, 'XX on a missing key does nothing')
+  t.equal(await redis.get('c'), null)
+  t.equal(await redis.set('a', 'three', { xx: true }), 'OK')
+  t.equal(await redis.get('a'), 'three')
+  t.equal(await redis.set('a', 'four', { get: true }), 'three', 'GET answers the old value')
+  t.equal(await redis.set('fresh', 'v', { get: true }), null, 'GET of a missing key is null')
+  t.equal(await redis.get('fresh'), 'v')
+
+  t.equal(await redis.set('ex', 'v', { ex: 100 }), 'OK')
+  const ttl = await redis.ttl('ex')
+  t.ok(ttl > 90 && ttl <= 100, `EX sets seconds (${ttl})`)
+  await redis.set('px', 'v', { px: 100_000 })
+  const pttl = await redis.pttl('px')
+  t.ok(pttl > 90_000 && pttl <= 100_000, `PX sets milliseconds (${pttl})`)
+  const at = Math.floor(Date.now() / 1000) + 500
+  await redis.set('exat', 'v', { exat: at })
+  const t1 = await redis.ttl('exat')
+  t.ok(t1 > 490 && t1 <= 500, `EXAT sets a unix time (${t1})`)
+  await redis.set('pxat', 'v', { pxat: Date.now() + 50_000 })
+  const t2 = await redis.pttl('pxat')
+  t.ok(t2 > 40_000 && t2 <= 50_000, `PXAT sets a unix time in ms (${t2})`)
+  await redis.set('pxat', 'w', { keepTtl: true })
+  const t3 = await redis.pttl('pxat')
+  t.ok(t3 > 40_000 && t3 <= 50_000, `KEEPTTL keeps the expiry (${t3})`)
+  t.equal(await redis.get('pxat'), 'w')
+  await redis.set('pxat', 'x')
+  t.equal(await redis.ttl('pxat'), -1, 'a plain SET clears the expiry')
+  await redis.set('gone', 'v', { pxat: Date.now() - 1000 })
+  t.equal(await redis.get('gone'), null, 'an expiry in the past leaves no key')
+  await t.rejects(redis.set('bad', 'v', { ex: 0 }), /ERR invalid expire time in 'set' command/)
+  await t.rejects(redis.set('bad', 'v', { ex: -5 }), /invalid expire time/)
+})
+
+t.test('values: numbers and objects as the client sends them', async (t) => {
+  const { redis } = await database()
+  await redis.set('n', 42)
+  t.equal(await redis.get('n'), 42, 'the client parses the string "42" back to 42')
+  t.equal(await redis.get<string>('n'), 42)
+  await redis.set('o', { a: 1, b: [true, null] })
+  t.same(await redis.get('o'), { a: 1, b: [true, null] })
+  await redis.set('s', 'plain words')
+  t.equal(await redis.strlen('s'), 11)
+  await redis.set('u', 'é✓')
+  t.equal(await redis.strlen('u'), 5, 'STRLEN counts bytes')
+  t.equal(await redis.get('u'), 'é✓')
+})
+
+t.test('SETNX, SETEX, PSETEX', async (t) => {
+  const { redis } = await database()
+  t.equal(await redis.setnx('k', 'a'), 1)
+  t.equal(await redis.setnx('k', 'b'), 0)
+  t.equal(await redis.get('k'), 'a')
+  t.equal(await redis.setex('e', 100, 'v'), 'OK')
+  const ttl = await redis.ttl('e')
+  t.ok(ttl > 90 && ttl <= 100, `${ttl}`)
+  t.equal(await redis.psetex('p', 100_000, 'v'), 'OK')
+  const pttl = await redis.pttl('p')
+  t.ok(pttl > 90_000 && pttl <= 100_000, `${pttl}`)
+  t.equal(await redis.get('p'), 'v')
+  await t.rejects(redis.setex('e', 0, 'v'), /invalid expire time in 'setex'/)
+})
+
+t.test('GETDEL, GETEX, GETSET', async (t) => {
+  const { redis } = await database()
+  await redis.set('k', 'v')
+  t.equal(await redis.getdel('k'), 'v')
+  t.equal(await redis.get('k'), null)
+  t.equal(await redis.getdel('k'), null)
+
+  await redis.set('g', 'v')
+  t.equal(await redis.getex('g', { ex: 100 }), 'v')
+  const ttl = await redis.ttl('g')
+  t.ok(ttl > 90 && ttl <= 100, `GETEX EX (${ttl})`)
+  t.equal(await redis.getex('g', { persist: true }), 'v')
+  t.equal(await redis.ttl('g'), -1, 'GETEX PERSIST')
+  t.equal(await redis.getex('g', { px: 100_000 }), 'v')
+  t.ok((await redis.pttl('g')) > 90_000)
+  t.equal(await redis.getex('g', { exat: Math.floor(Date.now() / 1000) + 300 }), 'v')
+  t.ok((await redis.ttl('g')) > 290)
+  t.equal(await redis.getex('g', { pxat: Date.now() + 200_000 }), 'v')
+  t.ok((await redis.pttl('g')) > 190_000)
+  t.equal(await redis.getex('g'), 'v', 'no option: a plain read')
+  t.equal(await redis.getex('none', { ex: 10 }), null)
+
+  t.equal(await redis.getset('s', 'one'), null)
+  await redis.expire('s', 100)
+  t.equal(await redis.getset('s', 'two'), 'one')
+  t.equal(await redis.get('s'), 'two')
+  t.equal(await redis.ttl('s'), -1, 'GETSET clears the expiry, as SET does')
+})
+
+t.test('MGET, MSET, MSETNX', async (t) => {
+  const { redis } = await database()
+  t.equal(await redis.mset({ a: '1', b: 'two', c: { x: 1 } }), 'OK')
+  t.same(await redis.mget('a', 'b', 'missing', 'c'), [1, 'two', null, { x: 1 }])
+  t.equal(await redis.msetnx({ d: 'x', a: 'y' }), 0, 'one key exists: nothing is set')
+  t.equal(await redis.get('d'), null)
+  t.equal(await redis.msetnx({ d: 'x', e: 'y' }), 1)
+  t.same(await redis.mget('d', 'e'), ['x', 'y'])
+})
+
+t.test('DEL, UNLINK, EXISTS, TYPE', async (t) => {
+  const { redis } = await database()
+  await redis.mset({ a: 1, b: 2, c: 3 })
+  t.equal(await redis.exists('a', 'b', 'nope'), 2)
+  t.equal(await redis.exists('a', 'a'), 2, 'a key named twice counts twice')
+  t.equal(await redis.type('a'), 'string')
+  t.equal(await redis.type('nope'), 'none')
+  t.equal(await redis.del('a', 'nope'), 1)
+  t.equal(await redis.unlink('b', 'c'), 2)
+  t.equal(await redis.exists('a', 'b', 'c'), 0)
+})
+
+t.test('EXPIRE, PEXPIRE, EXPIREAT, PEXPIREAT and their NX, XX, GT, LT', async (t) => {
+  const { redis } = await database()
+  await redis.set('k', 'v')
+  t.equal(await redis.expire('missing', 10), 0)
+  t.equal(await redis.expire('k', 100, 'XX'), 0, 'XX: no expiry yet')
+  t.equal(await redis.expire('k', 100, 'GT'), 0, 'GT: no expiry counts as forever')
+  t.equal(await redis.expire('k', 100, 'NX'), 1)
+  t.equal(await redis.expire('k', 200, 'NX'), 0, 'NX: it has one now')
+  t.equal(await redis.expire('k', 50, 'GT'), 0)
+  t.equal(await redis.expire('k', 200, 'GT'), 1)
+  t.ok((await redis.ttl('k')) > 190)
+  t.equal(await redis.expire('k', 300, 'LT'), 0)
+  t.equal(await redis.expire('k', 150, 'LT'), 1)
+  const ttl = await redis.ttl('k')
+  t.ok(ttl > 140 && ttl <= 150, `${ttl}`)
+  t.equal(await redis.expire('k', 120, 'XX'), 1)
+  t.equal(await redis.pexpire('k', 90_000), 1)
+  const p = await redis.pttl('k')
+  t.ok(p > 80_000 && p <= 90_000, `PEXPIRE (${p})`)
+  t.equal(await redis.expireat('k', Math.floor(Date.now() / 1000) + 1000), 1)
+  t.ok((await redis.ttl('k')) > 990)
+  t.equal(await redis.pexpireat('k', Date.now() + 70_000), 1)
+  const p2 = await redis.pttl('k')
+  t.ok(p2 > 60_000 && p2 <= 70_000, `PEXPIREAT (${p2})`)
+  t.equal(await redis.get('k'), 'v', 'the value is kept')
+
+  await redis.set('lt', 'v')
+  t.equal(await redis.expire('lt', 100, 'LT'), 1, 'LT: forever is longer than anything')
+
+  await redis.set('now', 'v')
+  t.equal(await redis.expire('now', -1), 1, 'a time in the past deletes the key')
+  t.equal(await redis.exists('now'), 0)
+  await redis.set('now', 'v')
+  t.equal(await redis.pexpireat('now', Date.now() - 10), 1)
+  t.equal(await redis.get('now'), null)
+})
+
+t.test('TTL, PTTL, PERSIST', async (t) => {
+  const { redis } = await database()
+  t.equal(await redis.ttl('missing'), -2)
+  t.equal(await redis.pttl('missing'), -2)
+  await redis.set('k', 'v')
+  t.equal(await redis.ttl('k'), -1)
+  t.equal(await redis.pttl('k'), -1)
+  t.equal(await redis.persist('k'), 0, 'nothing to remove')
+  await redis.expire('k', 100)
+  t.equal(await redis.persist('k'), 1)
+  t.equal(await redis.ttl('k'), -1)
+  t.equal(await redis.persist('missing'), 0)
+})
+
+t.test('INCR, INCRBY, DECR, DECRBY', async (t) => {
+  const { redis } = await database()
+  t.equal(await redis.incr('n'), 1, 'a missing key starts at 0')
+  t.equal(await redis.incrby('n', 41), 42)
+  t.equal(await redis.decr('n'), 41)
+  t.equal(await redis.decrby('n', 50), -9)
+  await redis.set('s', '100')
+  t.equal(await redis.incr('s'), 101, 'a string of an integer')
+  await redis.set('t', 'v', { ex: 100 })
+  await redis.set('t', '5', { keepTtl: true })
+  t.equal(await redis.incr('t'), 6)
+  t.ok((await redis.ttl('t')) > 90, 'INCR keeps the expiry')
+  await redis.set('word', 'abc')
+  await t.rejects(redis.incr('word'), /ERR value is not an integer or out of range/)
+  await redis.set('f', '1.5')
+  await t.rejects(redis.incr('f'), /not an integer/)
+  await redis.set('max', '9223372036854775807')
+  await t.rejects(redis.incr('max'), /ERR increment or decrement would overflow/)
+  await t.rejects(redis.incrby('n', 1.5 as never), /not an integer/)
+})
+
+t.test('INCRBYFLOAT', async (t) => {
+  const { redis } = await database()
+  await redis.set('f', '10.50')
+  t.equal(await redis.incrbyfloat('f', 0.1), 10.6)
+  t.equal(await redis.incrbyfloat('f', -5), 5.6)
+  await redis.set('e', '5.0e3')
+  t.equal(await redis.incrbyfloat('e', 200), 5200)
+  t.equal(await redis.incrbyfloat('new', 2.5), 2.5)
+  await redis.set('word', 'x')
+  await t.rejects(redis.incrbyfloat('word', 1), /ERR value is not a valid float/)
+})
+
+t.test('APPEND and STRLEN', async (t) => {
+  const { redis } = await database()
+  t.equal(await redis.append('a', 'Hello'), 5, 'a missing key starts empty')
+  t.equal(await redis.append('a', ' World ✓'), 15, 'the length in bytes')
+  t.equal(await redis.get('a'), 'Hello World ✓')
+  t.equal(await redis.strlen('a'), 15)
+  t.equal(await redis.strlen('missing'), 0)
+})
+
+t.test('KEYS, SCAN, DBSIZE, FLUSHDB', async (t) => {
+  const { redis } = await database()
+  const kv: Record<string, string> = {}
+  for (let i = 0; i < 25; i++) kv[`user:${String(i).padStart(2, '0')}`] = `u${i}`
+  for (let i = 0; i < 5; i++) kv[`post:${i}`] = `p${i}`
+  kv['a[1]'] = 'x'
+  await redis.mset(kv)
+  t.equal(await redis.dbsize(), 31)
+  t.same((await redis.keys('post:*')).sort(), ['post:0', 'post:1', 'post:2', 'post:3', 'post:4'])
+  t.same(await redis.keys('user:?5'), ['user:05', 'user:15'])
+  t.same(await redis.keys('user:[12]0'), ['user:10', 'user:20'])
+  t.same(await redis.keys('user:[^0-1]3'), ['user:23'])
+  t.same(await redis.keys('a\\[1\\]'), ['a[1]'], 'escapes')
+  t.equal((await redis.keys('*')).length, 31)
+
+  const walk = async (opts: { match?: string; count?: number }) => {
+    const seen: string[] = []
+    let cursor: string | number = '0'
+    let pages = 0
+    do {
+      const [next, keys]: [string, string[]] = await redis.scan(cursor, opts)
+      t.type(next, 'string', 'the cursor is a string')
+      seen.push(...keys)
+      cursor = next
+      pages++
+    } while (cursor !== '0' && pages < 100)
+    return { seen, pages }
+  }
+  const all = await walk({ count: 7 })
+  t.equal(all.seen.length, 31)
+  t.equal(new Set(all.seen).size, 31, 'no key twice')
+  t.ok(all.pages >= 5, `COUNT pages the walk (${all.pages} pages)`)
+  const users = await walk({ match: 'user:*', count: 10 })
+  t.equal(users.seen.length, 25)
+  t.ok(users.seen.every((k) => k.startsWith('user:')))
+  const [, typed] = await redis.scan(0, { count: 100, type: 'string' })
+  t.equal(typed.length, 31)
+  const [, none] = await redis.scan(0, { count: 100, type: 'hash' })
+  t.same(none, [])
+  await t.rejects(redis.scan('nonsense'), /ERR invalid cursor/)
+
+  t.equal(await redis.flushdb(), 'OK')
+  t.equal(await redis.dbsize(), 0)
+  t.same(await redis.keys('*'), [])
+})
+
+t.test('an unknown command and wrong arguments', async (t) => {
+  const { redis } = await database()
+  await t.rejects(redis.hset('h', { a: 1 }), /ERR unknown command 'hset'/)
+  await t.rejects(redis.lpush('l', 'a'), /ERR unknown command 'lpush'/)
+  await t.rejects(redis.expire('k', 10, 'NX', 'XX' as never) as Promise<unknown>, /./)
+})
