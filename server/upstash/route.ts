@@ -148,6 +148,8 @@ export function upstashHandler(ctx: Context): (res: HttpResponse, req: HttpReque
     call.op = OP.upstash
     if (now - key.lastUsedMs >= LAST_USED_STEP_MS) ctx.accounts.touch(key, now)
     const ns = asked.path.ns
+    // Its commands count to the namespace too (GET /usage's namespaces).
+    call.ns = ns
     if (!key.allows(ns)) return call.fail('forbidden', `this API key may not use namespace "${ns}"`)
     const plan = ctx.plans.get(account.rec.plan)
     const b = takeAccountToken(ctx.store.limiter, account.id, plan, now, out)

@@ -388,9 +388,12 @@ t.test('usage counts each command as a request of operation upstash', async (t) 
   ])
   await raw(srv.url, 'u/get/a', acct.apiKey)
   const usage = await fetch(`${srv.baseUrl}/usage`, { headers: { 'x-api-key': acct.apiKey } })
-  const today = ((await usage.json()) as any).today
+  const body = (await usage.json()) as any
+  const today = body.today
   t.equal(today.operations.upstash, 7, '1 + 3 + 2 + 1 commands')
   t.equal(today.requests, 7 + 1, 'plus the namespace creation')
+  const u = body.namespaces.find((n: { name: string }) => n.name === 'u')
+  t.equal(u?.today.operations.upstash, 7, 'and count to their namespace')
 })
 
 t.test('the rate limit and the daily quota count commands', async (t) => {
