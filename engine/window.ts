@@ -1,0 +1,342 @@
+// A namespace's history window in memory: its version-to-time index (one pair per commit)
+// and, per key, the versions its writes superseded, each pointing into the namespace's
+// window file (window-file.ts). Reads at a point combine these with the live index: the
+// state of a key at version V is its newest version at or below V, live or kept here.
+//
+// Records leave from the oldest: once their commit time is past the window, or while the
+// window holds more than its byte bound. Every version dropped so was superseded at or before
+// the dropped record's version, so every point from there on still finds, for each key, its
+// newest version at or below it: that record's version and time become the floor, the oldest
+// readable point. The file keeps the dropped records until reclaim() rewrites it.
+import path from 'node:path'
+import { EngineError } from './errors.js'
+import { io } from './io.js'
+import { DEL, ENTRY_HEADER, checkEntry } from './record.js'
+import { compareKeys } from './utf8.js'
+import { decodeValue } from './values.js'
+import {
+  type FoundWindow,
+  WIN_HEADER,
+  WREC_HEADER,
+  type WindowSetting,
+  scanWindow,
+  windowFile,
+  windowHeader,
+  windowRecord,
+} from './window-file.js'
+
+/** One superseded version (or tombstone) kept for history, where it is in the window file. */
+export interface Kept {
+  key: string
+  version: number
+  type: number
+  flags: number
+  expiresAt: number
+  off: number
+  len: number
+}
+
+/** One commit of the namespace: its version, time, and what it superseded. */
+interface Rec {
+  version: number
+  at: number
+  off: number
+  len: number
+  items: Kept[]
+}
+
+export class Window {
+  readonly file: string
+  fd = -1
+  /** Bytes of the file: where the next record goes. */
+  size = WIN_HEADER
+  /** The oldest readable point: every version superseded at or before it has been dropped. */
+  floorVersion = 0
+  floorAt = 0
+  /** Records in commit order, from `head` on (those before were dropped). */
+  private recs: Rec[] = []
+  private head = 0
+  /** Per key, its kept versions, oldest first. */
+  readonly byKey = new Map<string, Kept[]>()
+  /** Bytes of the records held (their headers and entries): the namespace's history bytes. */
+  held = 0
+  /** The keys of byKey in UTF-8 order, made when a listing needs them. */
+  private sorted: string[] | null = null
+  /** Whether records were appended since the file was last synced. */
+  dirty = false
+
+  constructor(
+    dir: string,
+    readonly nsId: number,
+    public setting: WindowSetting,
+  ) {
+    this.file = path.join(dir, windowFile(nsId))
+  }
+
+  /** The version of the newest record, or the floor's. */
+  get lastVersion(): number {
+    return this.recs.length > this.head
+      ? this.recs[this.recs.length - 1]!.version
+      : this.floorVersion
+  }
+
+  /** The time of the newest record, or the floor's. */
+  get lastAt(): number {
+    return this.recs.length > this.head ? this.recs[this.recs.length - 1]!.at : this.floorAt
+  }
+
+  /** A new, empty window from this point on: its file is written and synced. */
+  create(version: number, at: number): void {
+    this.floorVersion = version
+    this.floorAt = at
+    const h = windowHeader(version, at)
+    io.writeFileAtomicSync(this.file, h)
+    this.fd = io.openSync(this.file, 'r+')
+    this.size = h.length
+  }
+
+  /** Loads the file: false when there is none or its header is damaged (the window starts over). */
+  load(): boolean {
+    if (!io.existsSync(this.file)) return false
+    const buf = io.readFileSync(this.file)
+    const found = scanWindow(buf)
+    if (found === undefined) return false
+    this.fd = io.openSync(this.file, 'r+')
+    // A crash may have cut an append short: the file ends at its last intact record.
+    if (found.end < buf.length) {
+      io.ftruncateSync(this.fd, found.end)
+      io.fsyncSync(this.fd)
+    }
+    this.take(found, buf)
+    return true
+  }
+
+  private take(found: FoundWindow, buf: Buffer): void {
+    this.floorVersion = found.floorVersion
+    this.floorAt = found.floorAt
+    this.size = found.end
+    for (const r of found.records) {
+      const items = r.entries.map((q) => keptAt(buf, q))
+      this.index({ version: r.version, at: r.at, off: r.off, len: r.len, items })
+    }
+  }
+
+  private index(r: Rec): void {
+    this.recs.push(r)
+    this.held += r.len
+    for (const it of r.items) {
+      let chain = this.byKey.get(it.key)
+      if (chain === undefined) {
+        chain = []
+        this.byKey.set(it.key, chain)
+        this.sorted = null
+      }
+      chain.push(it)
+    }
+  }
+
+  /**
+   * Appends one commit's record. A disk that refuses it costs history, never the write (it is
+   * durable already): the window starts over from this point.
+   */
+  append(version: number, at: number, entries: Buffer[]): void {
+    const b = windowRecord(version, at, entries)
+    try {
+      io.writeAllSync(this.fd, b, 0, b.length, this.size)
+    } catch {
+      this.restart(version, at)
+      return
+    }
+    const items: Kept[] = []
+    let q = this.size + WREC_HEADER
+    for (let i = 0, p = WREC_HEADER; i < entries.length; i++) {
+      items.push(keptAt(b, p, q))
+      q += entries[i]!.length
+      p += entries[i]!.length
+    }
+    this.index({ version, at, off: this.size, len: b.length, items })
+    this.size += b.length
+    this.dirty = true
+  }
+
+  /** Forgets everything: history begins again at this point. */
+  restart(version: number, at: number): void {
+    this.recs = []
+    this.head = 0
+    this.byKey.clear()
+    this.sorted = null
+    this.held = 0
+    this.floorVersion = version
+    this.floorAt = at
+    try {
+      if (this.fd >= 0) io.closeSync(this.fd)
+    } catch {}
+    this.fd = -1
+    try {
+      this.create(version, at)
+    } catch {
+      // No file: the next open starts the window again; appends meanwhile fail the same way.
+    }
+  }
+
+  /** Drops the records past the window's time or beyond its byte bound, oldest first. */
+  expire(now: number): void {
+    const cutoff = now - this.setting.seconds * 1000
+    while (this.head < this.recs.length) {
+      const r = this.recs[this.head]!
+      if (r.at > cutoff && this.held <= this.setting.bytes) break
+      this.drop(r)
+    }
+    if (this.head > 1024 && this.head * 2 > this.recs.length) {
+      this.recs = this.recs.slice(this.head)
+      this.head = 0
+    }
+  }
+
+  private drop(r: Rec): void {
+    this.head++
+    this.held -= r.len
+    this.floorVersion = r.version
+    this.floorAt = r.at
+    for (const it of r.items) {
+      const chain = this.byKey.get(it.key)!
+      // Records leave oldest first, and a key's versions were kept in that order.
+      if (chain[0] === it) chain.shift()
+      else chain.splice(chain.indexOf(it), 1)
+      if (chain.length === 0) {
+        this.byKey.delete(it.key)
+        this.sorted = null
+      }
+    }
+  }
+
+  /** The oldest readable point, given the window's time as of `now`. */
+  from(now: number): { version: number; at: number } {
+    const at = Math.max(this.floorAt, now - this.setting.seconds * 1000)
+    return { version: this.versionAt(at), at }
+  }
+
+  /** The namespace's version at time `t`: that of the newest commit at or before it. */
+  versionAt(t: number): number {
+    let lo = this.head
+    let hi = this.recs.length
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1
+      if (this.recs[mid]!.at <= t) lo = mid + 1
+      else hi = mid
+    }
+    return lo > this.head ? this.recs[lo - 1]!.version : this.floorVersion
+  }
+
+  /** When version `v` was committed: the time of the first commit that reached it. */
+  atOf(v: number): number {
+    if (v <= this.floorVersion) return this.floorAt
+    let lo = this.head
+    let hi = this.recs.length
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1
+      if (this.recs[mid]!.version < v) lo = mid + 1
+      else hi = mid
+    }
+    return lo < this.recs.length ? this.recs[lo]!.at : this.recs[this.recs.length - 1]!.at
+  }
+
+  /** The key's newest kept version at or below `v`. */
+  latest(key: string, v: number): Kept | undefined {
+    const chain = this.byKey.get(key)
+    if (chain === undefined) return undefined
+    for (let i = chain.length - 1; i >= 0; i--) if (chain[i]!.version <= v) return chain[i]
+    return undefined
+  }
+
+  /** The kept keys in UTF-8 order. */
+  keys(): string[] {
+    if (this.sorted === null) this.sorted = [...this.byKey.keys()].sort(compareKeys)
+    return this.sorted
+  }
+
+  /** A kept version's value, read from the file and checked. */
+  value(it: Kept): unknown {
+    const b = Buffer.allocUnsafe(it.len)
+    const got = io.readSync(this.fd, b, 0, it.len, it.off)
+    if (got !== it.len || checkEntry(b, 0, it.len) !== it.len)
+      throw new EngineError(
+        'CORRUPT',
+        `${path.basename(this.file)}: damaged record at offset ${it.off}`,
+      )
+    const keyLen = b.readUInt16LE(6)
+    return decodeValue(b[5]!, b, ENTRY_HEADER + keyLen, it.len)
+  }
+
+  sync(): void {
+    if (!this.dirty || this.fd < 0) return
+    this.dirty = false
+    io.fsyncSync(this.fd)
+  }
+
+  /**
+   * Rewrites the file without the records dropped since it was written, once they take more
+   * than what is held: the header names the new floor, and the records kept follow as they
+   * were, moved up by what went. Written beside it, synced, then renamed.
+   */
+  reclaim(): void {
+    if (this.fd < 0) return
+    const start = this.head < this.recs.length ? this.recs[this.head]!.off : this.size
+    const garbage = start - WIN_HEADER
+    if (garbage < 4096 || garbage < this.size - start) return
+    const tail = Buffer.allocUnsafe(this.size - start)
+    if (io.readSync(this.fd, tail, 0, tail.length, start) !== tail.length) return
+    const body = Buffer.concat([windowHeader(this.floorVersion, this.floorAt), tail])
+    try {
+      io.writeFileAtomicSync(this.file, body)
+    } catch {
+      return // the old file stays, as good as before
+    }
+    io.closeSync(this.fd)
+    this.fd = io.openSync(this.file, 'r+')
+    const shift = start - WIN_HEADER
+    for (let i = this.head; i < this.recs.length; i++) {
+      const r = this.recs[i]!
+      r.off -= shift
+      for (const it of r.items) it.off -= shift
+    }
+    this.recs = this.recs.slice(this.head)
+    this.head = 0
+    this.size = body.length
+    this.dirty = false
+  }
+
+  /** Bytes of the file (what history takes on disk). */
+  diskBytes(): number {
+    return this.fd < 0 ? 0 : this.size
+  }
+
+  close(): void {
+    if (this.fd < 0) return
+    try {
+      io.closeSync(this.fd)
+    } catch {}
+    this.fd = -1
+  }
+
+  /** Drops the records above `version`: a log that lost writes the window had (see FORMAT.md). */
+  cutAbove(version: number, at: number): void {
+    if (this.lastVersion > version) this.restart(version, at)
+  }
+}
+
+/** The entry at buf[q] as kept at file offset `fileOff` (q by default). */
+function keptAt(buf: Buffer, q: number, fileOff = q): Kept {
+  const keyLen = buf.readUInt16LE(q + 6)
+  return {
+    key: buf.toString('utf8', q + ENTRY_HEADER, q + ENTRY_HEADER + keyLen),
+    version: buf.readDoubleLE(q + 12),
+    type: buf[q + 4]!,
+    flags: buf[q + 5]!,
+    expiresAt: buf.readDoubleLE(q + 20),
+    off: fileOff,
+    len: ENTRY_HEADER + keyLen + buf.readUInt32LE(q + 28),
+  }
+}
+
+export const isTombstone = (it: Kept) => it.type === DEL

@@ -1,0 +1,562 @@
+// History windows, database-wide: which namespaces keep one (WINDOWS), what each commit
+// supersedes (caught as the index lets go of a version), and reads at a point over the live
+// index and the windows (FORMAT.md, "History windows").
+import path from 'node:path'
+import type { DbCore } from './db-core.js'
+import { EngineError, fail } from './errors.js'
+import { io } from './io.js'
+import type { Namespace } from './parts.js'
+import { DEL, PUT } from './record.js'
+import type {
+  GetResult,
+  HistoryOptions,
+  HistoryPoint,
+  HistoryVersion,
+  ListAtOptions,
+  ListAtResult,
+} from './types.js'
+import { compareKeys } from './utf8.js'
+import { type Kept, Window } from './window.js'
+import {
+  WINDOW_NAME,
+  type WindowSetting,
+  readWindows,
+  windowFile,
+  writeWindows,
+} from './window-file.js'
+
+/** What the windows need of the database beyond DbCore. */
+export interface WindowHost extends DbCore {
+  readEntry(segId: number, off: number, len: number): Buffer
+  readValue(slot: number): unknown
+  /** The entry bytes a live slot points at (from the cache when it has them). */
+  entryOf(slot: number): Buffer
+  /** Throws NAMESPACE_NOT_FOUND for a name that is none. */
+  nsOf(name: string): Namespace
+}
+
+/** A point resolved: the namespace's version then, and the time its expiries are judged at. */
+interface At {
+  version: number
+  at: number
+}
+
+export class Windows {
+  readonly byId = new Map<number, Window>()
+  /** The time of the last commit: commit times never go back, whatever the clock does. */
+  private lastAt = 0
+  /** Per namespace, the time of its last commit in this process (also without a window). */
+  private lastCommit = new Map<number, number>()
+  private readonly openedAt: number
+  /** While a group is applied: what it superseded, per namespace with a window. */
+  private collecting: Map<Window, Buffer[]> | null = null
+  /** What recovery found superseded by writes the windows had not seen (a crash). */
+  private recovered = new Map<number, [number, number, number][]>()
+
+  constructor(
+    private readonly db: WindowHost,
+    readonly clock: () => number,
+  ) {
+    this.openedAt = clock()
+  }
+
+  /** The commit time for a group applied now. */
+  now(): number {
+    const t = this.clock()
+    if (t > this.lastAt) this.lastAt = t
+    return this.lastAt
+  }
+
+  /** Reads WINDOWS and every window file, before recovery (which tells what they missed). */
+  load(): void {
+    for (const [id, setting] of readWindows(this.db.dir)) {
+      const w = new Window(this.db.dir, id, setting)
+      if (!w.load()) w.floorVersion = -1 // made once the namespace's version is known
+      this.byId.set(id, w)
+      this.lastAt = Math.max(this.lastAt, w.lastAt)
+    }
+  }
+
+  /**
+   * Recovery applies an entry of a namespace with a window at `version` over the key's `slot`
+   * (or a tombstone, `tomb`): when the window has not seen that version, what it supersedes
+   * is kept now (read once recovery is done).
+   */
+  recovering(
+    nsId: number,
+    version: number,
+    slot: number | undefined,
+    tomb?: [number, number, number],
+  ): void {
+    const w = this.byId.get(nsId)
+    if (w === undefined || w.floorVersion < 0 || version <= w.lastVersion) return
+    let list = this.recovered.get(nsId)
+    if (list === undefined) {
+      list = []
+      this.recovered.set(nsId, list)
+    }
+    const s = this.db.keydir.slots
+    if (slot !== undefined) list.push([s.seg[slot]!, s.off[slot]!, s.len[slot]!])
+    if (tomb !== undefined) list.push(tomb)
+  }
+
+  /**
+   * Once open: windows of namespaces that are gone go; new or unreadable ones start now; the
+   * versions recovery found beyond a window get one record, at this time (they were made
+   * visible by this open: no read saw them before).
+   */
+  opened(): void {
+    const at = this.now()
+    let changed = false
+    for (const [id, w] of this.byId) {
+      const n = this.db.keydir.byId.get(id)
+      if (n === undefined) {
+        w.close()
+        io.rmSync(w.file)
+        this.byId.delete(id)
+        changed = true
+        continue
+      }
+      if (w.floorVersion < 0) {
+        w.create(n.applied, at)
+        continue
+      }
+      // A log that lost writes the window has (durability other than `always`, a power cut):
+      // those versions will be given again, so the window starts over.
+      w.cutAbove(n.applied, at)
+      const found = this.recovered.get(id)
+      if (n.applied > w.lastVersion || found !== undefined) {
+        const entries: Buffer[] = []
+        for (const [seg, off, len] of found ?? []) {
+          try {
+            entries.push(this.db.readEntry(seg, off, len))
+          } catch {}
+        }
+        w.append(n.applied, at, entries)
+      }
+      w.expire(at)
+    }
+    this.recovered.clear()
+    if (changed) writeWindows(this.db.dir, this.settings())
+    // Files of windows WINDOWS no longer names (a change that failed half-way).
+    for (const name of io.readdirSync(this.db.dir)) {
+      const m = WINDOW_NAME.exec(name)
+      if (m && !this.byId.has(Number(m[1]))) io.rmSync(path.join(this.db.dir, name))
+    }
+  }
+
+  private settings(): Map<number, WindowSetting> {
+    return new Map([...this.byId].map(([id, w]) => [id, w.setting]))
+  }
+
+  /** Sets (or, with seconds or bytes 0, removes) a namespace's window. */
+  set(n: Namespace, setting: WindowSetting): void {
+    const { seconds, bytes } = setting
+    if (!Number.isInteger(seconds) || seconds < 0 || !Number.isInteger(bytes) || bytes < 0)
+      fail('INVALID_ARGUMENT', 'a history window is whole seconds and bytes, 0 or more')
+    const w = this.byId.get(n.id)
+    const next = this.settings()
+    if (seconds === 0 || bytes === 0) {
+      if (w === undefined) return
+      next.delete(n.id)
+      writeWindows(this.db.dir, next)
+      this.byId.delete(n.id)
+      w.close()
+      io.rmSync(w.file)
+      return
+    }
+    if (w !== undefined) {
+      next.set(n.id, { seconds, bytes })
+      writeWindows(this.db.dir, next)
+      w.setting = { seconds, bytes }
+      w.expire(this.clock())
+      return
+    }
+    // The file first: WINDOWS never names a window whose file was not made.
+    const made = new Window(this.db.dir, n.id, { seconds, bytes })
+    made.create(n.applied, this.now())
+    next.set(n.id, made.setting)
+    try {
+      writeWindows(this.db.dir, next)
+    } catch (err) {
+      made.close()
+      io.rmSync(made.file)
+      throw err
+    }
+    this.byId.set(n.id, made)
+  }
+
+  get(nsId: number): WindowSetting | undefined {
+    const w = this.byId.get(nsId)
+    return w === undefined ? undefined : { ...w.setting }
+  }
+
+  /** A namespace is dropped: its window goes with it. */
+  drop(nsId: number): void {
+    const w = this.byId.get(nsId)
+    if (w === undefined) return
+    this.byId.delete(nsId)
+    w.close()
+    try {
+      io.rmSync(w.file)
+      writeWindows(this.db.dir, this.settings())
+    } catch {
+      // The next open removes the file of a namespace that is gone.
+    }
+  }
+
+  // ---- the write path ----
+
+  /** A group is being applied: what it supersedes is gathered per namespace. */
+  begin(): void {
+    this.collecting = this.byId.size > 0 ? new Map() : null
+  }
+
+  /** An entry of the group being applied, of namespace `nsId`; a tombstone is kept itself. */
+  entry(nsId: number, tomb: Buffer | null): void {
+    const c = this.collecting
+    if (c === null) return
+    const w = this.byId.get(nsId)
+    if (w === undefined) return
+    let list = c.get(w)
+    if (list === undefined) {
+      list = []
+      c.set(w, list)
+    }
+    if (tomb !== null) list.push(tomb)
+  }
+
+  /** The index lets go of a live slot of `n` (overwritten, deleted or expired). */
+  superseding(n: Namespace, slot: number): void {
+    const w = this.byId.get(n.id)
+    if (w === undefined) return
+    let bytes: Buffer
+    try {
+      bytes = Buffer.from(this.db.entryOf(slot))
+    } catch {
+      return // damaged: there is no version to keep
+    }
+    const c = this.collecting
+    if (c !== null) {
+      let list = c.get(w)
+      if (list === undefined) {
+        list = []
+        c.set(w, list)
+      }
+      list.push(bytes)
+    } else {
+      // An expiry met outside a write: kept at once, at the namespace's current version (its
+      // delete follows as a write of its own).
+      const at = this.now()
+      w.append(n.applied, at, [bytes])
+      w.expire(at)
+    }
+  }
+
+  /** The group is applied: one record per namespace with a window it wrote. */
+  end(touched: Iterable<Namespace>): void {
+    const c = this.collecting
+    this.collecting = null
+    const at = this.now()
+    for (const n of touched) this.lastCommit.set(n.id, at)
+    if (c === null) return
+    for (const [w, entries] of c) {
+      const n = this.db.keydir.byId.get(w.nsId)
+      if (n === undefined) continue
+      w.append(n.applied, at, entries)
+      w.expire(at)
+    }
+  }
+
+  /** Makes every window's appends durable (before a checkpoint or a compaction relies on them). */
+  sync(): void {
+    for (const w of this.byId.values()) {
+      try {
+        w.sync()
+      } catch {}
+    }
+  }
+
+  /** Rewrites window files that hold more dropped records than kept ones. */
+  reclaim(): void {
+    const now = this.clock()
+    for (const w of this.byId.values()) {
+      w.expire(now)
+      try {
+        w.reclaim()
+      } catch {}
+    }
+  }
+
+  close(): void {
+    this.sync()
+    for (const w of this.byId.values()) w.close()
+  }
+
+  // ---- reads ----
+
+  /** The namespace's window, its history expired as of now. */
+  private windowOf(n: Namespace): Window | undefined {
+    const w = this.byId.get(n.id)
+    w?.expire(this.clock())
+    return w
+  }
+
+  /** The oldest point still readable in the namespace. */
+  from(n: Namespace): { version: number; at: number } {
+    const w = this.windowOf(n)
+    if (w !== undefined) return w.from(this.clock())
+    return { version: n.applied, at: this.lastCommit.get(n.id) ?? this.openedAt }
+  }
+
+  historyBytes(nsId: number): number {
+    return this.byId.get(nsId)?.held ?? 0
+  }
+
+  /** History held on disk, all windows. */
+  diskBytes(): number {
+    let n = 0
+    for (const w of this.byId.values()) n += w.diskBytes()
+    return n
+  }
+
+  /** The point as a version and a time, or why it cannot be read. */
+  resolve(n: Namespace, point: HistoryPoint): At {
+    const bad = (why: string): never => {
+      throw new EngineError('INVALID_POINT', why)
+    }
+    if (point === null || typeof point !== 'object') bad('a point is { version } or { at }')
+    const now = this.clock()
+    const from = this.from(n)
+    const w = this.byId.get(n.id)
+    if ('version' in point) {
+      const v = point.version
+      if (typeof v !== 'number' || !Number.isInteger(v) || v < 0)
+        bad('a version is a whole number, 0 or more')
+      if (v > n.applied) bad(`version ${v} is above the namespace's ${n.applied}`)
+      if (v < from.version)
+        throw new EngineError(
+          'HISTORY_EXPIRED',
+          `version ${v} is older than the history, which begins at ${from.version}`,
+        )
+      return { version: v, at: v === n.applied || w === undefined ? now : w.atOf(v + 1) - 1 }
+    }
+    if (!('at' in point)) bad('a point is { version } or { at }')
+    const t = (point as { at: unknown }).at
+    if (typeof t !== 'number' || !Number.isFinite(t))
+      bad('a time is milliseconds since the Unix epoch')
+    const at = t as number
+    if (at > now) bad('a time in the future')
+    if (at < from.at)
+      throw new EngineError(
+        'HISTORY_EXPIRED',
+        `${new Date(at).toISOString()} is older than the history, which begins at ${new Date(from.at).toISOString()}`,
+      )
+    return { version: w === undefined ? n.applied : w.versionAt(at), at }
+  }
+
+  /** The key as it was at the point. */
+  getAt(n: Namespace, key: string, p: At): GetResult | undefined {
+    const s = this.db.keydir.slots
+    const slot = n.map.get(key)
+    const w = this.byId.get(n.id)
+    const kept = w?.latest(key, p.version)
+    if (
+      slot !== undefined &&
+      s.version[slot]! <= p.version &&
+      (kept === undefined || s.version[slot]! > kept.version)
+    ) {
+      const exp = s.expires[slot]!
+      if (exp !== 0 && exp <= p.at) return undefined
+      const value = this.db.readValue(slot)
+      return exp !== 0
+        ? { value, version: s.version[slot]!, expiresAt: exp }
+        : { value, version: s.version[slot]! }
+    }
+    if (kept === undefined || kept.type === DEL) return undefined
+    if (kept.expiresAt !== 0 && kept.expiresAt <= p.at) return undefined
+    const value = w!.value(kept)
+    return kept.expiresAt !== 0
+      ? { value, version: kept.version, expiresAt: kept.expiresAt }
+      : { value, version: kept.version }
+  }
+
+  /** A page of the namespace as it was at the point. */
+  async listAt(n: Namespace, opts: ListAtOptions, p: At): Promise<ListAtResult> {
+    const prefix = opts.prefix ?? ''
+    const { start, end, after } = opts
+    const limit = opts.limit ?? 1000
+    const reverse = opts.reverse === true
+    for (const [name, v] of [
+      ['prefix', prefix],
+      ['start', start],
+      ['end', end],
+      ['after', after],
+    ] as const)
+      if (v !== undefined && typeof v !== 'string')
+        fail('INVALID_ARGUMENT', `${name} must be a string`)
+    if (!Number.isInteger(limit) || limit < 1)
+      fail('INVALID_ARGUMENT', 'limit must be a positive integer')
+    if (start !== undefined && end !== undefined && compareKeys(start, end) > 0)
+      fail('INVALID_ARGUMENT', 'start is after end')
+    if (n.building) await n.building
+    const within = (k: string) =>
+      k.startsWith(prefix) &&
+      (start === undefined || compareKeys(k, start) >= 0) &&
+      (end === undefined || compareKeys(k, end) < 0) &&
+      (after === undefined || (reverse ? compareKeys(k, after) < 0 : compareKeys(k, after) > 0))
+    const step = reverse ? -1 : 1
+    // The kept keys, in the listing's order, from where it begins.
+    const w = this.byId.get(n.id)
+    const kept = w === undefined ? [] : w.keys().filter(within)
+    if (reverse) kept.reverse()
+    let ki = 0
+    // The live keys, a page of the index at a time, from where the listing begins.
+    let liveAfter: string | undefined = reverse ? minKey(after, end) : after
+    let live: string[] = []
+    let li = 0
+    let liveDone = false
+    // The index pages strictly after a key: from `start`, then, with `start` itself first
+    // when the index holds it.
+    if (!reverse && start !== undefined && (after === undefined || compareKeys(after, start) < 0)) {
+      liveAfter = start
+      if (n.map.has(start)) live = [start]
+    }
+    const page = Math.min(1000, limit * 2 + 16)
+    const nextLive = (): string | undefined => {
+      for (;;) {
+        if (li < live.length) {
+          const k = live[li]!
+          if (within(k)) return k
+          li++
+          // Past the range in the listing's direction: nothing further can be within.
+          if (pastEnd(k, prefix, start, end, reverse)) {
+            liveDone = true
+            live = []
+            li = 0
+          }
+          continue
+        }
+        if (liveDone) return undefined
+        // Keys whose time has run out by now may have been live at the point: the scan is
+        // made to pass none over (getAt judges each at the point's time).
+        const ttl = n.ttl
+        n.ttl = 0
+        let res: ReturnType<typeof this.db.keydir.scan>
+        try {
+          res = this.db.keydir.scan(n, prefix, liveAfter, page, step, false)
+        } finally {
+          n.ttl = ttl
+        }
+        live = res.keys
+        li = 0
+        if (res.next === undefined) liveDone = true
+        else liveAfter = res.next
+        if (live.length === 0) return undefined
+      }
+    }
+    const out: ListAtResult = { keys: [], entries: [], version: p.version }
+    let lastTaken: string | undefined
+    for (;;) {
+      const a = nextLive()
+      const b = ki < kept.length ? kept[ki] : undefined
+      if (a === undefined && b === undefined) break
+      let key: string
+      if (b === undefined || (a !== undefined && step * compareKeys(a, b) < 0)) {
+        key = a!
+        li++
+      } else if (a === undefined || step * compareKeys(a, b) > 0) {
+        key = b
+        ki++
+      } else {
+        key = a
+        li++
+        ki++
+      }
+      const got = this.getAt(n, key, p)
+      if (got === undefined) continue
+      if (out.keys.length === limit) {
+        out.next = lastTaken
+        break
+      }
+      out.keys.push(key)
+      lastTaken = key
+      const e: ListAtResult['entries'][number] = { key, version: got.version }
+      if (opts.values) e.value = got.value
+      if (got.expiresAt !== undefined) e.expiresAt = got.expiresAt
+      out.entries.push(e)
+    }
+    return out
+  }
+
+  /** The key's versions within the history, newest first. */
+  history(n: Namespace, key: string, opts: HistoryOptions): HistoryVersion[] {
+    const limit = opts.limit ?? 100
+    const before = opts.before ?? Number.POSITIVE_INFINITY
+    if (!Number.isInteger(limit) || limit < 1)
+      fail('INVALID_ARGUMENT', 'limit must be a positive integer')
+    if (typeof before !== 'number' || Number.isNaN(before))
+      fail('INVALID_ARGUMENT', 'before must be a version')
+    const w = this.windowOf(n)
+    const from = this.from(n)
+    const s = this.db.keydir.slots
+    const slot = n.map.get(key)
+    const chain: (Kept | number)[] = [...(w?.byKey.get(key) ?? [])]
+    if (
+      slot !== undefined &&
+      (chain.length === 0 || s.version[slot]! > (chain.at(-1) as Kept).version)
+    )
+      chain.push(slot)
+    const ver = (c: Kept | number) => (typeof c === 'number' ? s.version[c]! : c.version)
+    const out: HistoryVersion[] = []
+    for (let i = chain.length - 1; i >= 0 && out.length < limit; i--) {
+      const c = chain[i]!
+      const version = ver(c)
+      if (version >= before) continue
+      // Superseded at or before the oldest readable point: not part of the history.
+      if (i + 1 < chain.length && ver(chain[i + 1]!) <= from.version) break
+      const at = w === undefined ? from.at : w.atOf(version)
+      if (typeof c === 'number') {
+        const exp = s.expires[c]!
+        const h: HistoryVersion = { version, at, value: this.db.readValue(c) }
+        if (exp !== 0) h.expiresAt = exp
+        out.push(h)
+      } else if (c.type === PUT) {
+        const h: HistoryVersion = { version, at, value: w!.value(c) }
+        if (c.expiresAt !== 0) h.expiresAt = c.expiresAt
+        out.push(h)
+      } else out.push({ version, at, deleted: true })
+    }
+    return out
+  }
+
+  /** Removes what a path names, when it is one of the window files (for backups). */
+  static isWindowFile(name: string): boolean {
+    return WINDOW_NAME.test(name) || name === 'WINDOWS'
+  }
+
+  static fileOf(nsId: number): string {
+    return windowFile(nsId)
+  }
+}
+
+function minKey(a: string | undefined, b: string | undefined): string | undefined {
+  if (a === undefined) return b
+  if (b === undefined) return a
+  return compareKeys(a, b) <= 0 ? a : b
+}
+
+/** Whether key k, met walking the index in the listing's direction, is past the range's end. */
+function pastEnd(
+  k: string,
+  prefix: string,
+  start: string | undefined,
+  end: string | undefined,
+  reverse: boolean,
+): boolean {
+  if (!reverse) return end !== undefined && compareKeys(k, end) >= 0
+  return (
+    (start !== undefined && compareKeys(k, start) < 0) ||
+    (prefix !== '' && !k.startsWith(prefix) && compareKeys(k, prefix) < 0)
+  )
+}
