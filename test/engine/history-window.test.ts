@@ -240,18 +240,16 @@ t.test(
           })
         else want.push({ version: v, at: m.times[v], deleted: true })
       }
-      const got = db
-        .history('h', key, { limit: 10_000 })
-        .map((h) =>
-          h.deleted
-            ? { version: h.version, at: h.at, deleted: true }
-            : {
-                version: h.version,
-                at: h.at,
-                value: JSON.stringify(h.value),
-                expiresAt: h.expiresAt,
-              },
-        )
+      const got = db.history('h', key, { limit: 10_000 }).map((h) =>
+        h.deleted
+          ? { version: h.version, at: h.at, deleted: true }
+          : {
+              version: h.version,
+              at: h.at,
+              value: JSON.stringify(h.value),
+              expiresAt: h.expiresAt,
+            },
+      )
       t.same(got, want, `history of ${key}`)
       const page = db.history('h', key, {
         limit: 2,
