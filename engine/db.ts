@@ -280,7 +280,12 @@ export class Db implements Engine, DbCore {
   namespaces(): NamespaceInfo[] {
     const out: NamespaceInfo[] = []
     for (const n of this.keydir.byName.values())
-      out.push({ name: n.name, keys: n.map.size, bytes: n.bytes })
+      out.push({
+        name: n.name,
+        keys: n.map.size,
+        bytes: n.bytes,
+        historyBytes: this.windows.historyBytes(n.id),
+      })
     return out
   }
 
@@ -680,7 +685,7 @@ export class Db implements Engine, DbCore {
         windows.entry(n.id, null)
       } else {
         this.keydir.remove(n, st.key)
-        windows.entry(n.id, Buffer.from(b.subarray(st.at, st.at + st.len)))
+        windows.entry(n.id, b, st.at, st.len)
       }
     }
     windows.end(touched)

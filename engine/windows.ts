@@ -212,8 +212,11 @@ export class Windows {
     this.collecting = this.byId.size > 0 ? new Map() : null
   }
 
-  /** An entry of the group being applied, of namespace `nsId`; a tombstone is kept itself. */
-  entry(nsId: number, tomb: Buffer | null): void {
+  /**
+   * An entry of the group being applied, of namespace `nsId`, at buf[at, at + len) when it is
+   * a tombstone (kept itself: it is a version of its key too).
+   */
+  entry(nsId: number, buf: Buffer | null, at = 0, len = 0): void {
     const c = this.collecting
     if (c === null) return
     const w = this.byId.get(nsId)
@@ -223,7 +226,7 @@ export class Windows {
       list = []
       c.set(w, list)
     }
-    if (tomb !== null) list.push(tomb)
+    if (buf !== null) list.push(Buffer.from(buf.subarray(at, at + len)))
   }
 
   /** The index lets go of a live slot of `n` (overwritten, deleted or expired). */
