@@ -454,7 +454,7 @@ async function write(
     if (gaveUp()) return false
     // Open replays only the log after the checkpoint, so the history windows must hold, on
     // disk, every version superseded before it (FORMAT.md, "History windows").
-    db.syncHistory()
+    await db.syncHistory()
 
     let c = 0
     fd = io.openSync(tmp, 'w')

@@ -422,7 +422,7 @@ async function pass(db: DbCore, sc: Scratch, full: boolean): Promise<number> {
     // list again, as after any gap), not the pass: compaction is what frees space.
     await keep.write()
     // What the windows kept of the segments this pass deletes must be on disk before they go.
-    db.syncHistory()
+    await db.syncHistory()
     await fsyncDirAsync(db.dir)
     for (const o of outputs) {
       if (sc.hints.length < POOLED) sc.hints.push(o.hint.buf)

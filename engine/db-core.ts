@@ -52,7 +52,7 @@ export interface DbCore {
   noteCheckpoint(bytes: number): void
   stats(): EngineStats
   /** Makes the history windows' appends durable: before a checkpoint or a compaction relies on them. */
-  syncHistory(): void
+  syncHistory(): Promise<void>
   /**
    * Recovery applies an entry at `version` over the key's live `slot` (a tombstone also names
    * itself): the namespace's history window keeps what it has not seen (windows.ts).

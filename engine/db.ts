@@ -210,8 +210,8 @@ export class Db implements Engine, DbCore {
     this.keydir = new KeyDir(this.log.segments, this.cache)
     this.keydir.onExpired = (n, key) => this.expired(n, key)
     this.windows = new Windows(this, cfg.options.clock ?? Date.now)
-    this.keydir.superseding = (n, slot) => {
-      if (this.windows.byId.size > 0) this.windows.superseding(n, slot)
+    this.keydir.superseding = (n, key, slot) => {
+      if (this.windows.byId.size > 0) this.windows.superseding(n, key, slot)
     }
     this.checkLock = cfg.checkLock
     if (this.durability === 'interval') {
@@ -379,8 +379,8 @@ export class Db implements Engine, DbCore {
     return this.readEntry(s.seg[slot]!, s.off[slot]!, s.len[slot]!)
   }
 
-  syncHistory(): void {
-    this.windows.sync()
+  syncHistory(): Promise<void> {
+    return this.windows.syncAsync()
   }
 
   historyRecovering(
@@ -682,10 +682,10 @@ export class Db implements Engine, DbCore {
         )
         // What was just written is what is most likely read next (sessions, caches): keep it.
         this.cache?.set(live, b, st.at, st.len)
-        windows.entry(n.id, null)
+        windows.entry(n.id, st.key, null)
       } else {
         this.keydir.remove(n, st.key)
-        windows.entry(n.id, b, st.at, st.len)
+        windows.entry(n.id, st.key, b, st.at, st.len)
       }
     }
     windows.end(touched)

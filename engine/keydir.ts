@@ -87,7 +87,7 @@ export class KeyDir {
    * points at its record: a namespace's history window keeps that version (windows.ts).
    * Not during recovery, which tells the windows itself.
    */
-  superseding: ((n: Namespace, slot: number) => void) | null = null
+  superseding: ((n: Namespace, key: string, slot: number) => void) | null = null
 
   /** Points the key at a record; used by writes, recovery and compaction alike. */
   setLive(
@@ -110,7 +110,7 @@ export class KeyDir {
       n.map.set(key, slot)
       if (!recovering) this.keyAdded(n, key)
     } else {
-      if (!recovering && this.superseding !== null) this.superseding(n, slot)
+      if (!recovering && this.superseding !== null) this.superseding(n, key, slot)
       this.cache?.delete(slot)
       this.unlive(slot)
       n.bytes -= s.len[slot]! - ENTRY_HEADER
@@ -143,7 +143,7 @@ export class KeyDir {
   remove(n: Namespace, key: string, recovering = false): void {
     const slot = n.map.get(key)
     if (slot === undefined) return
-    if (!recovering && this.superseding !== null) this.superseding(n, slot)
+    if (!recovering && this.superseding !== null) this.superseding(n, key, slot)
     this.unlive(slot)
     n.bytes -= this.slots.len[slot]! - ENTRY_HEADER
     if (this.slots.expires[slot] !== 0) n.ttl--

@@ -16,7 +16,7 @@ export const WINDOW_NAME = /^window-(\d{8,})\.win$/
 
 /** magic(8) format(u32) crc(u32) floorVersion(f64) floorAt(f64) */
 export const WIN_HEADER = 32
-/** crc(u32) len(u32) version(f64) at(f64) count(u32) reserved(u32) */
+/** crc(u32, of bytes 4..32) len(u32) version(f64) at(f64) count(u32) reserved(u32) */
 export const WREC_HEADER = 32
 const MAGIC = Buffer.from('CAIRNWIN')
 const FORMAT = 1
@@ -71,15 +71,29 @@ export function windowRecord(version: number, at: number, entries: Buffer[]): Bu
   let len = WREC_HEADER
   for (const e of entries) len += e.length
   const b = Buffer.allocUnsafe(len)
+  let p = WREC_HEADER
+  for (const e of entries) p += e.copy(b, p)
+  sealWindowRecord(b, len, version, at, entries.length)
+  return b
+}
+
+/**
+ * Fills in a record's header over its entries, already at b[32, len): the checksum covers the
+ * header alone, as each entry carries its own.
+ */
+export function sealWindowRecord(
+  b: Buffer,
+  len: number,
+  version: number,
+  at: number,
+  count: number,
+): void {
   b.writeUInt32LE(len, 4)
   b.writeDoubleLE(version, 8)
   b.writeDoubleLE(at, 16)
-  b.writeUInt32LE(entries.length, 24)
+  b.writeUInt32LE(count, 24)
   b.writeUInt32LE(0, 28)
-  let p = WREC_HEADER
-  for (const e of entries) p += e.copy(b, p)
-  b.writeUInt32LE(crc(b, 4, len), 0)
-  return b
+  b.writeUInt32LE(crc(b, 4, WREC_HEADER), 0)
 }
 
 /** A record as found in a window file: where it is, and where each of its entries is. */
@@ -120,7 +134,7 @@ export function scanWindow(buf: Buffer): FoundWindow | undefined {
     if (
       len < WREC_HEADER ||
       p + len > buf.length ||
-      buf.readUInt32LE(p) !== crc(buf, p + 4, p + len)
+      buf.readUInt32LE(p) !== crc(buf, p + 4, p + WREC_HEADER)
     )
       break
     const count = buf.readUInt32LE(p + 24)

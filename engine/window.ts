@@ -11,8 +11,9 @@
 import path from 'node:path'
 import { EngineError } from './errors.js'
 import { io } from './io.js'
-import { DEL, ENTRY_HEADER, checkEntry } from './record.js'
+import { DEL, ENTRY_HEADER, checkEntry, copyBytes } from './record.js'
 import { compareKeys } from './utf8.js'
+import type { ValueCache } from './value-cache.js'
 import { decodeValue } from './values.js'
 import {
   type FoundWindow,
@@ -20,9 +21,9 @@ import {
   WREC_HEADER,
   type WindowSetting,
   scanWindow,
+  sealWindowRecord,
   windowFile,
   windowHeader,
-  windowRecord,
 } from './window-file.js'
 
 /** One superseded version (or tombstone) kept for history, where it is in the window file. */
@@ -34,7 +35,13 @@ export interface Kept {
   expiresAt: number
   off: number
   len: number
+  /** Its place in the windows' value cache (shared, so checked against nsId and version). */
+  cid: number
 }
+
+/** Ids of the value cache, given round: a read checks that what it finds is its own. */
+const CIDS = 1 << 18
+let nextCid = 0
 
 /** One commit of the namespace: its version, time, and what it superseded. */
 interface Rec {
@@ -64,11 +71,16 @@ export class Window {
   private sorted: string[] | null = null
   /** Whether records were appended since the file was last synced. */
   dirty = false
+  /** The record being made (add, then commit): its header's room, then its entries. */
+  private pending = Buffer.allocUnsafe(4096)
+  private pendingLen = WREC_HEADER
+  private pendingItems: Kept[] = []
 
   constructor(
     dir: string,
     readonly nsId: number,
     public setting: WindowSetting,
+    private readonly cache: ValueCache | null = null,
   ) {
     this.file = path.join(dir, windowFile(nsId))
   }
@@ -135,28 +147,61 @@ export class Window {
     }
   }
 
+  /** Adds the entry at src[at, at + len) of `key` to the record being made. */
+  add(key: string, src: Buffer, at: number, len: number): void {
+    if (this.pendingLen + len > this.pending.length) {
+      const bigger = Buffer.allocUnsafe(Math.max(this.pending.length * 2, this.pendingLen + len))
+      this.pending.copy(bigger, 0, 0, this.pendingLen)
+      this.pending = bigger
+    }
+    copyBytes(src, at, at + len, this.pending, this.pendingLen)
+    nextCid = (nextCid + 1) % CIDS
+    this.pendingItems.push({
+      key,
+      version: src.readDoubleLE(at + 12),
+      type: src[at + 4]!,
+      flags: src[at + 5]!,
+      expiresAt: src.readDoubleLE(at + 20),
+      off: this.pendingLen,
+      len,
+      cid: nextCid,
+    })
+    this.pendingLen += len
+  }
+
   /**
-   * Appends one commit's record. A disk that refuses it costs history, never the write (it is
-   * durable already): the window starts over from this point.
+   * Appends the record being made, for the commit at `version` and time `at`. A disk that
+   * refuses it costs history, never the write (it is durable already): the window starts
+   * over from this point.
    */
-  append(version: number, at: number, entries: Buffer[]): void {
-    const b = windowRecord(version, at, entries)
+  commit(version: number, at: number): void {
+    const items = this.pendingItems
+    const len = this.pendingLen
+    this.pendingItems = []
+    this.pendingLen = WREC_HEADER
+    if (this.fd < 0) return
+    const b = this.pending
+    sealWindowRecord(b, len, version, at, items.length)
     try {
-      io.writeAllSync(this.fd, b, 0, b.length, this.size)
+      io.writeAllSync(this.fd, b, 0, len, this.size)
     } catch {
       this.restart(version, at)
       return
     }
-    const items: Kept[] = []
-    let q = this.size + WREC_HEADER
-    for (let i = 0, p = WREC_HEADER; i < entries.length; i++) {
-      items.push(keptAt(b, p, q))
-      q += entries[i]!.length
-      p += entries[i]!.length
-    }
-    this.index({ version, at, off: this.size, len: b.length, items })
-    this.size += b.length
+    for (const it of items) it.off += this.size
+    this.index({ version, at, off: this.size, len, items })
+    this.size += len
     this.dirty = true
+    if (this.pending.length > 1 << 20) this.pending = Buffer.allocUnsafe(4096)
+  }
+
+  /** One commit's record of whole entries (each a buffer of its own). */
+  append(version: number, at: number, entries: Buffer[]): void {
+    for (const e of entries) {
+      const keyLen = e.readUInt16LE(6)
+      this.add(e.toString('utf8', ENTRY_HEADER, ENTRY_HEADER + keyLen), e, 0, e.length)
+    }
+    this.commit(version, at)
   }
 
   /** Forgets everything: history begins again at this point. */
@@ -210,10 +255,15 @@ export class Window {
     }
   }
 
-  /** The oldest readable point, given the window's time as of `now`. */
+  /**
+   * The oldest readable point, given the window's time as of `now` (once expired to it: every
+   * record left is younger than the window, so the state at its start is the floor's).
+   */
   from(now: number): { version: number; at: number } {
-    const at = Math.max(this.floorAt, now - this.setting.seconds * 1000)
-    return { version: this.versionAt(at), at }
+    return {
+      version: this.floorVersion,
+      at: Math.max(this.floorAt, now - this.setting.seconds * 1000),
+    }
   }
 
   /** The namespace's version at time `t`: that of the newest commit at or before it. */
@@ -249,21 +299,55 @@ export class Window {
     return undefined
   }
 
+  /**
+   * Where the kept keys in UTF-8 order (keys()) reach `key`: the first position at or after it
+   * (`after`: strictly after it).
+   */
+  seek(key: string, after: boolean): number {
+    const keys = this.keys()
+    let lo = 0
+    let hi = keys.length
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1
+      const c = compareKeys(keys[mid]!, key)
+      if (c < 0 || (after && c === 0)) lo = mid + 1
+      else hi = mid
+    }
+    return lo
+  }
+
+  /** The position just past the kept keys that start with `prefix` (they are contiguous). */
+  prefixEnd(prefix: string): number {
+    const keys = this.keys()
+    let lo = this.seek(prefix, false)
+    let hi = keys.length
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1
+      if (keys[mid]!.startsWith(prefix)) lo = mid + 1
+      else hi = mid
+    }
+    return lo
+  }
+
   /** The kept keys in UTF-8 order. */
   keys(): string[] {
     if (this.sorted === null) this.sorted = [...this.byKey.keys()].sort(compareKeys)
     return this.sorted
   }
 
-  /** A kept version's value, read from the file and checked. */
+  /** A kept version's value, read from the file (or the cache) and checked. */
   value(it: Kept): unknown {
-    const b = Buffer.allocUnsafe(it.len)
-    const got = io.readSync(this.fd, b, 0, it.len, it.off)
-    if (got !== it.len || checkEntry(b, 0, it.len) !== it.len)
-      throw new EngineError(
-        'CORRUPT',
-        `${path.basename(this.file)}: damaged record at offset ${it.off}`,
-      )
+    let b = this.cache?.get(it.cid)
+    if (b === undefined || b.readUInt32LE(8) !== this.nsId || b.readDoubleLE(12) !== it.version) {
+      b = Buffer.allocUnsafe(it.len)
+      const got = io.readSync(this.fd, b, 0, it.len, it.off)
+      if (got !== it.len || checkEntry(b, 0, it.len) !== it.len)
+        throw new EngineError(
+          'CORRUPT',
+          `${path.basename(this.file)}: damaged record at offset ${it.off}`,
+        )
+      this.cache?.set(it.cid, b, 0, it.len)
+    }
     const keyLen = b.readUInt16LE(6)
     return decodeValue(b[5]!, b, ENTRY_HEADER + keyLen, it.len)
   }
@@ -272,6 +356,18 @@ export class Window {
     if (!this.dirty || this.fd < 0) return
     this.dirty = false
     io.fsyncSync(this.fd)
+  }
+
+  /** sync(), off the event loop. */
+  async syncAsync(): Promise<void> {
+    if (!this.dirty || this.fd < 0) return
+    this.dirty = false
+    try {
+      await io.fsync(this.fd)
+    } catch (err) {
+      this.dirty = true
+      throw err
+    }
   }
 
   /**
@@ -327,6 +423,7 @@ export class Window {
 
 /** The entry at buf[q] as kept at file offset `fileOff` (q by default). */
 function keptAt(buf: Buffer, q: number, fileOff = q): Kept {
+  nextCid = (nextCid + 1) % CIDS
   const keyLen = buf.readUInt16LE(q + 6)
   return {
     key: buf.toString('utf8', q + ENTRY_HEADER, q + ENTRY_HEADER + keyLen),
@@ -336,6 +433,7 @@ function keptAt(buf: Buffer, q: number, fileOff = q): Kept {
     expiresAt: buf.readDoubleLE(q + 20),
     off: fileOff,
     len: ENTRY_HEADER + keyLen + buf.readUInt32LE(q + 28),
+    cid: nextCid,
   }
 }
 

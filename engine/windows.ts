@@ -16,6 +16,7 @@ import type {
   ListAtResult,
 } from './types.js'
 import { compareKeys } from './utf8.js'
+import { ValueCache } from './value-cache.js'
 import { type Kept, Window } from './window.js'
 import {
   WINDOW_NAME,
@@ -38,7 +39,15 @@ export interface WindowHost extends DbCore {
 /** A point resolved: the namespace's version then, and the time its expiries are judged at. */
 interface At {
   version: number
+  /** -1: the last moment `version` was current, found in `w` when an expiry asks. */
   at: number
+  w?: Window | undefined
+}
+
+/** The time a point's expiries are judged at. */
+function timeOf(p: At): number {
+  if (p.at < 0) p.at = p.w === undefined ? Date.now() : p.w.atOf(p.version + 1) - 1
+  return p.at
 }
 
 export class Windows {
@@ -48,8 +57,10 @@ export class Windows {
   /** Per namespace, the time of its last commit in this process (also without a window). */
   private lastCommit = new Map<number, number>()
   private readonly openedAt: number
-  /** While a group is applied: what it superseded, per namespace with a window. */
-  private collecting: Map<Window, Buffer[]> | null = null
+  /** While a group is applied: the windows it has added to (their records are being made). */
+  private collecting: Set<Window> | null = null
+  /** Values of kept versions recently read. */
+  private readonly cache = new ValueCache(16 * 1024 * 1024)
   /** What recovery found superseded by writes the windows had not seen (a crash). */
   private recovered = new Map<number, [number, number, number][]>()
 
@@ -70,7 +81,7 @@ export class Windows {
   /** Reads WINDOWS and every window file, before recovery (which tells what they missed). */
   load(): void {
     for (const [id, setting] of readWindows(this.db.dir)) {
-      const w = new Window(this.db.dir, id, setting)
+      const w = new Window(this.db.dir, id, setting, this.cache)
       if (!w.load()) w.floorVersion = -1 // made once the namespace's version is known
       this.byId.set(id, w)
       this.lastAt = Math.max(this.lastAt, w.lastAt)
@@ -173,7 +184,7 @@ export class Windows {
       return
     }
     // The file first: WINDOWS never names a window whose file was not made.
-    const made = new Window(this.db.dir, n.id, { seconds, bytes })
+    const made = new Window(this.db.dir, n.id, { seconds, bytes }, this.cache)
     made.create(n.applied, this.now())
     next.set(n.id, made.setting)
     try {
@@ -209,49 +220,40 @@ export class Windows {
 
   /** A group is being applied: what it supersedes is gathered per namespace. */
   begin(): void {
-    this.collecting = this.byId.size > 0 ? new Map() : null
+    this.collecting = this.byId.size > 0 ? new Set() : null
   }
 
   /**
    * An entry of the group being applied, of namespace `nsId`, at buf[at, at + len) when it is
    * a tombstone (kept itself: it is a version of its key too).
    */
-  entry(nsId: number, buf: Buffer | null, at = 0, len = 0): void {
+  entry(nsId: number, key: string, buf: Buffer | null, at = 0, len = 0): void {
     const c = this.collecting
     if (c === null) return
     const w = this.byId.get(nsId)
     if (w === undefined) return
-    let list = c.get(w)
-    if (list === undefined) {
-      list = []
-      c.set(w, list)
-    }
-    if (buf !== null) list.push(Buffer.from(buf.subarray(at, at + len)))
+    c.add(w)
+    if (buf !== null) w.add(key, buf, at, len)
   }
 
   /** The index lets go of a live slot of `n` (overwritten, deleted or expired). */
-  superseding(n: Namespace, slot: number): void {
+  superseding(n: Namespace, key: string, slot: number): void {
     const w = this.byId.get(n.id)
     if (w === undefined) return
     let bytes: Buffer
     try {
-      bytes = Buffer.from(this.db.entryOf(slot))
+      bytes = this.db.entryOf(slot)
     } catch {
       return // damaged: there is no version to keep
     }
+    w.add(key, bytes, 0, bytes.length)
     const c = this.collecting
-    if (c !== null) {
-      let list = c.get(w)
-      if (list === undefined) {
-        list = []
-        c.set(w, list)
-      }
-      list.push(bytes)
-    } else {
+    if (c !== null) c.add(w)
+    else {
       // An expiry met outside a write: kept at once, at the namespace's current version (its
       // delete follows as a write of its own).
       const at = this.now()
-      w.append(n.applied, at, [bytes])
+      w.commit(n.applied, at)
       w.expire(at)
     }
   }
@@ -263,10 +265,10 @@ export class Windows {
     const at = this.now()
     for (const n of touched) this.lastCommit.set(n.id, at)
     if (c === null) return
-    for (const [w, entries] of c) {
+    for (const w of c) {
       const n = this.db.keydir.byId.get(w.nsId)
       if (n === undefined) continue
-      w.append(n.applied, at, entries)
+      w.commit(n.applied, at)
       w.expire(at)
     }
   }
@@ -276,6 +278,15 @@ export class Windows {
     for (const w of this.byId.values()) {
       try {
         w.sync()
+      } catch {}
+    }
+  }
+
+  /** sync(), off the event loop. */
+  async syncAsync(): Promise<void> {
+    for (const w of [...this.byId.values()]) {
+      try {
+        await w.syncAsync()
       } catch {}
     }
   }
@@ -307,8 +318,12 @@ export class Windows {
 
   /** The oldest point still readable in the namespace. */
   from(n: Namespace): { version: number; at: number } {
-    const w = this.windowOf(n)
-    if (w !== undefined) return w.from(this.clock())
+    const w = this.byId.get(n.id)
+    if (w !== undefined) {
+      const now = this.clock()
+      w.expire(now)
+      return w.from(now)
+    }
     return { version: n.applied, at: this.lastCommit.get(n.id) ?? this.openedAt }
   }
 
@@ -325,31 +340,33 @@ export class Windows {
 
   /** The point as a version and a time, or why it cannot be read. */
   resolve(n: Namespace, point: HistoryPoint): At {
-    const bad = (why: string): never => {
-      throw new EngineError('INVALID_POINT', why)
-    }
-    if (point === null || typeof point !== 'object') bad('a point is { version } or { at }')
-    const now = this.clock()
-    const from = this.from(n)
+    if (point === null || typeof point !== 'object') badPoint('a point is { version } or { at }')
     const w = this.byId.get(n.id)
     if ('version' in point) {
       const v = point.version
+      // The present needs no history.
+      if (v === n.applied) return { version: v, at: this.clock() }
       if (typeof v !== 'number' || !Number.isInteger(v) || v < 0)
-        bad('a version is a whole number, 0 or more')
-      if (v > n.applied) bad(`version ${v} is above the namespace's ${n.applied}`)
-      if (v < from.version)
+        badPoint('a version is a whole number, 0 or more')
+      if (v > n.applied) badPoint(`version ${v} is above the namespace's ${n.applied}`)
+      // Once expired, the oldest readable version is the floor's (Window.from).
+      if (w !== undefined) w.expire(this.clock())
+      const oldest = w === undefined ? n.applied : w.floorVersion
+      if (v < oldest)
         throw new EngineError(
           'HISTORY_EXPIRED',
-          `version ${v} is older than the history, which begins at ${from.version}`,
+          `version ${v} is older than the history, which begins at ${oldest}`,
         )
-      return { version: v, at: v === n.applied || w === undefined ? now : w.atOf(v + 1) - 1 }
+      // Its time (the last moment it was current) is looked up only if an expiry needs it.
+      return { version: v, at: -1, w }
     }
-    if (!('at' in point)) bad('a point is { version } or { at }')
+    if (!('at' in point)) badPoint('a point is { version } or { at }')
     const t = (point as { at: unknown }).at
     if (typeof t !== 'number' || !Number.isFinite(t))
-      bad('a time is milliseconds since the Unix epoch')
+      badPoint('a time is milliseconds since the Unix epoch')
     const at = t as number
-    if (at > now) bad('a time in the future')
+    if (at > this.clock()) badPoint('a time in the future')
+    const from = this.from(n)
     if (at < from.at)
       throw new EngineError(
         'HISTORY_EXPIRED',
@@ -360,28 +377,30 @@ export class Windows {
 
   /** The key as it was at the point. */
   getAt(n: Namespace, key: string, p: At): GetResult | undefined {
+    return this.stateAt(n, key, p, true)
+  }
+
+  /** The key's version and expiry at the point, its value too when `value` (else undefined). */
+  private stateAt(n: Namespace, key: string, p: At, value: boolean): GetResult | undefined {
     const s = this.db.keydir.slots
     const slot = n.map.get(key)
+    // The live version is the key's newest: at or below the point, it is the answer.
+    if (slot !== undefined && s.version[slot]! <= p.version) {
+      const exp = s.expires[slot]!
+      if (exp !== 0 && exp <= timeOf(p)) return undefined
+      const v = value ? this.db.readValue(slot) : undefined
+      return exp !== 0
+        ? { value: v, version: s.version[slot]!, expiresAt: exp }
+        : { value: v, version: s.version[slot]! }
+    }
     const w = this.byId.get(n.id)
     const kept = w?.latest(key, p.version)
-    if (
-      slot !== undefined &&
-      s.version[slot]! <= p.version &&
-      (kept === undefined || s.version[slot]! > kept.version)
-    ) {
-      const exp = s.expires[slot]!
-      if (exp !== 0 && exp <= p.at) return undefined
-      const value = this.db.readValue(slot)
-      return exp !== 0
-        ? { value, version: s.version[slot]!, expiresAt: exp }
-        : { value, version: s.version[slot]! }
-    }
     if (kept === undefined || kept.type === DEL) return undefined
-    if (kept.expiresAt !== 0 && kept.expiresAt <= p.at) return undefined
-    const value = w!.value(kept)
+    if (kept.expiresAt !== 0 && kept.expiresAt <= timeOf(p)) return undefined
+    const v = value ? w!.value(kept) : undefined
     return kept.expiresAt !== 0
-      ? { value, version: kept.version, expiresAt: kept.expiresAt }
-      : { value, version: kept.version }
+      ? { value: v, version: kept.version, expiresAt: kept.expiresAt }
+      : { value: v, version: kept.version }
   }
 
   /** A page of the namespace as it was at the point. */
@@ -411,9 +430,27 @@ export class Windows {
     const step = reverse ? -1 : 1
     // The kept keys, in the listing's order, from where it begins.
     const w = this.byId.get(n.id)
-    const kept = w === undefined ? [] : w.keys().filter(within)
-    if (reverse) kept.reverse()
+    const kept = w === undefined ? [] : w.keys()
+    // From where the listing begins, by bisection; `within` ends it.
     let ki = 0
+    if (w !== undefined) {
+      if (!reverse) {
+        let from = w.seek(prefix, false)
+        if (start !== undefined) from = Math.max(from, w.seek(start, false))
+        if (after !== undefined) from = Math.max(from, w.seek(after, true))
+        ki = from
+      } else {
+        const upper = minKey(after, end)
+        let to = upper === undefined ? kept.length : w.seek(upper, false)
+        if (prefix !== '') to = Math.min(to, w.prefixEnd(prefix))
+        ki = to - 1
+      }
+    }
+    const keptAt = (i: number): string | undefined => {
+      if (i < 0 || i >= kept.length) return undefined
+      const k = kept[i]!
+      return within(k) ? k : undefined
+    }
     // The live keys, a page of the index at a time, from where the listing begins.
     let liveAfter: string | undefined = reverse ? minKey(after, end) : after
     let live: string[] = []
@@ -462,7 +499,7 @@ export class Windows {
     let lastTaken: string | undefined
     for (;;) {
       const a = nextLive()
-      const b = ki < kept.length ? kept[ki] : undefined
+      const b = keptAt(ki)
       if (a === undefined && b === undefined) break
       let key: string
       if (b === undefined || (a !== undefined && step * compareKeys(a, b) < 0)) {
@@ -470,13 +507,13 @@ export class Windows {
         li++
       } else if (a === undefined || step * compareKeys(a, b) > 0) {
         key = b
-        ki++
+        ki += step
       } else {
         key = a
         li++
-        ki++
+        ki += step
       }
-      const got = this.getAt(n, key, p)
+      const got = this.stateAt(n, key, p, opts.values === true)
       if (got === undefined) continue
       if (out.keys.length === limit) {
         out.next = lastTaken
@@ -562,4 +599,9 @@ function pastEnd(
     (start !== undefined && compareKeys(k, start) < 0) ||
     (prefix !== '' && !k.startsWith(prefix) && compareKeys(k, prefix) < 0)
   )
+}
+
+/** A point that cannot name a state: malformed, in the future, above the namespace. */
+function badPoint(why: string): never {
+  throw new EngineError('INVALID_POINT', why)
 }
