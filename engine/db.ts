@@ -1091,7 +1091,7 @@ export class Db implements Engine, DbCore {
           this.maybeCompact()
         } else if (!this.closed) this.futile = this.stats().deadBytes
         // Expired history is reclaimed with the log's garbage.
-        if (!this.closed) this.windows.reclaim()
+        if (!this.closed) await this.windows.reclaim().catch(() => {})
         // The checkpoint names segments the pass replaced: write one that names the new ones.
         this.maybeCheckpoint()
       }
@@ -1280,6 +1280,7 @@ export class Db implements Engine, DbCore {
     try {
       if (this.compacting) await this.compacting.catch(() => {})
       if (this.checkpointing) await this.checkpointing
+      if (this.windows.reclaiming) await this.windows.reclaiming
       if (this.timer) clearInterval(this.timer)
       clearInterval(this.lockTimer)
       clearTimeout(this.expiryRetry)

@@ -372,25 +372,58 @@ export class Window {
 
   /**
    * Rewrites the file without the records dropped since it was written, once they take more
-   * than what is held: the header names the new floor, and the records kept follow as they
-   * were, moved up by what went. Written beside it, synced, then renamed.
+   * than what is held: the header names the floor, and the records kept follow as they were,
+   * moved up by what went. The kept part is copied beside it off the event loop and synced;
+   * then, in one step, what was appended meanwhile is copied too, the header written, the
+   * copy synced (little is left to sync) and renamed over the file. A crash leaves the old
+   * file, or the new one: both answer the same points.
    */
-  reclaim(): void {
+  async reclaim(): Promise<void> {
     if (this.fd < 0) return
     const start = this.head < this.recs.length ? this.recs[this.head]!.off : this.size
     const garbage = start - WIN_HEADER
     if (garbage < 4096 || garbage < this.size - start) return
-    const tail = Buffer.allocUnsafe(this.size - start)
-    if (io.readSync(this.fd, tail, 0, tail.length, start) !== tail.length) return
-    const body = Buffer.concat([windowHeader(this.floorVersion, this.floorAt), tail])
+    const fd = this.fd
+    const copiedTo = this.size
+    const tmp = `${this.file}.tmp`
+    const out = io.openSync(tmp, 'w')
+    const shift = start - WIN_HEADER
+    let done = false
     try {
-      io.writeFileAtomicSync(this.file, body)
+      const buf = Buffer.allocUnsafe(1024 * 1024)
+      for (let pos = start; pos < copiedTo; ) {
+        const n = await io.read(fd, buf, 0, Math.min(buf.length, copiedTo - pos), pos)
+        if (n <= 0 || this.fd !== fd) return
+        await io.writeAll(out, buf, 0, n, pos - shift)
+        pos += n
+      }
+      await io.fsync(out)
+      // A failed append started the window over meanwhile: this copy is of another file.
+      if (this.fd !== fd) return
+      const late = this.size - copiedTo
+      if (late > 0) {
+        const more = Buffer.allocUnsafe(late)
+        if (io.readSync(fd, more, 0, late, copiedTo) !== late) return
+        io.writeAllSync(out, more, 0, late, copiedTo - shift)
+      }
+      const h = windowHeader(this.floorVersion, this.floorAt)
+      io.writeAllSync(out, h, 0, h.length, 0)
+      io.fsyncSync(out)
+      io.closeSync(out)
+      done = true
+      io.renameSync(tmp, this.file)
     } catch {
       return // the old file stays, as good as before
+    } finally {
+      if (!done) {
+        try {
+          io.closeSync(out)
+          io.rmSync(tmp)
+        } catch {}
+      }
     }
-    io.closeSync(this.fd)
+    io.closeSync(fd)
     this.fd = io.openSync(this.file, 'r+')
-    const shift = start - WIN_HEADER
     for (let i = this.head; i < this.recs.length; i++) {
       const r = this.recs[i]!
       r.off -= shift
@@ -398,8 +431,7 @@ export class Window {
     }
     this.recs = this.recs.slice(this.head)
     this.head = 0
-    this.size = body.length
-    this.dirty = false
+    this.size -= shift
   }
 
   /** Bytes of the file (what history takes on disk). */

@@ -291,15 +291,26 @@ export class Windows {
     }
   }
 
-  /** Rewrites window files that hold more dropped records than kept ones. */
-  reclaim(): void {
+  /** A reclaim under way, which close waits for. */
+  reclaiming: Promise<void> | null = null
+
+  /** Rewrites window files that hold more dropped records than kept ones, one at a time. */
+  reclaim(): Promise<void> {
+    if (this.reclaiming !== null) return this.reclaiming
     const now = this.clock()
-    for (const w of this.byId.values()) {
-      w.expire(now)
-      try {
-        w.reclaim()
-      } catch {}
-    }
+    this.reclaiming = (async () => {
+      for (const w of [...this.byId.values()]) {
+        w.expire(now)
+        // A window dropped or removed meanwhile has its file gone: nothing to rewrite.
+        if (this.byId.get(w.nsId) !== w) continue
+        try {
+          await w.reclaim()
+        } catch {}
+      }
+    })().finally(() => {
+      this.reclaiming = null
+    })
+    return this.reclaiming
   }
 
   close(): void {
