@@ -143,7 +143,12 @@ export class Window {
         this.byKey.set(it.key, chain)
         this.sorted = null
       }
-      chain.push(it)
+      // A key's versions are kept in version order: records come in commit order, but what
+      // recovery finds superseded comes after (FORMAT.md), and may be older than what is kept.
+      let at = chain.length
+      while (at > 0 && chain[at - 1]!.version > it.version) at--
+      if (at === chain.length) chain.push(it)
+      else if (chain[at - 1]?.version !== it.version) chain.splice(at, 0, it)
     }
   }
 
@@ -247,7 +252,11 @@ export class Window {
       const chain = this.byKey.get(it.key)!
       // Records leave oldest first, and a key's versions were kept in that order.
       if (chain[0] === it) chain.shift()
-      else chain.splice(chain.indexOf(it), 1)
+      else {
+        // Not there when a version was kept twice (its second copy is not indexed).
+        const i = chain.indexOf(it)
+        if (i >= 0) chain.splice(i, 1)
+      }
       if (chain.length === 0) {
         this.byKey.delete(it.key)
         this.sorted = null
