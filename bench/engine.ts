@@ -3,6 +3,8 @@
 //   npm run bench:engine            full run (a few minutes)
 //   npm run bench:engine -- --quick smoke run (seconds), for CI; prints only, writes no files
 //   --only cairn,lmdb               run a subset of the engines (`level`: the Level comparison)
+//   --history                       cairn alone: the cost of history windows (puts, compaction,
+//                                   getAt beside get); prints only
 // Every engine runs each workload in a fresh child process, so memory figures are its own.
 import { spawnSync } from 'node:child_process'
 import crypto from 'node:crypto'
@@ -304,6 +306,154 @@ function dirSize(dir: string): number {
   return n
 }
 
+// ---- history windows ------------------------------------------------------------
+
+/**
+ * The cost of history (issue 31): puts and compaction with a window on and off, and reads at
+ * a point beside plain ones. Cairn only; off and on alternate, round by round, in one process,
+ * so the machine's noise falls on both; each figure is the median of its rounds.
+ */
+async function historyBench(s: Sizes) {
+  const { open } = await import('../engine/index.js')
+  // Five rounds: on a shared machine one round of each can differ by 2x from the next.
+  const rounds = 5
+  const puts = s.puts
+  const keys = Math.max(1000, Math.floor(puts / 4))
+  const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!
+  const figures: Record<string, number[]> = {}
+  const note = (k: string, v: number) => {
+    if (!figures[k]) figures[k] = []
+    figures[k].push(v)
+  }
+  let sample: { dir: string } | undefined
+  for (let round = 0; round < rounds; round++) {
+    for (const on of round % 2 === 0 ? [false, true] : [true, false]) {
+      const tag = on ? 'On' : 'Off'
+      const dir = fs.mkdtempSync(path.join(os.tmpdir(), `cairn-bench-history-${tag}-`))
+      const db = await open(dir, { durability: 'none', autoCompact: false })
+      await db.createNamespace('b')
+      if (on) db.setHistory('b', { seconds: 86_400, bytes: 1 << 30 })
+      // Overwrites: every put after the first of a key supersedes a version.
+      const order = shuffled(puts)
+      let t0 = performance.now()
+      const window: Promise<unknown>[] = []
+      for (let i = 0; i < puts; i++) {
+        window.push(db.put('b', keyOf(order[i]! % keys), value(s.valueBytes, i)))
+        if (window.length === 1000) await Promise.all(window.splice(0))
+      }
+      await Promise.all(window)
+      note(`puts${tag}`, rate(puts, performance.now() - t0))
+      t0 = performance.now()
+      await db.compact()
+      note(`compact${tag}Ms`, performance.now() - t0)
+      if (on) {
+        note('historyDiskBytes', db.stats().historyDiskBytes ?? 0)
+        note('historyBytes', db.namespaceStats('b')!.historyBytes ?? 0)
+        note('liveBytes', db.stats().liveBytes)
+      }
+      await db.close()
+      // Durable puts, 64 writers.
+      const ddir = fs.mkdtempSync(path.join(os.tmpdir(), `cairn-bench-history-d${tag}-`))
+      const ddb = await open(ddir, { durability: 'always' })
+      await ddb.createNamespace('b')
+      if (on) ddb.setHistory('b', { seconds: 86_400, bytes: 1 << 30 })
+      const per = Math.floor(s.durableConcurrent / s.writers)
+      const v = value(s.valueBytes, 1)
+      t0 = performance.now()
+      await Promise.all(
+        Array.from({ length: s.writers }, async (_, w) => {
+          for (let i = 0; i < per; i++) await ddb.put('b', keyOf((w * per + i) % 500), v)
+        }),
+      )
+      note(`durable64${tag}`, rate(per * s.writers, performance.now() - t0))
+      await ddb.close()
+      fs.rmSync(ddir, { recursive: true, force: true })
+      if (on && sample === undefined) sample = { dir }
+      else fs.rmSync(dir, { recursive: true, force: true })
+    }
+  }
+  // Reads at a point, on the window-on directory reopened: the present, a past version, a time.
+  const db = await open(sample!.dir, { durability: 'none' })
+  await db.indexReady()
+  const now = db.namespaceVersion('b')
+  const past = Math.max(db.historyFrom('b').version, now - Math.floor(puts / 2))
+  const midTime = db.historyFrom('b').at + (Date.now() - db.historyFrom('b').at) / 2
+  const order = shuffled(s.gets)
+  const reads: [string, (k: string) => unknown][] = [
+    ['get', (k) => db.getNow('b', k)],
+    ['getAtNow', (k) => db.getAt('b', k, { version: now })],
+    ['getAtPast', (k) => db.getAt('b', k, { version: past })],
+    ['getAtTime', (k) => db.getAt('b', k, { at: midTime })],
+  ]
+  for (let round = 0; round < rounds; round++)
+    for (const [name, read] of reads) {
+      let found = 0
+      const t0 = performance.now()
+      for (let i = 0; i < s.gets; i++) if (read(keyOf(order[i]! % keys)) !== undefined) found++
+      note(name, rate(s.gets, performance.now() - t0))
+      if (found === 0) throw new Error(`${name}: nothing found`)
+    }
+  const groups = Math.floor(keys / 100)
+  for (let round = 0; round < rounds; round++) {
+    let t0 = performance.now()
+    for (let i = 0; i < s.scans; i++)
+      await db.list('b', { prefix: prefixOf((i * 7919) % groups), limit: s.scanLength })
+    note('list', rate(s.scans, performance.now() - t0))
+    t0 = performance.now()
+    for (let i = 0; i < s.scans; i++)
+      await db.listAt(
+        'b',
+        { prefix: prefixOf((i * 7919) % groups), limit: s.scanLength },
+        { version: past },
+      )
+    note('listAtPast', rate(s.scans, performance.now() - t0))
+  }
+  await db.close()
+  fs.rmSync(sample!.dir, { recursive: true, force: true })
+  const out: Record<string, number> = {}
+  for (const [k, xs] of Object.entries(figures)) out[k] = median(xs)
+  return out
+}
+
+function printHistory(r: Record<string, number>, s: Sizes) {
+  const keys = Math.max(1000, Math.floor(s.puts / 4))
+  const rows: [string, string, number | undefined, number | undefined][] = [
+    [`puts, no fsync, ${fmt(s.puts)} over ${fmt(keys)} keys`, 'ops/s', r.putsOff, r.putsOn],
+    [`durable puts, ${s.writers} writers`, 'ops/s', r.durable64Off, r.durable64On],
+    ['full compaction after them', 'ms (lower is better)', r.compactOffMs, r.compactOnMs],
+  ]
+  const lines = [
+    '| workload | unit | window off | window on | on/off |',
+    '|---|---|---:|---:|---:|',
+  ]
+  for (const [label, unit, off, on] of rows)
+    lines.push(`| ${label} | ${unit} | ${fmt(off)} | ${fmt(on)} | ${ratio(on, off)} |`)
+  lines.push('')
+  lines.push('| read | ops/s | vs get |', '|---|---:|---:|')
+  for (const [label, k] of [
+    ['get', 'get'],
+    ['getAt, current version', 'getAtNow'],
+    ['getAt, a past version', 'getAtPast'],
+    ['getAt, a past time', 'getAtTime'],
+  ] as const)
+    lines.push(`| ${label} | ${fmt(r[k])} | ${ratio(r[k], r.get)} |`)
+  lines.push(`| list of ${s.scanLength} (scans/s) | ${fmt(r.list)} | |`)
+  lines.push(
+    `| listAt of ${s.scanLength}, a past version (scans/s) | ${fmt(r.listAtPast)} | ${ratio(r.listAtPast, r.list)} of list |`,
+  )
+  console.log(lines.join('\n'))
+  console.log(
+    `\nHistory held: ${fmt(r.historyBytes)} bytes in the window, ${fmt(r.historyDiskBytes)} bytes of window file, beside ${fmt(r.liveBytes)} bytes of live data (${ratio(r.historyDiskBytes, r.liveBytes)}).`,
+  )
+  const slowest = Math.min(r.getAtPast!, r.getAtTime!, r.getAtNow!)
+  const targets = [
+    ['getAt within 2x get', slowest * 2 >= r.get!],
+    ['history costs puts at most 10% (no fsync)', r.putsOn! >= r.putsOff! * 0.9],
+    ['history costs durable puts at most 10%', r.durable64On! >= r.durable64Off! * 0.9],
+  ] as const
+  console.log(`Targets: ${targets.map(([n, ok]) => `${ok ? 'met' : 'MISSED'}: ${n}`).join('; ')}`)
+}
+
 // ---- the Level API: CairnLevel beside classic-level ----------------------------
 
 /** What the workloads use of an abstract-level database, the same for both. */
@@ -504,6 +654,7 @@ async function main() {
     let out: unknown
     if (kind === 'throughput') out = await throughput(name as EngineName, s)
     else if (kind === 'level') out = await levelThroughput(name as LevelName, s)
+    else if (kind === 'history') out = await historyBench(s)
     else if (kind === 'load') out = await load(name as EngineName, dir, s, keys)
     else if (kind === 'open')
       out = await openBig(name as EngineName, dir, s, keys, flag === 'no-checkpoint')
@@ -519,6 +670,11 @@ async function main() {
     cairn: {},
     lmdb: {},
     'classic-level': {},
+  }
+  if (argv.includes('--history')) {
+    process.stderr.write('cairn: history windows on and off...\n')
+    printHistory(worker(['history', 'cairn', mode]), s)
+    return
   }
   const onlyArg = argv.indexOf('--only')
   const chosen = onlyArg >= 0 ? argv[onlyArg + 1].split(',') : [...ENGINES, 'level']

@@ -452,6 +452,9 @@ async function write(
     // on them: with durability `always` they were synced before they were applied.
     if (db.durability !== 'always' && !atClose) await db.log.syncDirty()
     if (gaveUp()) return false
+    // Open replays only the log after the checkpoint, so the history windows must hold, on
+    // disk, every version superseded before it (FORMAT.md, "History windows").
+    await db.syncHistory()
 
     let c = 0
     fd = io.openSync(tmp, 'w')

@@ -421,6 +421,8 @@ async function pass(db: DbCore, sc: Scratch, full: boolean): Promise<number> {
     // Before any segment can go. A disk that refuses it costs watches their history (they
     // list again, as after any gap), not the pass: compaction is what frees space.
     await keep.write()
+    // What the windows kept of the segments this pass deletes must be on disk before they go.
+    await db.syncHistory()
     await fsyncDirAsync(db.dir)
     for (const o of outputs) {
       if (sc.hints.length < POOLED) sc.hints.push(o.hint.buf)

@@ -51,4 +51,16 @@ export interface DbCore {
   noteCorrupt(): void
   noteCheckpoint(bytes: number): void
   stats(): EngineStats
+  /** Makes the history windows' appends durable: before a checkpoint or a compaction relies on them. */
+  syncHistory(): Promise<void>
+  /**
+   * Recovery applies an entry at `version` over the key's live `slot` (a tombstone also names
+   * itself): the namespace's history window keeps what it has not seen (windows.ts).
+   */
+  historyRecovering?(
+    nsId: number,
+    version: number,
+    slot: number | undefined,
+    tomb: [number, number, number] | undefined,
+  ): void
 }

@@ -26,6 +26,8 @@ import { DEL, ENTRY_HEADER, PUT, REC_HEADER, checkEntry, sealEntry, sealRecord }
 import { type Group, SegmentLog } from './segment-log.js'
 import { KeyDir, type SweepCursor } from './keydir.js'
 import { ValueCache } from './value-cache.js'
+import { Windows } from './windows.js'
+import { WINDOWS_FILE, WINDOW_NAME } from './window-file.js'
 import type {
   BatchOp,
   BatchOptions,
@@ -35,6 +37,12 @@ import type {
   EngineHealth,
   EngineStats,
   GetResult,
+  HistoryOptions,
+  HistoryPoint,
+  HistorySetting,
+  HistoryVersion,
+  ListAtOptions,
+  ListAtResult,
   ListOptions,
   ListResult,
   NamespaceInfo,
@@ -104,6 +112,8 @@ export class Db implements Engine, DbCore {
 
   /** Every live key and where its record is (keydir.ts). */
   readonly keydir: KeyDir
+  /** The namespaces' history windows (windows.ts). */
+  readonly windows: Windows
   table: NamespaceTable = { nextId: 1, list: [] }
   readonly log: SegmentLog
   /**
@@ -113,6 +123,8 @@ export class Db implements Engine, DbCore {
   version = 0
   /** `version` as of the last group made durable (a checkpoint records it). */
   appliedVersion = 0
+  /** The namespaces a group being applied wrote (reused from group to group). */
+  private touched = new Set<Namespace>()
   /** Listeners for committed changes (onCommit). */
   private commitListeners: CommitListener[] = []
   /** Counts compaction passes started: a checkpoint walk that sees it change gives up. */
@@ -196,6 +208,10 @@ export class Db implements Engine, DbCore {
     }
     this.keydir = new KeyDir(this.log.segments, this.cache)
     this.keydir.onExpired = (n, key) => this.expired(n, key)
+    this.windows = new Windows(this, cfg.options.clock ?? Date.now)
+    this.keydir.superseding = (n, key, slot) => {
+      if (this.windows.byId.size > 0) this.windows.superseding(n, key, slot)
+    }
     this.checkLock = cfg.checkLock
     if (this.durability === 'interval') {
       this.timer = setInterval(
@@ -237,6 +253,7 @@ export class Db implements Engine, DbCore {
     this.log.checkWritable()
     this.saveNamespaces({ ...this.table, list: this.table.list.filter(([id]) => id !== n.id) })
     this.keydir.dropNamespace(n)
+    this.windows.drop(n.id)
     return true
   }
 
@@ -262,13 +279,116 @@ export class Db implements Engine, DbCore {
   namespaces(): NamespaceInfo[] {
     const out: NamespaceInfo[] = []
     for (const n of this.keydir.byName.values())
-      out.push({ name: n.name, keys: n.map.size, bytes: n.bytes })
+      out.push({
+        name: n.name,
+        keys: n.map.size,
+        bytes: n.bytes,
+        historyBytes: this.windows.historyBytes(n.id),
+      })
     return out
   }
 
   namespaceStats(ns: string): NamespaceInfo | undefined {
     const n = this.keydir.byName.get(ns)
-    return n ? { name: n.name, keys: n.map.size, bytes: n.bytes } : undefined
+    return n
+      ? {
+          name: n.name,
+          keys: n.map.size,
+          bytes: n.bytes,
+          historyBytes: this.windows.historyBytes(n.id),
+        }
+      : undefined
+  }
+
+  // ---- history ----
+
+  /**
+   * Sets how long the namespace keeps every version its writes supersede (and its
+   * tombstones), and at most how many bytes of them; `{ seconds: 0 }` or `{ bytes: 0 }` stops
+   * keeping them and forgets what was kept. Kept in the directory (WINDOWS) across opens.
+   * History begins when the window is first set.
+   */
+  setHistory(ns: string, setting: HistorySetting): void {
+    this.checkOpen()
+    const n = this.ns(ns)
+    if (setting === null || typeof setting !== 'object')
+      fail('INVALID_ARGUMENT', 'a history window is { seconds, bytes }')
+    this.log.checkWritable()
+    this.windows.set(n, { seconds: setting.seconds, bytes: setting.bytes })
+  }
+
+  /** The namespace's history window, undefined when it keeps none. */
+  getHistory(ns: string): HistorySetting | undefined {
+    this.checkOpen()
+    return this.windows.get(this.ns(ns).id)
+  }
+
+  /** The oldest point still readable: its version and time (ms since the Unix epoch). */
+  historyFrom(ns: string): { version: number; at: number } {
+    this.checkOpen()
+    return this.windows.from(this.ns(ns))
+  }
+
+  /**
+   * The key as it was at the point: the state after that version, or after every write
+   * committed at or before that time. HISTORY_EXPIRED for a point older than historyFrom;
+   * INVALID_POINT for a malformed one, a time in the future or a version above the
+   * namespace's.
+   */
+  getAt(ns: string, key: string, point: HistoryPoint): GetResult | undefined {
+    this.checkOpen()
+    const n = this.ns(ns)
+    if (typeof key !== 'string') fail('INVALID_ARGUMENT', 'key must be a string')
+    return this.windows.getAt(n, key, this.windows.resolve(n, point))
+  }
+
+  /** A page of the namespace as it was at the point (see getAt), in UTF-8 byte order. */
+  listAt(ns: string, opts: ListAtOptions, point: HistoryPoint): Promise<ListAtResult> {
+    try {
+      this.checkOpen()
+      const n = this.ns(ns)
+      const o = opts ?? {}
+      for (const k of [o.prefix, o.start, o.end, o.after])
+        if (typeof k === 'string' && !isWellFormed(k))
+          fail('INVALID_ARGUMENT', 'prefix, start, end and after are Unicode text')
+      return this.windows.listAt(n, o, this.windows.resolve(n, point))
+    } catch (err) {
+      return Promise.reject(err)
+    }
+  }
+
+  /** The key's versions within the history, newest first (its live one included). */
+  history(ns: string, key: string, opts?: HistoryOptions): HistoryVersion[] {
+    this.checkOpen()
+    const n = this.ns(ns)
+    if (typeof key !== 'string') fail('INVALID_ARGUMENT', 'key must be a string')
+    return this.windows.history(n, key, opts ?? {})
+  }
+
+  /** The namespace, for the history windows (NAMESPACE_NOT_FOUND when it is none). */
+  nsOf(name: string): Namespace {
+    return this.ns(name)
+  }
+
+  /** The entry bytes a live slot points at. */
+  entryOf(slot: number): Buffer {
+    const b = this.cache?.get(slot)
+    if (b !== undefined) return b
+    const s = this.keydir.slots
+    return this.readEntry(s.seg[slot]!, s.off[slot]!, s.len[slot]!)
+  }
+
+  syncHistory(): Promise<void> {
+    return this.windows.syncAsync()
+  }
+
+  historyRecovering(
+    nsId: number,
+    version: number,
+    slot: number | undefined,
+    tomb: [number, number, number] | undefined,
+  ): void {
+    if (this.windows.byId.size > 0) this.windows.recovering(nsId, version, slot, tomb)
   }
 
   private ns(name: string): Namespace {
@@ -524,6 +644,10 @@ export class Db implements Engine, DbCore {
     this.logBytes += g.len
     this.appliedVersion = this.version
     const changes: CommittedChange[] | null = this.commitListeners.length > 0 ? [] : null
+    const windows = this.windows
+    windows.begin()
+    const touched = this.touched
+    touched.clear()
     for (const st of g.staged) {
       noteVersion(seg, st.nsId, st.version)
       const keyLen = b.readUInt16LE(st.at + 6)
@@ -544,6 +668,7 @@ export class Db implements Engine, DbCore {
       if (n.staged.get(st.key) === st) n.staged.delete(st.key)
       if (st.version > n.applied) n.applied = st.version
       if (changes !== null) changes.push(committed(n, st, b, keyLen))
+      touched.add(n)
       if (st.type === PUT) {
         const live = this.keydir.setLive(
           n,
@@ -556,8 +681,13 @@ export class Db implements Engine, DbCore {
         )
         // What was just written is what is most likely read next (sessions, caches): keep it.
         this.cache?.set(live, b, st.at, st.len)
-      } else this.keydir.remove(n, st.key)
+        windows.entry(n.id, st.key, null)
+      } else {
+        this.keydir.remove(n, st.key)
+        windows.entry(n.id, st.key, b, st.at, st.len)
+      }
     }
+    windows.end(touched)
     if (changes !== null && changes.length > 0)
       for (const l of this.commitListeners) {
         try {
@@ -959,6 +1089,8 @@ export class Db implements Engine, DbCore {
           this.futile = 0
           this.maybeCompact()
         } else if (!this.closed) this.futile = this.stats().deadBytes
+        // Expired history is reclaimed with the log's garbage.
+        if (!this.closed) await this.windows.reclaim().catch(() => {})
         // The checkpoint names segments the pass replaced: write one that names the new ones.
         this.maybeCheckpoint()
       }
@@ -1095,6 +1227,7 @@ export class Db implements Engine, DbCore {
       fsyncTotalMs: this.log.counters.fsyncTotalMs,
       fsyncLastMs: this.log.counters.fsyncLastMs,
       writeFailures: this.log.counters.writeFailures,
+      historyDiskBytes: this.windows.diskBytes(),
     }
   }
 
@@ -1127,7 +1260,12 @@ export class Db implements Engine, DbCore {
     }
     // The history files, so that a copy resumes watches too.
     for (const name of io.readdirSync(this.dir))
-      if (HISTORY_NAME.test(name) || name === LEGACY_HISTORY)
+      if (
+        HISTORY_NAME.test(name) ||
+        name === LEGACY_HISTORY ||
+        WINDOW_NAME.test(name) ||
+        name === WINDOWS_FILE
+      )
         copy(path.join(this.dir, name), name, io.sizeOf(path.join(this.dir, name)))
     writeNamespaces(toDir, this.table)
     fsyncDir(toDir)
@@ -1141,6 +1279,7 @@ export class Db implements Engine, DbCore {
     try {
       if (this.compacting) await this.compacting.catch(() => {})
       if (this.checkpointing) await this.checkpointing
+      if (this.windows.reclaiming) await this.windows.reclaiming
       if (this.timer) clearInterval(this.timer)
       clearInterval(this.lockTimer)
       clearTimeout(this.expiryRetry)
@@ -1155,6 +1294,7 @@ export class Db implements Engine, DbCore {
         this.logBytes === this.logBytesAtCheckpoint
       if (this.log.health.state === 'ok' && !unchanged) await writeCheckpoint(this, true)
     } finally {
+      this.windows.close()
       this.release()
     }
   }

@@ -38,14 +38,18 @@ function openLocked(dir: string, options: OpenOptions): DbClass {
   const release = () => lock.release()
   const db = new Db({ dir, options, release, checkLock: () => lock.check() })
   try {
+    // Before recovery, which tells the history windows what a crash kept them from seeing.
+    db.windows.load()
     const found = recover(db, options.repair === true)
     db.repairReport = report(db, found.dropped, found.kept)
     db.log.active = db.log.createSegment(db.log.nextSegId++)
     fsyncDir(dir)
     db.log.writeManifestNow()
+    db.windows.opened()
     db.watchLock()
     return db
   } catch (err) {
+    db.windows.close()
     for (const seg of db.segments.values()) {
       try {
         io.closeSync(seg.fd)

@@ -82,6 +82,13 @@ export class KeyDir {
   /** Told of every key that leaves the index because its time ran out (db.ts writes it down). */
   onExpired: (n: Namespace, key: string) => void = () => {}
 
+  /**
+   * Told of every live slot the index lets go of (overwritten, deleted, expired), while it still
+   * points at its record: a namespace's history window keeps that version (windows.ts).
+   * Not during recovery, which tells the windows itself.
+   */
+  superseding: ((n: Namespace, key: string, slot: number) => void) | null = null
+
   /** Points the key at a record; used by writes, recovery and compaction alike. */
   setLive(
     n: Namespace,
@@ -103,6 +110,7 @@ export class KeyDir {
       n.map.set(key, slot)
       if (!recovering) this.keyAdded(n, key)
     } else {
+      if (!recovering && this.superseding !== null) this.superseding(n, key, slot)
       this.cache?.delete(slot)
       this.unlive(slot)
       n.bytes -= s.len[slot]! - ENTRY_HEADER
@@ -135,6 +143,7 @@ export class KeyDir {
   remove(n: Namespace, key: string, recovering = false): void {
     const slot = n.map.get(key)
     if (slot === undefined) return
+    if (!recovering && this.superseding !== null) this.superseding(n, key, slot)
     this.unlive(slot)
     n.bytes -= this.slots.len[slot]! - ENTRY_HEADER
     if (this.slots.expires[slot] !== 0) n.ttl--

@@ -29,6 +29,66 @@ export interface OpenOptions {
   autoCompact?: boolean
   /** Salvage what is intact past a corrupt record instead of refusing to open. */
   repair?: boolean
+  /**
+   * The clock history windows run on (commit times, what has left a window), in milliseconds
+   * since the Unix epoch. Default Date.now. Expiry of keys (TTL) keeps to Date.now.
+   */
+  clock?: () => number
+}
+
+/** A namespace's history window: every superseded version is kept this long, within a byte bound. */
+export interface HistorySetting {
+  /** How long a superseded version stays readable, in seconds (0: no history). */
+  seconds: number
+  /** At most this many bytes of history; past it the oldest goes first (0: no history). */
+  bytes: number
+}
+
+/**
+ * A point in a namespace's history: a version (the state after that write), or a time in
+ * milliseconds since the Unix epoch (the state after every write committed at or before it).
+ */
+export type HistoryPoint = { version: number } | { at: number }
+
+export interface ListAtOptions {
+  prefix?: string
+  /** Keys at or after this one. */
+  start?: string
+  /** Keys before this one. */
+  end?: string
+  /** Keys strictly after this one (before it, with reverse): a page's `next`. */
+  after?: string
+  /** Default 1000. */
+  limit?: number
+  reverse?: boolean
+  /** Read each entry's value too. */
+  values?: boolean
+}
+
+export interface ListAtResult {
+  keys: string[]
+  entries: { key: string; version: number; value?: Value; expiresAt?: number }[]
+  /** Present when more keys remain: pass it as `after` to continue. */
+  next?: string
+  /** The namespace's version at the point. */
+  version: number
+}
+
+export interface HistoryOptions {
+  /** Default 100. */
+  limit?: number
+  /** Only versions below this one (a page's last version, to go on). */
+  before?: number
+}
+
+/** One version of a key, as history() lists them. */
+export interface HistoryVersion {
+  version: number
+  /** Its commit time, milliseconds since the Unix epoch. */
+  at: number
+  deleted?: true
+  value?: Value
+  expiresAt?: number
 }
 
 export interface PutOptions {
@@ -110,6 +170,8 @@ export interface NamespaceInfo {
   name: string
   keys: number
   bytes: number
+  /** Bytes of superseded versions and tombstones its history window keeps (0 without one). */
+  historyBytes?: number
 }
 
 export interface EngineStats {
@@ -136,6 +198,8 @@ export interface EngineStats {
   corruptReads: number
   /** Writes that failed because storage did (disk full or an I/O error). */
   writeFailures: number
+  /** Bytes of the history windows' files (not counted in diskBytes). */
+  historyDiskBytes?: number
 }
 
 export type EngineErrorCode =
@@ -151,6 +215,10 @@ export type EngineErrorCode =
   | 'NO_SPACE'
   /** Storage failed (EIO, EROFS, EMFILE, a failed fsync): writes are refused until a retry works. */
   | 'IO_ERROR'
+  /** A point older than the namespace's history window. */
+  | 'HISTORY_EXPIRED'
+  /** A point that is malformed, in the future, or above the namespace's version. */
+  | 'INVALID_POINT'
 
 /** Whether the engine takes writes, and if not, why (see FORMAT.md, "Faults"). */
 export type EngineHealth =

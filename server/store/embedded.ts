@@ -12,6 +12,7 @@ import { EmbeddedRecords } from './embedded-records.js'
 import { reconcileNamespaces } from './embedded-reconcile.js'
 import { EmbeddedFeed } from './embedded-feed.js'
 import { transact } from './embedded-tx.js'
+import { embeddedHistory } from './embedded-history.js'
 import { METADATA_HEAD, hasMetadata, metadataText, valueText, wrap } from './envelope.js'
 import type {
   Bucket,
@@ -141,6 +142,7 @@ function embeddedStore(db: Db, records: EmbeddedRecords): Store {
       stats: () => db.stats(),
     },
     feed,
+    history: embeddedHistory(db),
     createNamespace: (ns) => db.createNamespace(ns),
     async dropNamespace(ns) {
       const dropped = await db.dropNamespace(ns)

@@ -424,6 +424,51 @@ export interface ReadLaneStats {
 }
 
 /** What only the embedded engine can do: the operator's maintenance and its statistics. */
+/**
+ * A point in a namespace's history: a version (the state after that write), or a time in
+ * milliseconds since the Unix epoch (the state after every write committed at or before it).
+ */
+export type HistoryPoint = { version: number } | { at: number }
+
+/** One version of a key, newest first in EntryHistory.versions. */
+export interface EntryVersion {
+  version: number
+  /** Its commit time, milliseconds since the Unix epoch. */
+  at: number
+  deleted?: true
+  /** The value's JSON text (not for a delete). */
+  value?: Buffer
+  expiresAt?: number
+  /** The metadata's JSON text, when the version had some. */
+  metadata?: Buffer
+}
+
+/**
+ * A namespace's history window and reads at a point (the contract's "History and restore").
+ * A point older than the window rejects with code HISTORY_EXPIRED; a time in the future, a
+ * version above the namespace's, or a malformed point with INVALID_POINT.
+ */
+export interface EntryHistory {
+  /** Keeps every superseded version `seconds` long, at most `bytes` of them (0: none). */
+  setWindow(ns: string, window: { seconds: number; bytes: number }): Promise<void>
+  /** The entry as it was at the point; undefined when it did not exist then. */
+  getAt(ns: string, key: string, point: HistoryPoint): Promise<Entry | undefined>
+  /** A page of the namespace as it was at the point; `version` is the point's version. */
+  listAt(
+    ns: string,
+    opts: ListOptions & { start?: string; end?: string },
+    point: HistoryPoint,
+  ): Promise<Listed>
+  /** The key's versions within the history, newest first. */
+  versions(
+    ns: string,
+    key: string,
+    opts?: { limit?: number; before?: number },
+  ): Promise<EntryVersion[]>
+  /** The oldest readable point, and the bytes the window holds. */
+  window(ns: string): Promise<{ from: { version: number; at: number }; bytes: number }>
+}
+
 export interface StoreAdmin {
   compact(opts?: { full?: boolean }): Promise<void>
   backup(toDir: string): Promise<void>
@@ -464,6 +509,8 @@ export interface Store extends Entries {
    * leave it out.
    */
   restore?(ns: string, rows: Restored[], version: number): Promise<void>
+  /** History windows and reads at a point, where the store has them (the embedded engine). */
+  readonly history?: EntryHistory
   /** Makes what is buffered durable (the embedded engine's interval mode). */
   flush(): Promise<void>
   close(): Promise<void>
