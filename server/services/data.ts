@@ -7,7 +7,10 @@ import type { PlanBook } from './plans.js'
 import { storageFault } from './storage-faults.js'
 import type {
   Entry,
+  KeyRangeOptions,
   ListOptions,
+  RangeCounts,
+  RangeSnapshot,
   Listed,
   Store,
   Transacted,
@@ -199,6 +202,16 @@ export class Data {
 
   list(info: NamespaceInfo, o: ListOptions): Promise<Listed> {
     return this.store.list(info.storeName, o)
+  }
+
+  /** The live keys of a prefix or range and their bytes, at one version. */
+  countRange(info: NamespaceInfo, range: KeyRangeOptions): Promise<RangeCounts> {
+    return this.store.countRange(info.storeName, range)
+  }
+
+  /** A read of a prefix or range as it is now, whatever is written meanwhile (an export). */
+  snapshot(info: NamespaceInfo, range: KeyRangeOptions): Promise<RangeSnapshot> {
+    return this.store.snapshot(info.storeName, range)
   }
 
   /** A page at once, or undefined when the store can only answer with list(). */

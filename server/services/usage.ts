@@ -20,6 +20,8 @@ export const OPS = [
   'transaction',
   'deletePrefix',
   'watch',
+  'export',
+  'import',
 ] as const
 export type OpName = (typeof OPS)[number]
 export const OP = {
@@ -33,6 +35,8 @@ export const OP = {
   transaction: 7,
   deletePrefix: 8,
   watch: 9,
+  export: 10,
+  import: 11,
 } as const
 
 /**
