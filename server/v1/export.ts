@@ -94,7 +94,7 @@ function stream(
   let waiting = false
   let reading = false
   let ended = false
-  let batch = 100
+  let batch = 16
   const finish = (whole: boolean) => {
     if (finished) return
     finished = true
@@ -110,7 +110,9 @@ function stream(
   const send = (data: Buffer) => {
     if (data.length > 0 && !out.write(data)) waiting = true
     if (ended) return finish(true)
-    if (!waiting) read()
+    // On the next turn: a chain of settled promises would otherwise run inside the cork uWS
+    // holds for the request, where every write says it went and nothing reaches the socket.
+    if (!waiting) setImmediate(read)
   }
   // Registered for the stream's life (cork-room.ts, watch-sse.ts): uWS moves what it held
   // back when something more is written, so the batch that waited goes now.
@@ -170,5 +172,5 @@ function stream(
       },
     )
   }
-  read()
+  setImmediate(read)
 }
