@@ -1,8 +1,8 @@
 // POST /v1/{namespace}?import=1&mode=merge|replace (with a prefix or a range): NDJSON in the
 // export's format. The body goes to a temporary file as it arrives, each line checked on the
-// way (the first pass): a bad line is answered at once, naming it, and nothing is applied.
-// Only once the whole body is in and every line is good does the second pass read the file
-// again and apply its entries (services/imports.ts). A body of up to 1 GiB costs the server
+// way (the first pass), as records of its checked entries: a bad line is answered at once,
+// naming it, and nothing is applied. Only once the whole body is in and every line is good
+// does the second pass read the records back and apply them (services/imports.ts). A body of up to 1 GiB costs the server
 // one line's bytes of memory at a time, not the body's: the file holds the rest, on the disk
 // of the temporary directory (TMPDIR; docs/configuration.md).
 import fs from 'node:fs'
@@ -36,28 +36,53 @@ export const MAX_IMPORT_BYTES = Math.min(
 const NDJSON = /^application\/(x-ndjson|jsonl|x-jsonlines|json)\s*(;|$)/i
 const NEWLINE = 0x0a
 
-/** The lines of an NDJSON file, as byte views, one at a time. */
-async function* fileLines(file: string): AsyncGenerator<Buffer> {
-  let partial: Buffer[] = []
-  for await (const chunk of fs.createReadStream(file, { highWaterMark: 1024 * 1024 })) {
-    const b = chunk as Buffer
-    let from = 0
-    for (let i = b.indexOf(NEWLINE); i >= 0; i = b.indexOf(NEWLINE, from)) {
-      const piece = b.subarray(from, i)
-      yield partial.length === 0 ? piece : Buffer.concat([...partial, piece])
-      partial = []
-      from = i + 1
-    }
-    if (from < b.length) partial.push(b.subarray(from))
-  }
-  if (partial.length > 0) yield Buffer.concat(partial)
+/** Bytes of checked entries gathered before they go to the file. */
+const SPOOL_BYTES = 1024 * 1024
+const NONE = 0xffffffff
+
+/**
+ * Checked entries go to the file as records (key, value, metadata, expiry, each behind its
+ * length), so the second pass reads them back without parsing JSON again.
+ */
+function record(e: ImportEntry): Buffer[] {
+  const key = Buffer.from(e.key)
+  const head = Buffer.allocUnsafe(8)
+  head.writeUInt32LE(key.length, 0)
+  head.writeUInt32LE(e.value.length, 4)
+  const tail = Buffer.allocUnsafe(12)
+  tail.writeUInt32LE(e.metadata === undefined ? NONE : e.metadata.length, 0)
+  tail.writeDoubleLE(e.expiresAt ?? Number.NaN, 4)
+  return e.metadata === undefined
+    ? [head, key, e.value, tail]
+    : [head, key, e.value, tail, e.metadata]
 }
 
-/** The entries of a checked import file, in order. */
-async function* fileEntries(file: string, max: number | null): AsyncGenerator<ImportEntry> {
-  for await (const line of fileLines(file)) {
-    const e = importLine(line, max)
-    if (e !== 'skip' && !('code' in e)) yield e
+/** The entries of a spooled import file, in order. */
+async function* fileEntries(file: string): AsyncGenerator<ImportEntry> {
+  let buf: Buffer = Buffer.alloc(0)
+  for await (const chunk of fs.createReadStream(file, { highWaterMark: 1024 * 1024 })) {
+    buf = buf.length === 0 ? (chunk as Buffer) : Buffer.concat([buf, chunk as Buffer])
+    let at = 0
+    for (;;) {
+      if (buf.length - at < 8) break
+      const kl = buf.readUInt32LE(at)
+      const vl = buf.readUInt32LE(at + 4)
+      const fixed = 8 + kl + vl + 12
+      if (buf.length - at < fixed) break
+      const ml = buf.readUInt32LE(at + 8 + kl + vl)
+      const whole = fixed + (ml === NONE ? 0 : ml)
+      if (buf.length - at < whole) break
+      const e: ImportEntry = {
+        key: buf.toString('utf8', at + 8, at + 8 + kl),
+        value: buf.subarray(at + 8 + kl, at + 8 + kl + vl),
+      }
+      const x = buf.readDoubleLE(at + 8 + kl + vl + 4)
+      if (!Number.isNaN(x)) e.expiresAt = x
+      if (ml !== NONE) e.metadata = buf.subarray(at + fixed, at + whole)
+      yield e
+      at += whole
+    }
+    buf = buf.subarray(at)
   }
 }
 
@@ -122,6 +147,13 @@ function importNamespace(
   let partial: Buffer[] = []
   let partialBytes = 0
   let over = false
+  let spool: Buffer[] = []
+  let spooled = 0
+  const spill = () => {
+    if (spooled > 0) fs.writeSync(fd, Buffer.concat(spool, spooled))
+    spool = []
+    spooled = 0
+  }
   const drop = () => {
     if (fd >= 0) fs.closeSync(fd)
     fd = -1
@@ -139,6 +171,11 @@ function importNamespace(
     if ('code' in e) return refuse(e, line)
     entries++
     adds += Buffer.byteLength(e.key) + e.value.length + ctx.data.metadataBytes(e.metadata)
+    for (const part of record(e)) {
+      spool.push(part)
+      spooled += part.length
+    }
+    if (spooled >= SPOOL_BYTES) spill()
   }
   const take = (chunk: Buffer) => {
     if (over) return
@@ -148,7 +185,6 @@ function importNamespace(
       drop()
       return call.fail('import_too_large', undefined, '', true)
     }
-    fs.writeSync(fd, chunk)
     let from = 0
     for (let i = chunk.indexOf(NEWLINE); i >= 0 && !over; i = chunk.indexOf(NEWLINE, from)) {
       const piece = chunk.subarray(from, i)
@@ -173,6 +209,7 @@ function importNamespace(
     if (over || call.done) return drop()
     if (partial.length > 0) check(Buffer.concat(partial))
     if (over) return
+    spill()
     fs.closeSync(fd)
     fd = -1
     call.bytesIn = size
@@ -196,14 +233,12 @@ function importNamespace(
         const freed = async () => {
           let bytes = 0
           if (mode === 'replace') bytes += (await ctx.data.countRange(info, range)).bytes
-          else
-            for await (const e of fileEntries(file, max))
-              bytes += await ctx.data.bytesOf(info, e.key)
+          else for await (const e of fileEntries(file)) bytes += await ctx.data.bytesOf(info, e.key)
           return bytes
         }
         ctx.data
           .importFits(account, adds, freed)
-          .then(() => applyImport(ctx.data, account, info, fileEntries(file, max), mode, range))
+          .then(() => applyImport(ctx.data, account, info, fileEntries(file), mode, range))
           .then(
             (r) =>
               call.send(
