@@ -20,7 +20,8 @@ import { type ImportEntry, type LineFault, importLine } from '../wire/import-lin
 import { type KeyRange, rangeFault } from '../wire/range.js'
 import { closeRequested } from './body.js'
 import type { Call } from './call.js'
-import { canUse, missingNow, withNamespace } from './entries.js'
+import { canUse, missingNow } from './entries.js'
+import type { NamespaceInfo } from '../services/accounts.js'
 import type { Parsed } from './paths.js'
 import { runTransaction } from './transaction.js'
 import { parseQuery } from '../wire/query.js'
@@ -157,7 +158,8 @@ function importNamespace(
   const drop = () => {
     if (fd >= 0) fs.closeSync(fd)
     fd = -1
-    fs.rm(file, { force: true }, () => {})
+    // At once: a server stopped right after the answer would leave an asynchronous one undone.
+    fs.rmSync(file, { force: true })
   }
   const refuse = (f: LineFault, at: number) => {
     over = true
@@ -228,29 +230,42 @@ function importNamespace(
         )
       }
     }
-    withNamespace(call, ns, (info) =>
-      call.applyLater(() => {
-        const freed = async () => {
-          let bytes = 0
-          if (mode === 'replace') bytes += (await ctx.data.countRange(info, range)).bytes
-          else for await (const e of fileEntries(file)) bytes += await ctx.data.bytesOf(info, e.key)
-          return bytes
-        }
-        ctx.data
-          .importFits(account, adds, freed)
-          .then(() => applyImport(ctx.data, account, info, fileEntries(file), mode, range))
-          .then(
-            (r) =>
-              call.send(
-                200,
-                `{"imported":${r.imported},"deleted":${r.deleted},"version":"${r.version}"}`,
-              ),
-            (err) => call.error(err),
-          )
-          .finally(drop)
-      }),
-    )
+    // As withNamespace, with the file let go when the namespace turns out to be missing (a
+    // shared store asked only now) or the lookup fails.
+    const found = ctx.accounts.namespace(account, ns)
+    const go = (info: NamespaceInfo | undefined) => {
+      if (info !== undefined) return apply(info)
+      drop()
+      call.fail('namespace_not_found', `There is no namespace "${ns}".`)
+    }
+    if (!(found instanceof Promise)) return go(found)
+    call.async()
+    found.then(go, (err) => {
+      drop()
+      call.error(err)
+    })
   }
+  const apply = (info: NamespaceInfo) =>
+    call.applyLater(() => {
+      const freed = async () => {
+        let bytes = 0
+        if (mode === 'replace') bytes += (await ctx.data.countRange(info, range)).bytes
+        else for await (const e of fileEntries(file)) bytes += await ctx.data.bytesOf(info, e.key)
+        return bytes
+      }
+      ctx.data
+        .importFits(account, adds, freed)
+        .then(() => applyImport(ctx.data, account, info, fileEntries(file), mode, range))
+        .then(
+          (r) =>
+            call.send(
+              200,
+              `{"imported":${r.imported},"deleted":${r.deleted},"version":"${r.version}"}`,
+            ),
+          (err) => call.error(err),
+        )
+        .finally(drop)
+    })
   readStream(call, take, end)
 }
 
