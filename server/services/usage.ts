@@ -26,6 +26,8 @@ export const OPS = [
   'deletePrefix',
   'watch',
   'upstash',
+  'export',
+  'import',
 ] as const
 export type OpName = (typeof OPS)[number]
 export const OP = {
@@ -40,6 +42,8 @@ export const OP = {
   deletePrefix: 8,
   watch: 9,
   upstash: 10,
+  export: 11,
+  import: 12,
 } as const
 
 /**

@@ -11,7 +11,7 @@ import { deleteEntry, getEntry, putEntry } from './entries.js'
 import { deleteByPrefix } from './delete-prefix.js'
 import { listKeys } from './list-keys.js'
 import { patchEntry } from './patch.js'
-import { runTransaction } from './transaction.js'
+import { postNamespace } from './import.js'
 import { createNamespace, deleteNamespace, listNamespaces } from './namespace-routes.js'
 import { type Parsed, Route } from './paths.js'
 import { usageReportRoute } from './usage-route.js'
@@ -79,7 +79,8 @@ export const ROUTES: Record<Exclude<Route, Route.NotFound>, RouteEntry> = {
       id: 'runTransaction',
       metric: R.transaction,
       usage: OP.transaction,
-      run: runTransaction,
+      // With import=1 the same operation imports NDJSON (import.ts), counted as `import`.
+      run: postNamespace,
     },
     delete: {
       id: 'deleteByPrefix',

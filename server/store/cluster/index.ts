@@ -83,6 +83,8 @@ export async function openRedisStore(
     delete: (ns, key, o) => entries.delete(ns, key, o),
     list: (ns, o) => entries.list(ns, o),
     transact: (ns, ops) => entries.transact(ns, ops),
+    countRange: (ns, range) => entries.countRange(ns, range),
+    snapshot: (ns, range) => entries.snapshot(ns, range),
     feed,
     batch: (ns, ops, checks) => entries.batch(ns, ops, checks),
     restore: (ns, rows, version) => entries.restore(ns, rows, version),
