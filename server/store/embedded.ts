@@ -166,11 +166,6 @@ function embeddedStore(db: Db, records: EmbeddedRecords): Store {
     transact: (ns, ops) => transact(db, ns, ops),
     countRange: (ns, range) => countRange(db, ns, range),
     snapshot: (ns, range) => snapshots.take(ns, range),
-    batch: (ns, ops, checks) =>
-      db.batch(
-        ops.map((op) => ({ ...op, ns })),
-        checks && { checks: checks.map((c) => ({ ...c, ns })) },
-      ),
     health: () => db.health(),
     flush: () => db.flush(),
     close: () => {

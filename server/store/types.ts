@@ -194,16 +194,6 @@ export interface Feed {
   subscribe(ns: string, listener: (changes: Change[]) => void): () => void
 }
 
-export type EntryOp =
-  | { type: 'put'; key: string; value: Buffer; ttlMs?: number; expiresAt?: number }
-  | { type: 'delete'; key: string }
-
-export interface EntryCheck {
-  key: string
-  /** null: the key must be absent. */
-  version: number | null
-}
-
 /** An entry as copied from another store, version and all (cairn migrate). */
 export interface Restored extends Entry {
   key: string
@@ -319,11 +309,6 @@ export interface Entries {
   countRange(ns: string, range: KeyRangeOptions): Promise<RangeCounts>
   /** A consistent read of a prefix or range at the namespace's current version (an export). */
   snapshot(ns: string, range: KeyRangeOptions): Promise<RangeSnapshot>
-  /**
-   * All or nothing, also across a crash; every check holds or nothing is written (CONFLICT).
-   * The writes take consecutive versions in op order; resolves with the last.
-   */
-  batch(ns: string, ops: EntryOp[], checks?: EntryCheck[]): Promise<{ version: number }>
   /**
    * A transaction: all or nothing, in op order (see TxOp). A failed check, ifVersion or
    * patch rejects with CONFLICT, NOT_A_NUMBER or KEY_NOT_FOUND and `err.index`, writing

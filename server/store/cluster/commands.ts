@@ -23,7 +23,6 @@ const SLOTS_REMEMBERED = 10_000
 const SCRIPTS: Record<string, { keys: number; lua: string }> = {
   cairnPut: { keys: 1, lua: E.PUT },
   cairnDelete: { keys: 1, lua: E.DELETE },
-  cairnBatch: { keys: 1, lua: E.BATCH },
   cairnGet: { keys: 1, lua: E.GET },
   cairnStat: { keys: 1, lua: E.STAT },
   cairnList: { keys: 1, lua: E.LIST },

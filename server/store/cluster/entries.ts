@@ -8,8 +8,6 @@ import type {
   Change,
   Entries,
   Entry,
-  EntryCheck,
-  EntryOp,
   EntryStat,
   EntryWrite,
   ExportedEntry,
@@ -299,17 +297,6 @@ export class ClusterEntries implements Entries {
         r.metadata ?? '',
       )
     await this.cmd.write('cairnImport', args)
-  }
-
-  async batch(ns: string, ops: EntryOp[], checks: EntryCheck[] = []): Promise<{ version: number }> {
-    const now = Date.now()
-    const args: (string | Buffer | number)[] = [meta(ns), now, checks.length]
-    for (const c of checks) args.push(c.key, c.version === null ? '-' : String(c.version))
-    for (const op of ops) {
-      if (op.type === 'put') args.push('p', op.key, op.value, expiry(op, now))
-      else args.push('d', op.key)
-    }
-    return { version: Number(await this.cmd.write('cairnBatch', args)) }
   }
 
   async transact(ns: string, ops: TxOp[]): Promise<Transacted> {

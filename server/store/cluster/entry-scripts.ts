@@ -263,56 +263,6 @@ return 1
 `
 
 /**
- * batch: ARGV now, then the number of checks and each check's key and version ('-' for
- * absent), then the ops: 'p' key value expiresAt, or 'd' key. Every check holds or nothing
- * is written; every write gets the one new version (feed ids <version>-0, -1, ... in op
- * order); a delete of a key that is not there is no change.
- */
-export const BATCH = `${PRELUDE}
-local now = tonumber(ARGV[1])
-prune(now, 16)
-local i = 2
-local checks = tonumber(ARGV[i]); i = i + 1
-for _ = 1, checks do
-  local cur = live(ARGV[i], now)
-  local want = ARGV[i + 1]
-  i = i + 2
-  if want == '-' then
-    if cur then return redis.error_reply('CONFLICT') end
-  elseif cur ~= want then
-    return redis.error_reply('CONFLICT')
-  end
-end
--- Expired entries go first, each as a delete of its own (settle); then each write takes the
--- namespace's next version, in op order, and a delete of a missing key writes nothing.
-local j = i
-while j <= #ARGV do
-  settle(ARGV[j + 1], now)
-  if ARGV[j] == 'p' then j = j + 4 else j = j + 2 end
-end
-local ver = tonumber(redis.call('HGET', meta, 'ver') or '0')
-while i <= #ARGV do
-  local op, k = ARGV[i], ARGV[i + 1]
-  local had = redis.call('EXISTS', ent .. k) == 1
-  if had then forget(k) end
-  if op == 'p' then
-    ver = redis.call('HINCRBY', meta, 'ver', 1)
-    store(k, ARGV[i + 2], ver, ARGV[i + 3])
-    note(ver, 0, 'p', k, ARGV[i + 2], ARGV[i + 3])
-    i = i + 4
-  else
-    if had then
-      ver = redis.call('HINCRBY', meta, 'ver', 1)
-      note(ver, 0, 'd', k)
-    end
-    i = i + 2
-  end
-end
-trim()
-return ver
-`
-
-/**
  * get: ARGV key, now. Returns { value, version, expiresAt or false, metadata or false } or
  * nil. The hot read: no prelude (it defines functions on every call), just the generation
  * and the entry.

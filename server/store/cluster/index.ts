@@ -86,7 +86,6 @@ export async function openRedisStore(
     countRange: (ns, range) => entries.countRange(ns, range),
     snapshot: (ns, range) => entries.snapshot(ns, range),
     feed,
-    batch: (ns, ops, checks) => entries.batch(ns, ops, checks),
     restore: (ns, rows, version) => entries.restore(ns, rows, version),
     health: () => health.now(),
     flush: async () => {},
