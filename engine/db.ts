@@ -33,7 +33,6 @@ import type {
   BatchOptions,
   DeleteOptions,
   Durability,
-  Engine,
   EngineHealth,
   EngineStats,
   GetResult,
@@ -102,7 +101,7 @@ const EXPIRY_RETRY_MS = 1000
 const FOLD_LOOK_BYTES = 4 * 1024 * 1024
 const MAX_EXPIRIES_WAITING = 1_000_000
 
-export class Db implements Engine, DbCore {
+export class Db implements DbCore {
   readonly dir: string
   readonly durability: Durability
   readonly segmentBytes: number
