@@ -30,8 +30,9 @@ export interface OpenOptions {
   /** Salvage what is intact past a corrupt record instead of refusing to open. */
   repair?: boolean
   /**
-   * The clock history windows run on (commit times, what has left a window), in milliseconds
-   * since the Unix epoch. Default Date.now. Expiry of keys (TTL) keeps to Date.now.
+   * The clock the engine runs on, in milliseconds since the Unix epoch: keys' expiry (TTL),
+   * commit times and what has left a history window. Default Date.now; tests set it to run
+   * time forward instead of sleeping against a deadline.
    */
   clock?: () => number
 }
@@ -225,4 +226,3 @@ export type EngineHealth =
   | { state: 'ok' }
   | { state: 'no_space'; reason: string }
   | { state: 'failed'; reason: string }
-
