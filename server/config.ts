@@ -47,7 +47,10 @@ interface Option {
 }
 
 const OPTIONS: Record<
-  keyof Omit<Config, 'usageFlushMs' | 'billingScanMs' | 'meterSkewMs' | 'engine' | 'webhookRetryMs'>,
+  keyof Omit<
+    Config,
+    'usageFlushMs' | 'billingScanMs' | 'meterSkewMs' | 'engine' | 'webhookRetryMs'
+  >,
   Option
 > = {
   host: { flag: '--host', env: 'CAIRN_HOST' },
