@@ -137,6 +137,12 @@ t.test('the spending cap, and the plan page', async (t) => {
   const capped = await get()
   t.equal(capped.status, 429)
   t.equal(capped.body.error.code, 'spending_cap_reached')
+  const alerts = await a.call('GET', '/alerts')
+  t.same(
+    alerts.body.alerts.filter((x: any) => x.metric === 'spend'),
+    [{ metric: 'spend', percent: 100, value: 3, limit: 3 }],
+    'the banner says the cap is reached',
+  )
   t.equal((await a.call('PUT', '/billing/spending-cap', { cents: null })).status, 200)
   t.equal((await get()).status, 200, 'no cap: served again')
 
@@ -148,4 +154,24 @@ t.test('the spending cap, and the plan page', async (t) => {
   t.equal(m.spendingCapCents, null)
   t.equal(m.sent.length, 1)
   t.equal(m.sent[0].requests, Number(double.meterEvents[0]!.payload.value))
+})
+
+t.test('the plans file: meteredCentsPerThousand', async (t) => {
+  const { parsePlans } = await import('../../server/services/plans.js')
+  const file = (extra: Record<string, unknown>) => {
+    const p = meteredPlans()
+    Object.assign(p.plans[2]!, extra)
+    return JSON.stringify(p)
+  }
+  t.equal(parsePlans(file({}), 'plans.json').plans[2]!.meteredCentsPerThousand, 1000)
+  t.equal(
+    parsePlans(file({ meteredCentsPerThousand: null }), 'plans.json').plans[2]!
+      .meteredCentsPerThousand,
+    null,
+  )
+  t.throws(() => parsePlans(file({ meteredCentsPerThousand: -1 }), 'p'), /must be a number >= 0/)
+  t.throws(() => parsePlans(file({ meteredCentsPerThousand: '5' }), 'p'), /must be a number >= 0/)
+  const flat = meteredPlans()
+  Object.assign(flat.plans[1]!, { meteredCentsPerThousand: 5 })
+  t.throws(() => parsePlans(JSON.stringify(flat), 'p'), /is for a metered plan/)
 })
