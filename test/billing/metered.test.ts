@@ -131,6 +131,7 @@ t.test('the spending cap, and the plan page', async (t) => {
   const get = () =>
     fetch(`${srv.baseUrl}/namespaces`, { headers: { 'x-api-key': a.apiKey } }).then(async (r) => ({
       status: r.status,
+      retryAfter: Number(r.headers.get('retry-after')),
       body: (await r.json()) as any,
     }))
   const usage = await fetch(`${srv.baseUrl}/usage`, { headers: { 'x-api-key': a.apiKey } })
@@ -142,6 +143,13 @@ t.test('the spending cap, and the plan page', async (t) => {
   const capped = await get()
   t.equal(capped.status, 429)
   t.equal(capped.body.error.code, 'spending_cap_reached')
+  const d = new Date()
+  const monthEnd = Date.UTC(d.getUTCFullYear(), d.getUTCMonth() + 1, 1)
+  const toMonthEnd = Math.ceil((monthEnd - Date.now()) / 1000)
+  t.ok(
+    capped.retryAfter >= toMonthEnd - 10 && capped.retryAfter <= toMonthEnd + 10,
+    'Retry-After: until the month ends',
+  )
   const alerts = await a.call('GET', '/alerts')
   t.same(
     alerts.body.alerts.filter((x: any) => x.metric === 'spend'),
