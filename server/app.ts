@@ -74,7 +74,7 @@ export async function serve(
     billing: undefined,
   }
   const stripe = Billing.settings(config, log)
-  if (stripe !== undefined) ctx.billing = new Billing(stripe, svc, log)
+  if (stripe !== undefined) ctx.billing = new Billing(stripe, svc, log, config.meterSkewMs)
   svc.namespaces.onDropped((ns) => ctx.watches.endNamespace(ns))
 
   const app = uws.App()
@@ -155,6 +155,7 @@ export async function serve(
   timer.unref()
 
   ctx.billing?.downgrades.start(config.billingScanMs)
+  ctx.billing?.meter.start(config.billingScanMs)
   svc.webhooks.start(log)
   ctx.lifecycle.ready = true
   for (const note of svc.store.startNotes ?? []) log.warn({ store: svc.store.kind }, note)
@@ -183,6 +184,7 @@ export async function serve(
         await new Promise((r) => setTimeout(r, 10))
       clearInterval(timer)
       await ctx.billing?.downgrades.stop()
+      await ctx.billing?.meter.stop()
       ctx.webhooks.stop()
       while (flushing) await new Promise((r) => setTimeout(r, 10))
       await flush().catch((err) =>

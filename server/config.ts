@@ -27,6 +27,8 @@ export interface Config {
   stripeApiUrl: string | undefined
   /** How often due downgrades are looked for (docs/billing.md: within a minute). */
   billingScanMs: number
+  /** Tests only (CAIRN_TEST_METER_SKEW_MS): how far ahead the meter's clock runs. */
+  meterSkewMs: number
   /** The embedded engine's tuning; only what was set (the engine's defaults otherwise). */
   engine: EngineTuning
   /** Notification webhooks may reach loopback, private and link-local addresses. */
@@ -45,7 +47,10 @@ interface Option {
 }
 
 const OPTIONS: Record<
-  keyof Omit<Config, 'usageFlushMs' | 'billingScanMs' | 'engine' | 'webhookRetryMs'>,
+  keyof Omit<
+    Config,
+    'usageFlushMs' | 'billingScanMs' | 'meterSkewMs' | 'engine' | 'webhookRetryMs'
+  >,
   Option
 > = {
   host: { flag: '--host', env: 'CAIRN_HOST' },
@@ -206,6 +211,7 @@ export function serveConfig(flags: Map<string, string>, env: NodeJS.ProcessEnv):
       Number(env.CAIRN_BILLING_SCAN_MS) > 0
         ? Math.min(Number(env.CAIRN_BILLING_SCAN_MS), 30_000)
         : 15_000,
+    meterSkewMs: Number(env.CAIRN_TEST_METER_SKEW_MS) || 0,
     engine,
     allowPrivateWebhooks: truthy(privateHooks),
     webhookRetryMs:

@@ -28,8 +28,9 @@ export interface RetryEvent {
  * - `idempotent`: network errors, timeouts, 429, 502, 503, 504 (GET, unconditional PUT and DELETE);
  * - `unapplied`: only 429, which is answered before anything is done (conditional writes, namespace creation).
  *
- * A 429 `quota_exceeded` (the daily quota is used up) or `watch_limit` (every watch the plan
- * allows is open) is never retried: waiting a few seconds does not change either.
+ * A 429 `quota_exceeded` (the daily quota is used up), `spending_cap_reached` (a metered
+ * plan's monthly cap is reached) or `watch_limit` (every watch the plan allows is open) is
+ * never retried: waiting a few seconds does not change any of them.
  */
 export type RetryMode = 'idempotent' | 'unapplied'
 
@@ -65,7 +66,10 @@ export function retryDelay(
   // limit on bad keys, or a gateway's own limiter, all of which refuse the request before it
   // does anything.
   const rateLimited =
-    error.status === 429 && error.code !== 'quota_exceeded' && error.code !== 'watch_limit'
+    error.status === 429 &&
+    error.code !== 'quota_exceeded' &&
+    error.code !== 'spending_cap_reached' &&
+    error.code !== 'watch_limit'
   const transient =
     error.status === 0 || error.status === 502 || error.status === 503 || error.status === 504
   if (!rateLimited && !(mode === 'idempotent' && transient)) return undefined

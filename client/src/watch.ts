@@ -81,6 +81,7 @@ const STREAM_CODES: Record<string, number> = {
   watch_limit: 429,
   rate_limited: 429,
   quota_exceeded: 429,
+  spending_cap_reached: 429,
   internal_error: 500,
   unavailable: 503,
 }

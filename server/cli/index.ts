@@ -12,6 +12,7 @@ import { createLogger, errFields } from '../log.js'
 import { DEFAULT_PLANS_FILE, PlanBook, PlanError } from '../services/plans.js'
 import { ServiceError } from '../services/service-error.js'
 import { openServices } from '../services/index.js'
+import { Billing, type StripeSettings } from '../services/billing/index.js'
 import { type RepairReport, repairData } from '../store/embedded.js'
 import { openStore } from '../store/open.js'
 import { isRedisUrl, redact } from '../store/url.js'
@@ -39,6 +40,8 @@ const HELP = `Usage: cairn <command> [options]
   plan set --email E PLAN                         move an account to another plan
   backup --to DIR                                 write a consistent copy of the data
   compact                                         reclaim the space of overwritten and deleted data now
+  billing flush [--stripe-secret-key K --stripe-webhook-secret S [--stripe-api-url ORIGIN]]
+                                                  send metered plans' finished hours to Stripe now
   repair                                          (server stopped) keep every intact record, drop
                                                   damaged ones, rebuild the index files; lists what it dropped
   migrate --from-data DIR --to redis://H:P[,...]  (server stopped) copy an embedded database into Redis
@@ -136,10 +139,20 @@ async function directly(
   plansFile: string,
   command: string,
   args: AdminArgs,
+  stripe?: StripeSettings,
 ): Promise<unknown> {
   const svc = await openServices({ ...where, durability: 'always' }, PlanBook.load(plansFile))
   try {
-    return await runAdmin(svc, command, args)
+    const billing =
+      stripe === undefined || command !== 'billing.flush'
+        ? undefined
+        : new Billing(
+            stripe,
+            svc,
+            createLogger('error'),
+            Number(process.env.CAIRN_TEST_METER_SKEW_MS) || 0,
+          )
+    return await runAdmin({ ...svc, billing }, command, args)
   } finally {
     await svc.store.close()
   }
@@ -188,6 +201,12 @@ function show(command: string, out: any): string {
       return `Revoked ${out.revoked.id} (${out.revoked.name}).`
     case 'plan.set':
       return `${out.account.email} is now on plan ${out.account.plan}.`
+    case 'billing.flush':
+      return (
+        out.sent
+          .map((h: any) => `${h.account}  ${h.hour}  ${h.requests} requests past the quota`)
+          .join('\n') || 'Nothing to send: every finished hour was sent already.'
+      )
     case 'compact':
       return `Compacted: ${out.diskBytesBefore} bytes on disk before, ${out.diskBytesAfter} after (${out.liveBytes} live).`
     default:
@@ -264,6 +283,19 @@ async function migrateCommand(flags: Map<string, string>): Promise<number> {
   return ok ? 0 : 1
 }
 
+/** Stripe's settings for `billing flush` run here, from the flags or the environment. */
+function stripeSettings(flags: Map<string, string>): StripeSettings | undefined {
+  const env = process.env
+  return Billing.settings(
+    {
+      stripeSecretKey: flags.get('--stripe-secret-key') ?? env.CAIRN_STRIPE_SECRET_KEY,
+      stripeWebhookSecret: flags.get('--stripe-webhook-secret') ?? env.CAIRN_STRIPE_WEBHOOK_SECRET,
+      stripeApiUrl: (flags.get('--stripe-api-url') ?? env.CAIRN_STRIPE_API_URL)?.replace(/\/$/, ''),
+    },
+    createLogger('error'),
+  )
+}
+
 async function main(argv: string[]): Promise<number> {
   const { flags, words } = parseArgs(argv, [
     '--trust-proxy',
@@ -324,14 +356,16 @@ async function main(argv: string[]): Promise<number> {
   const out =
     store === undefined && serverRunning(dataDir)
       ? await viaServer(dataDir, command, args, token)
-      : await directly({ dataDir, store }, plansFile, command, args).catch((err) => {
-          if ((err as { code?: string }).code !== 'LOCKED') throw err
-          throw new ServiceError(
-            409,
-            'locked',
-            `${dataDir} is held by a server this command cannot reach (no live server in ${SERVER_FILE}); is it running as another user?`,
-          )
-        })
+      : await directly({ dataDir, store }, plansFile, command, args, stripeSettings(flags)).catch(
+          (err) => {
+            if ((err as { code?: string }).code !== 'LOCKED') throw err
+            throw new ServiceError(
+              409,
+              'locked',
+              `${dataDir} is held by a server this command cannot reach (no live server in ${SERVER_FILE}); is it running as another user?`,
+            )
+          },
+        )
   process.stdout.write(flags.has('--json') ? `${JSON.stringify(out)}\n` : `${show(command, out)}\n`)
   return 0
 }

@@ -1,5 +1,6 @@
 // The signed-in account: who it is, its usage overview, and its plan.
 import type { Context } from '../context.js'
+import { meters } from '../services/billing/meter.js'
 import { isLive } from '../services/billing/subscription.js'
 import type { Plan } from '../services/plans.js'
 import { ServiceError } from '../services/service-error.js'
@@ -28,6 +29,17 @@ export class AccountApi {
     const stripe = this.ctx.billing !== undefined
     const s = c.account.rec.stripe
     const iso = (ms: number | undefined) => (ms === undefined ? null : new Date(ms).toISOString())
+    const plan = this.ctx.plans.get(c.account.rec.plan)
+    // A metered plan's part: the cap, and the hours sent to Stripe's meter.
+    const metered =
+      this.ctx.billing !== undefined && meters(c.account, plan)
+        ? {
+            includedPerDay: plan.requestsPerDay,
+            centsPerThousand: plan.meteredCentsPerThousand,
+            spendingCapCents: c.account.rec.spendingCapCents ?? null,
+            sent: await this.ctx.billing.meter.sent(c.account.id),
+          }
+        : null
     return jsonReply(200, {
       current: this.ctx.plans.get(c.account.rec.plan).id,
       default: info.default,
@@ -46,6 +58,7 @@ export class AccountApi {
             plan: s?.plan ?? null,
             periodEnd: iso(s?.periodEnd),
             downgradeAt: iso(s?.downgradeAt),
+            metered,
           }
         : null,
     })

@@ -119,6 +119,7 @@ export class AuthApi {
     const account = await this.recheck(caller, body.password)
     if (this.ctx.billing !== undefined) await cancelForDeletion(this.ctx.billing.stripe, account)
     await this.ctx.deleteAccount(account.id)
+    await this.ctx.billing?.meter.forget(account.id).catch(() => {})
     await this.sessions.destroyAccount(account.id)
     return jsonReply(200, { deleted: true }, { setCookies: [clearSessionCookie(req.secure)] })
   }

@@ -2,6 +2,8 @@
 // once subscribed. Mounted only when Stripe is on.
 import type { Context } from '../context.js'
 import type { Billing } from '../services/billing/index.js'
+import { meters } from '../services/billing/meter.js'
+import { MAX_CAP_CENTS } from '../services/billing/spend.js'
 import { ServiceError } from '../services/service-error.js'
 import type { Caller } from './guard.js'
 import { type Reply, type Req, jsonReply, readJson } from '../http/pipeline.js'
@@ -26,6 +28,37 @@ export class BillingApi {
     if (!plan) throw new ServiceError(400, 'invalid_plan', 'There is no such plan.')
     const url = await this.billing.checkout.start(c.account, plan, siteOrigin(req))
     return jsonReply(200, { url })
+  }
+
+  /**
+   * PUT /dashboard/api/billing/spending-cap {cents}: the most a month's requests past the
+   * included quota may cost (whole cents of the plan's currency); null removes the cap.
+   */
+  async setSpendingCap(req: Req, c: Caller): Promise<Reply> {
+    const cents: unknown = readJson(req).cents
+    const plan = this.ctx.plans.get(c.account.rec.plan)
+    if (!meters(c.account, plan) || plan.meteredCentsPerThousand === null)
+      throw new ServiceError(
+        409,
+        'not_metered',
+        'A spending cap is for an account subscribed to a metered plan.',
+      )
+    if (
+      cents !== null &&
+      !(
+        typeof cents === 'number' &&
+        Number.isSafeInteger(cents) &&
+        cents >= 0 &&
+        cents <= MAX_CAP_CENTS
+      )
+    )
+      throw new ServiceError(
+        400,
+        'invalid_request',
+        `The cap is a whole number of cents from 0 to ${MAX_CAP_CENTS}, or null for none.`,
+      )
+    await this.billing.spend.setCap(c.account, cents as number | null)
+    return jsonReply(200, { spendingCapCents: cents })
   }
 
   /**

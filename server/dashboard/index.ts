@@ -135,6 +135,7 @@ export function mountDashboard(app: TemplatedApp, ctx: Context): void {
   if (ctx.billing !== undefined) {
     const billing = new BillingApi(ctx, ctx.billing)
     api('post', '/billing/checkout', (req, c) => billing.checkout(req, c))
+    api('put', '/billing/spending-cap', (req, c) => billing.setSpendingCap(req, c))
     route(app, ctx, 'get', '/billing/portal', SMALL_BODY, async (req) =>
       billing.portal(req, await currentCaller(req, ctx, sessions)),
     )

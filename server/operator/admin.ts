@@ -14,6 +14,8 @@ export interface AdminServices {
   plans: PlanBook
   sessions: SessionStore
   deleteAccount(accountId: string): Promise<void>
+  /** Paid plans through Stripe, when on: `billing flush` sends metered hours through it. */
+  billing?: { meter: { flush(): Promise<unknown[]> } }
 }
 
 export type AdminArgs = Record<string, unknown>
@@ -30,6 +32,7 @@ export const COMMANDS = [
   'plan.set',
   'backup',
   'compact',
+  'billing.flush',
 ] as const
 export type Command = (typeof COMMANDS)[number]
 
@@ -130,6 +133,15 @@ export async function runAdmin(
         diskBytesAfter: after.diskBytes,
         liveBytes: after.liveBytes,
       }
+    }
+    case 'billing.flush': {
+      if (svc.billing === undefined)
+        throw new ServiceError(
+          400,
+          'not_supported',
+          'Stripe is off: give --stripe-secret-key and --stripe-webhook-secret (or CAIRN_STRIPE_SECRET_KEY and CAIRN_STRIPE_WEBHOOK_SECRET).',
+        )
+      return { sent: await svc.billing.meter.flush() }
     }
     default:
       throw new ServiceError(404, 'unknown_command', `There is no command "${command}".`)

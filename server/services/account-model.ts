@@ -12,6 +12,8 @@ export interface AccountRecord {
   createdAt: string
   /** The account's side of paid plans through Stripe (services/billing/), once it has one. */
   stripe?: StripeState
+  /** On a metered plan: the most its requests past the included quota may cost a month. */
+  spendingCapCents?: number
 }
 
 /** What Cairn keeps of an account's Stripe customer and subscription. */

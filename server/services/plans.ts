@@ -26,6 +26,12 @@ export interface Plan {
   stripeMeteredPriceId: string | null
   /** The Stripe billing meter's event name for that price. */
   meterEventName: string | null
+  /**
+   * What the metered price charges per 1,000 requests past the included quota, in cents of
+   * the plan's currency: the same figure as the Stripe price, told to Cairn so it can hold an
+   * account to its spending cap. null: no cap can be set on the plan.
+   */
+  meteredCentsPerThousand: number | null
 }
 
 export interface PlansFile {
@@ -44,6 +50,7 @@ export type PublicPlan = Omit<
   | 'stripePriceId'
   | 'stripeMeteredPriceId'
   | 'meterEventName'
+  | 'meteredCentsPerThousand'
 >
 
 const here = path.dirname(fileURLToPath(import.meta.url))
@@ -138,6 +145,15 @@ export function parsePlans(text: string, source: string): PlansFile {
       maxWatches: p.maxWatches === undefined ? (WATCHES_BY_ID[p.id] ?? 100) : null,
       selfServe: p.selfServe === true,
       ...stripeFields(p, at, bad),
+      meteredCentsPerThousand: null,
+    }
+    const cents = p.meteredCentsPerThousand
+    if (cents !== undefined && cents !== null) {
+      if (typeof cents !== 'number' || !Number.isFinite(cents) || cents < 0)
+        throw bad(`${at}.meteredCentsPerThousand must be a number >= 0 or null`)
+      if (plan.stripeMeteredPriceId === null)
+        throw bad(`${at}: meteredCentsPerThousand is for a metered plan (stripeMeteredPriceId)`)
+      plan.meteredCentsPerThousand = cents
     }
     if (
       plan.priceUsdPerMonth !== null &&

@@ -20,6 +20,7 @@ export const SYSTEM_NAMESPACE: Record<RecordKind, string> = {
   downgrade: 'sys/downgrades',
   alert: 'sys/alerts',
   webhook: 'sys/webhooks',
+  meter: 'sys/meter',
 }
 
 const groupOf = (id: string) => {

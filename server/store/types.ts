@@ -335,6 +335,8 @@ export type RecordKind =
   | 'alert'
   /** Notification webhooks, their outbox and its claims. */
   | 'webhook'
+  /** A metered plan's hour sent to Stripe (or claimed for sending): `<account id>/<hour>`. */
+  | 'meter'
 
 export type RecordOp =
   | { kind: RecordKind; id: string; value: unknown; expiresAt?: number }

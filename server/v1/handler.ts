@@ -10,7 +10,8 @@ import { bodyFraming } from '../http/framing.js'
 import { requestId } from '../http/request-id.js'
 import type { HttpRequest, HttpResponse } from '../http/uws.js'
 import type { ApiKey } from '../services/accounts.js'
-import { type Bucket, newBucket, secondsToMidnight, takeAccountToken } from '../services/limits.js'
+import { type Bucket, newBucket, takeAccountToken } from '../services/limits.js'
+import { quotaRefusal } from './quota.js'
 import { R } from '../metrics.js'
 import { closeRequested } from './body.js'
 import { Call } from './call.js'
@@ -185,16 +186,9 @@ export function v1Handler(ctx: Context): (res: HttpResponse, req: HttpRequest) =
     }
     if (!bucket.ok)
       return call.fail('rate_limited', undefined, `\r\nRetry-After: ${bucket.retryAfter}`)
-    if (
-      plan.requestsPerDay !== null &&
-      ctx.usage.today(account.id, now).requests >= plan.requestsPerDay
-    ) {
-      return call.fail(
-        'quota_exceeded',
-        `The ${plan.id} plan allows ${plan.requestsPerDay} requests per UTC day.`,
-        `\r\nRetry-After: ${secondsToMidnight(now)}`,
-      )
-    }
+    const refused = quotaRefusal(ctx, account, plan, 1, now)
+    if (refused !== null)
+      return call.fail(refused.code, refused.message, `\r\nRetry-After: ${refused.retryAfter}`)
 
     operation(route, method)!.run(call, req, parsed, plan)
   }

@@ -1,7 +1,8 @@
 // POST /v1/{namespace}: a transaction. Each op counts as a request toward usage and the daily
 // quota, and takes a token from the rate bucket (at most the plan's burst for one
 // transaction): the request's own token was taken on the way in, the rest here.
-import { newBucket, secondsToMidnight, takeAccountToken } from '../services/limits.js'
+import { newBucket, takeAccountToken } from '../services/limits.js'
+import { quotaRefusal } from './quota.js'
 import type { HttpRequest } from '../http/uws.js'
 import type { Plan } from '../services/plans.js'
 import type { Bucket } from '../store/types.js'
@@ -40,14 +41,10 @@ export function runTransaction(call: Call, req: HttpRequest, parsed: Parsed, pla
       const now = Date.now()
       const ctx = call.ctx
       const account = call.account!
-      const used = ctx.usage.today(account.id, now).requests
-      if (plan.requestsPerDay !== null && used + n > plan.requestsPerDay) {
+      const refused = quotaRefusal(ctx, account, plan, n, now)
+      if (refused !== null) {
         call.count = 1
-        return call.fail(
-          'quota_exceeded',
-          `This transaction's ${n} ops would pass the ${plan.id} plan's ${plan.requestsPerDay} requests per UTC day.`,
-          `\r\nRetry-After: ${secondsToMidnight(now)}`,
-        )
+        return call.fail(refused.code, refused.message, `\r\nRetry-After: ${refused.retryAfter}`)
       }
       const go = () =>
         withNamespace(call, ns, (info) => {

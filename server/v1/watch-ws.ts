@@ -13,7 +13,8 @@ import { endBody } from '../http/held-body.js'
 import { requestId } from '../http/request-id.js'
 import { statusLine } from '../http/status.js'
 import type { HttpRequest, HttpResponse } from '../http/uws.js'
-import { type Bucket, newBucket, secondsToMidnight, takeAccountToken } from '../services/limits.js'
+import { type Bucket, newBucket, takeAccountToken } from '../services/limits.js'
+import { quotaRefusal } from './quota.js'
 import type { NamespaceInfo } from '../services/account-model.js'
 import type { Change } from '../store/types.js'
 import { OP } from '../services/usage.js'
@@ -167,11 +168,8 @@ export function watchSockets(ctx: Context) {
     const out: Bucket = newBucket()
     const b = await takeAccountToken(ctx.store.limiter, account.id, plan, now, out)
     if (!b.ok) return { code: 'rate_limited', header: String(b.retryAfter) }
-    if (
-      plan.requestsPerDay !== null &&
-      ctx.usage.today(account.id, now).requests >= plan.requestsPerDay
-    )
-      return { code: 'quota_exceeded', header: String(secondsToMidnight(now)) }
+    const refused = quotaRefusal(ctx, account, plan, 1, now)
+    if (refused !== null) return { code: refused.code, header: String(refused.retryAfter) }
     const info = await ctx.accounts.namespace(account, ns)
     if (info === undefined) return { code: 'namespace_not_found', message: noSuchNamespace(ns) }
     if (!(await ctx.watches.take(account.id, plan.maxWatches)))

@@ -92,6 +92,10 @@ export const ERRORS = {
     status: 429,
     message: "The account has used its plan's requests for today (UTC).",
   },
+  spending_cap_reached: {
+    status: 429,
+    message: "This month's metered requests have reached the account's spending cap.",
+  },
   watch_limit: {
     status: 429,
     message: 'The account already has as many open watches as its plan allows.',

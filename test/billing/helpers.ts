@@ -80,3 +80,44 @@ export async function eventually(ms: number, ok: () => Promise<boolean>): Promis
     await new Promise((r) => setTimeout(r, 250))
   }
 }
+
+export const METERED_PRICE = 'price_cairn_metered'
+export const METERED_FLAT_PRICE = 'price_cairn_metered_flat'
+export const METER_EVENT = 'cairn_requests'
+/** The metered plan's included requests a day. */
+export const INCLUDED = 5
+
+/** Plans with a metered one: 5 requests a day included, each one past them a cent. */
+export const meteredPlans = () => ({
+  ...billingPlans(),
+  plans: [
+    ...billingPlans().plans,
+    {
+      ...plan({ id: 'metered', name: 'Metered', requestsPerDay: INCLUDED }),
+      priceUsdPerMonth: 5,
+      selfServe: false,
+      stripePriceId: METERED_FLAT_PRICE,
+      stripeMeteredPriceId: METERED_PRICE,
+      meterEventName: METER_EVENT,
+      meteredCentsPerThousand: 1000,
+    },
+  ],
+})
+
+/** Moves a signed-in account to `plan` as Stripe would: checkout, payment, the event. */
+export async function subscribe(
+  double: StripeDouble,
+  a: Awaited<ReturnType<typeof signedIn>>,
+  plan: string,
+): Promise<{ customer: string }> {
+  const res = await a.call('POST', '/billing/checkout', { plan })
+  if (res.status !== 200) throw new Error(`checkout: ${res.status}`)
+  const { session } = double.completeCheckout(/checkout\/(\w+)$/.exec(res.body.url)![1]!)
+  const sent = await double.send('checkout.session.completed', session)
+  if (sent.body.outcome !== 'handled') throw new Error(`event: ${JSON.stringify(sent.body)}`)
+  const ok = await eventually(10_000, async () => {
+    return (await a.call('GET', '/plans')).body.current === plan
+  })
+  if (!ok) throw new Error(`the account never reached plan ${plan}`)
+  return { customer: session.customer }
+}

@@ -1,6 +1,6 @@
 // A small double of Stripe's HTTP API, for the server to call instead of api.stripe.com
 // (`--stripe-api-url`): a real HTTP server on loopback answering the few endpoints Cairn
-// uses (customers, Checkout and portal sessions, subscriptions), with Stripe's form-encoded
+// uses (customers, Checkout and portal sessions, subscriptions, billing meter events), with Stripe's form-encoded
 // requests, its object shapes and its error body. The test drives it as Stripe would: it
 // completes a checkout, changes a subscription, and sends events signed with the official
 // `stripe` package's generateTestHeaderString.
@@ -40,6 +40,11 @@ export class StripeDouble {
   readonly customers = new Map<string, any>()
   readonly sessions = new Map<string, any>()
   readonly subscriptions = new Map<string, any>()
+  /**
+   * Every meter event request that reached the double, in order, duplicates included (Stripe
+   * refuses an identifier it has had: the double too, but the request is still here).
+   */
+  readonly meterEvents: Array<Record<string, any>> = []
   /** Answers 500 to this many of the next API calls (Stripe having a bad minute). */
   failNext = 0
   private seq = 0
@@ -179,6 +184,32 @@ export class StripeDouble {
           customer: body.customer,
           return_url: body.return_url,
           url: `${this.url}/portal/${id}`,
+        },
+      ]
+    }
+    if (method === 'POST' && path === '/v1/billing/meter_events') {
+      const dup = this.meterEvents.some((e) => e.identifier === body.identifier)
+      this.meterEvents.push(body)
+      if (dup)
+        return [
+          400,
+          {
+            error: {
+              type: 'invalid_request_error',
+              message: `An event already exists with identifier ${body.identifier}.`,
+            },
+          },
+        ]
+      return [
+        200,
+        {
+          object: 'billing.meter_event',
+          created: Math.floor(Date.now() / 1000),
+          event_name: body.event_name,
+          identifier: body.identifier,
+          livemode: false,
+          payload: body.payload,
+          timestamp: Number(body.timestamp),
         },
       ]
     }

@@ -37,7 +37,11 @@ export class Checkout {
       client_reference_id: account.id,
       metadata: { account: account.id, plan: plan.id },
       subscription_data: { metadata: { account: account.id, plan: plan.id } },
-      line_items: [{ price: plan.stripePriceId, quantity: 1 }],
+      // A metered price takes no quantity: Stripe bills what the meter events add up to.
+      line_items: [
+        { price: plan.stripePriceId, quantity: 1 },
+        ...(plan.stripeMeteredPriceId === null ? [] : [{ price: plan.stripeMeteredPriceId }]),
+      ],
       success_url: `${origin}/plan?checkout=done`,
       cancel_url: `${origin}/plan`,
     })

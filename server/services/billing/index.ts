@@ -7,7 +7,9 @@ import type { Services } from '../index.js'
 import { Checkout } from './checkout.js'
 import { Downgrades } from './downgrades.js'
 import { StripeEvents } from './events.js'
+import { Meter } from './meter.js'
 import { Portal } from './portal.js'
+import { Spend } from './spend.js'
 import { type StripeSettings, stripeClient } from './stripe-client.js'
 import { SubscriptionSync } from './subscription.js'
 
@@ -19,10 +21,16 @@ export class Billing {
   readonly portal: Portal
   readonly events: StripeEvents
   readonly downgrades: Downgrades
+  /** Metered plans' hours sent to Stripe's billing meters. */
+  readonly meter: Meter
+  /** What metered accounts spend, against their caps. */
+  readonly spend: Spend
 
-  constructor(settings: StripeSettings, svc: Services, log: Logger) {
+  constructor(settings: StripeSettings, svc: Services, log: Logger, meterSkewMs = 0) {
     this.stripe = stripeClient(settings)
-    const { store, accounts, plans } = svc
+    const { store, accounts, plans, usage, alerts } = svc
+    this.meter = new Meter(this.stripe, store.records, accounts, plans, usage, log, meterSkewMs)
+    this.spend = new Spend(accounts, plans, usage, alerts)
     this.downgrades = new Downgrades(store.records, accounts, plans, log)
     const sync = new SubscriptionSync(accounts, plans, this.downgrades, log)
     this.checkout = new Checkout(this.stripe, accounts, store.records)

@@ -133,6 +133,7 @@ export async function render(main, { me }) {
   }
 
   const subscription = billing ? billingCard(billing, info) : null
+  const metered = billing?.metered ? meteredCard(billing.metered, errors) : null
   const askOperator =
     !billing ||
     info.plans.some(
@@ -172,6 +173,7 @@ export async function render(main, { me }) {
     returned(),
     h('div', { class: 'plans' }, cards),
     subscription,
+    metered,
     howTo,
   ]
   main.append(...parts.filter((p) => p !== null))
@@ -227,5 +229,93 @@ function billingCard(billing, info) {
         ' Card, invoices, plan changes and cancelling, at Stripe.',
       ),
     ),
+  )
+}
+
+const cents = (n) => `$${(n / 100).toFixed(2)}`
+
+/** A metered plan: its monthly spending cap (set here) and the hours sent to Stripe. */
+function meteredCard(m, errors) {
+  const parts = [
+    h(
+      'p',
+      {},
+      `Requests past ${fmtNum(m.includedPerDay)} a day are served and billed`,
+      m.centsPerThousand === null ? '.' : ` at ${cents(m.centsPerThousand)} per 1,000.`,
+    ),
+  ]
+  if (m.centsPerThousand !== null) {
+    const input = h('input', {
+      id: 'spending-cap',
+      name: 'cap',
+      type: 'number',
+      min: '0',
+      step: '0.01',
+      value: m.spendingCapCents === null ? '' : (m.spendingCapCents / 100).toFixed(2),
+    })
+    const form = h(
+      'form',
+      { id: 'spending-cap-form' },
+      h('label', { for: 'spending-cap' }, 'Monthly spending cap (USD, empty for none)'),
+      input,
+      h('button', { class: 'btn', type: 'submit' }, 'Save cap'),
+    )
+    form.addEventListener('submit', async (e) => {
+      e.preventDefault()
+      const v = input.value.trim()
+      try {
+        await api('PUT', '/billing/spending-cap', {
+          cents: v === '' ? null : Math.round(Number(v) * 100),
+        })
+        announce(v === '' ? 'Spending cap removed' : `Spending cap set to $${Number(v).toFixed(2)}`)
+      } catch (err) {
+        errors.show(err.message)
+      }
+    })
+    parts.push(
+      form,
+      h(
+        'p',
+        { class: 'muted small' },
+        'Past the cap, requests beyond the daily quota are refused (429 spending_cap_reached) until the month ends.',
+      ),
+    )
+  }
+  const rows = m.sent.map((s) =>
+    h(
+      'tr',
+      {},
+      h('td', {}, s.hour),
+      h('td', {}, fmtNum(s.requests)),
+      h('td', {}, fmtDate(s.sentAt)),
+    ),
+  )
+  parts.push(
+    h('h3', {}, 'Hours sent to Stripe'),
+    rows.length === 0
+      ? h('p', { class: 'muted', id: 'meter-none' }, 'None yet: an hour is sent after it ends.')
+      : h(
+          'table',
+          { id: 'meter-hours' },
+          h('caption', {}, 'Requests past the included quota, by UTC hour'),
+          h(
+            'thead',
+            {},
+            h(
+              'tr',
+              {},
+              h('th', { scope: 'col' }, 'Hour'),
+              h('th', { scope: 'col' }, 'Requests'),
+              h('th', { scope: 'col' }, 'Sent'),
+            ),
+          ),
+          h('tbody', {}, ...rows),
+        ),
+  )
+  return h(
+    'section',
+    { class: 'card note', id: 'metered', 'aria-labelledby': 'metered-title' },
+    h('h2', { id: 'metered-title' }, 'Metered usage'),
+    ...parts,
   )
 }
