@@ -1,9 +1,8 @@
 // The database's iterator of keys alone: no value is read.
 import { AbstractKeyIterator } from 'abstract-level'
-import { levelError } from './errors.js'
 import { type LevelKey, toEngineKey } from './keys.js'
-import { type Entry, type Reader, remaining } from './read.js'
-import { ReadAhead } from './read-ahead.js'
+import { type Reader, remaining } from './read.js'
+import { ReadAhead, nextField, takeField } from './read-ahead.js'
 
 export class CairnKeyIterator<TDatabase> extends AbstractKeyIterator<TDatabase, LevelKey> {
   private readonly ahead: ReadAhead
@@ -17,13 +16,8 @@ export class CairnKeyIterator<TDatabase> extends AbstractKeyIterator<TDatabase, 
     this.ahead = new ReadAhead(reader, true, false, options.highWaterMarkBytes)
   }
 
-  async _next(): Promise<LevelKey | undefined> {
-    try {
-      const got = this.ahead.next()
-      return (got instanceof Promise ? await got : got)?.[0]
-    } catch (err) {
-      throw levelError(err)
-    }
+  _next(): Promise<LevelKey | undefined> {
+    return nextField(this.ahead, 0)
   }
 
   _nextv(size: number): Promise<LevelKey[]> {
@@ -38,12 +32,7 @@ export class CairnKeyIterator<TDatabase> extends AbstractKeyIterator<TDatabase, 
     this.ahead.seek(toEngineKey(target))
   }
 
-  private async take(want: number): Promise<LevelKey[]> {
-    try {
-      const got = this.ahead.take(want)
-      return (got instanceof Promise ? await got : got).map((e: Entry) => e[0]!)
-    } catch (err) {
-      throw levelError(err)
-    }
+  private take(want: number): Promise<LevelKey[]> {
+    return takeField(this.ahead, want, 0)
   }
 }

@@ -2,6 +2,7 @@
 // one at a time from the engine cost most of an iteration. Runs grow from 1 to 256 entries
 // and stop at `highWaterMarkBytes` of values (16 KiB by default, as classic-level's cache);
 // 0 reads nothing ahead. Values read ahead are as they were when read (no snapshot either way).
+import { levelError } from './errors.js'
 import { type Entry, type Reader, readEntries } from './read.js'
 
 const MAX_RUN = 256
@@ -57,5 +58,27 @@ export class ReadAhead {
     this.buffered = entries
     this.at = entries.length > 0 ? 1 : 0
     return entries[0]
+  }
+}
+
+/**
+ * The keys or the values (`field` 0 or 1) of a read-ahead's next entry and next entries, as
+ * the key and value iterators answer them, with the engine's errors made Level errors.
+ */
+export async function nextField<T>(ahead: ReadAhead, field: 0 | 1): Promise<T | undefined> {
+  try {
+    const got = ahead.next()
+    return (got instanceof Promise ? await got : got)?.[field] as T | undefined
+  } catch (err) {
+    throw levelError(err)
+  }
+}
+
+export async function takeField<T>(ahead: ReadAhead, want: number, field: 0 | 1): Promise<T[]> {
+  try {
+    const got = ahead.take(want)
+    return (got instanceof Promise ? await got : got).map((e: Entry) => e[field] as T)
+  } catch (err) {
+    throw levelError(err)
   }
 }

@@ -1,9 +1,8 @@
 // The database's iterator of values alone: keys are read from the index, never decoded.
 import { AbstractValueIterator } from 'abstract-level'
-import { levelError } from './errors.js'
 import { type LevelKey, toEngineKey } from './keys.js'
-import { type Entry, type Reader, remaining } from './read.js'
-import { ReadAhead } from './read-ahead.js'
+import { type Reader, remaining } from './read.js'
+import { ReadAhead, nextField, takeField } from './read-ahead.js'
 import type { LevelValue } from './values.js'
 
 export class CairnValueIterator<TDatabase> extends AbstractValueIterator<
@@ -22,13 +21,8 @@ export class CairnValueIterator<TDatabase> extends AbstractValueIterator<
     this.ahead = new ReadAhead(reader, false, true, options.highWaterMarkBytes)
   }
 
-  async _next(): Promise<LevelValue | undefined> {
-    try {
-      const got = this.ahead.next()
-      return (got instanceof Promise ? await got : got)?.[1]
-    } catch (err) {
-      throw levelError(err)
-    }
+  _next(): Promise<LevelValue | undefined> {
+    return nextField(this.ahead, 1)
   }
 
   _nextv(size: number): Promise<LevelValue[]> {
@@ -43,12 +37,7 @@ export class CairnValueIterator<TDatabase> extends AbstractValueIterator<
     this.ahead.seek(toEngineKey(target))
   }
 
-  private async take(want: number): Promise<LevelValue[]> {
-    try {
-      const got = this.ahead.take(want)
-      return (got instanceof Promise ? await got : got).map((e: Entry) => e[1]!)
-    } catch (err) {
-      throw levelError(err)
-    }
+  private take(want: number): Promise<LevelValue[]> {
+    return takeField(this.ahead, want, 1)
   }
 }
