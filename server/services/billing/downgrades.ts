@@ -5,6 +5,7 @@ import type { Logger } from '../../log.js'
 import type { Accounts } from '../accounts.js'
 import type { PlanBook } from '../plans.js'
 import type { Records } from '../../store/types.js'
+import { Periodic } from '../periodic.js'
 
 interface DueRecord {
   /** When (ms since the epoch). */
@@ -14,8 +15,10 @@ interface DueRecord {
 const dueId = (accountId: string) => `due/${accountId}`
 
 export class Downgrades {
-  private timer: NodeJS.Timeout | undefined
-  private running: Promise<void> | undefined
+  private readonly every = new Periodic(
+    () => this.runDue(),
+    (err) => this.log.warn({ err: (err as Error).message }, 'looking for due downgrades failed'),
+  )
 
   constructor(
     private records: Records,
@@ -81,23 +84,10 @@ export class Downgrades {
 
   /** Looks every `everyMs` until stop(). */
   start(everyMs: number): void {
-    this.timer = setInterval(() => {
-      if (this.running !== undefined) return
-      this.running = this.runDue()
-        .then(
-          () => {},
-          (err) =>
-            this.log.warn({ err: (err as Error).message }, 'looking for due downgrades failed'),
-        )
-        .finally(() => {
-          this.running = undefined
-        })
-    }, everyMs)
-    this.timer.unref()
+    this.every.start(everyMs)
   }
 
-  async stop(): Promise<void> {
-    clearInterval(this.timer)
-    await this.running
+  stop(): Promise<void> {
+    return this.every.stop()
   }
 }

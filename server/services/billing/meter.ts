@@ -11,6 +11,7 @@ import type { Account, Accounts } from '../accounts.js'
 import type { Plan, PlanBook } from '../plans.js'
 import type { HourUsage, Usage } from '../usage.js'
 import { stripeTransient } from './stripe-client.js'
+import { Periodic } from '../periodic.js'
 
 const HOUR_MS = 3_600_000
 const DAY_MS = 86_400_000
@@ -67,8 +68,10 @@ export function overByHour(hours: HourUsage[], quota: number): Map<string, numbe
 }
 
 export class Meter {
-  private timer: NodeJS.Timeout | undefined
-  private running: Promise<unknown> | undefined
+  private readonly every = new Periodic(
+    () => this.flush(),
+    (err) => this.log.warn({ err: (err as Error).message }, 'sending meter events failed'),
+  )
 
   constructor(
     private stripe: Stripe,
@@ -179,21 +182,10 @@ export class Meter {
 
   /** Looks every `everyMs` until stop(). */
   start(everyMs: number): void {
-    this.timer = setInterval(() => {
-      if (this.running !== undefined) return
-      this.running = this.flush()
-        .catch((err) =>
-          this.log.warn({ err: (err as Error).message }, 'sending meter events failed'),
-        )
-        .finally(() => {
-          this.running = undefined
-        })
-    }, everyMs)
-    this.timer.unref()
+    this.every.start(everyMs)
   }
 
-  async stop(): Promise<void> {
-    clearInterval(this.timer)
-    await this.running
+  stop(): Promise<void> {
+    return this.every.stop()
   }
 }
