@@ -1,6 +1,10 @@
 // Runs curl commands as a person would paste them (the README's, the dashboard's examples),
 // with fetch: -X, -H, -d and the URL (a bare host:port gets http://), one command a line
-// after `\` continuations are joined; anything after a ` # ` is a comment.
+// after `\` continuations are joined; anything after a ` # ` is a comment. `> FILE` keeps the
+// answer's body under that name and `--data-binary @FILE` sends it back, as a shell would.
+
+/** What `> FILE` wrote, by name, for a later `--data-binary @FILE`. */
+const files = new Map<string, string>()
 
 /** Runs each curl command of a shown example as curl would; resolves with each status. */
 export async function runCurlExamples(
@@ -16,6 +20,7 @@ export async function runCurlExamples(
     let url = ''
     let body: string | undefined
     const headers: Record<string, string> = {}
+    let saveTo: string | undefined
     for (let i = 1; i < tokens.length; i++) {
       const w = tokens[i]!
       if (w === '-X') method = tokens[++i]!
@@ -25,7 +30,12 @@ export async function runCurlExamples(
       } else if (w === '-d') {
         body = tokens[++i]
         if (method === 'GET') method = 'POST'
-      } else if (w === '#') break
+      } else if (w === '--data-binary') {
+        const d = tokens[++i]!
+        body = d.startsWith('@') ? files.get(d.slice(1)) : d
+        if (method === 'GET') method = 'POST'
+      } else if (w === '>') saveTo = tokens[++i]
+      else if (w === '#') break
       else if (/^https?:\/\//.test(w)) url = w
       else if (/^[\w.-]+:\d+\//.test(w)) url = `http://${w}`
     }
@@ -33,7 +43,9 @@ export async function runCurlExamples(
     const given = Object.keys(headers).some((h) => h.toLowerCase() === 'content-type')
     if (body !== undefined && !given) headers['Content-Type'] = 'application/x-www-form-urlencoded'
     const res = await fetch(url, { method, headers, body })
-    out.push({ command: `${method} ${url}`, status: res.status, text: await res.text() })
+    const answer = await res.text()
+    if (saveTo !== undefined) files.set(saveTo, answer)
+    out.push({ command: `${method} ${url}`, status: res.status, text: answer })
   }
   return out
 }
