@@ -26,6 +26,7 @@ export const OPS = [
   'deletePrefix',
   'watch',
   'upstash',
+  'restore',
 ] as const
 export type OpName = (typeof OPS)[number]
 export const OP = {
@@ -40,6 +41,7 @@ export const OP = {
   deletePrefix: 8,
   watch: 9,
   upstash: 10,
+  restore: 11,
 } as const
 
 /**

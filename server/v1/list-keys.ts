@@ -12,6 +12,7 @@ import type { Call } from './call.js'
 import { canUse, withNamespace } from './entries.js'
 import type { Parsed } from './paths.js'
 import { watchChanges } from './watch.js'
+import { listingPoint } from './history.js'
 
 const LIMIT = /^[1-9][0-9]{0,3}$/
 /** A page with values ends after the entry that takes it past this. */
@@ -60,11 +61,15 @@ export function listKeys(call: Call, req: HttpRequest, parsed: Parsed, plan: Pla
   const cursor = q.get('cursor')
   let reverse = reverseText === '1'
   const made = cursor === null ? undefined : decodeCursor(cursor)
+  // A listing at a point (at=) carries the point's version in its cursor's mode: `@<version>`.
+  const [madeShape = '', madeAt] = made?.mode.split('@') ?? []
   if (made !== undefined) {
-    if (q.get('include') === null) include = made.mode.replace('r', '')
-    if (reverseText === null) reverse = made.mode.includes('r')
+    if (q.get('include') === null) include = madeShape.replace('r', '')
+    if (reverseText === null) reverse = madeShape.includes('r')
   }
-  const shape = `${include}${reverse ? 'r' : ''}`
+  const point = listingPoint(call, q.get('at'), cursor, madeAt)
+  if (point === null) return
+  const shape = `${include}${reverse ? 'r' : ''}${madeAt === undefined ? '' : `@${madeAt}`}`
   const walk = walkOf(q.get('prefix'), cursor, shape)
   if (walk === undefined) return call.fail('invalid_cursor')
   const { prefix, after } = walk
@@ -82,7 +87,8 @@ export function listKeys(call: Call, req: HttpRequest, parsed: Parsed, plan: Pla
   }
   const answer = (page: Listed) => {
     let tail = ''
-    if (page.next !== undefined) tail += `,"cursor":"${encodeCursor(page.next, prefix, shape)}"`
+    const mode = point === undefined ? shape : `${shape.split('@')[0]}@${page.version}`
+    if (page.next !== undefined) tail += `,"cursor":"${encodeCursor(page.next, prefix, mode)}"`
     tail += `,"version":"${page.version}"}`
     // Keys the store gave as JSON text go out as those bytes, with no string made for a key.
     if (page.json !== undefined)
@@ -94,6 +100,12 @@ export function listKeys(call: Call, req: HttpRequest, parsed: Parsed, plan: Pla
     call.send(200, body + tail)
   }
   withNamespace(call, ns, (info) => {
+    if (point !== undefined) {
+      call.async()
+      return call.ctx.history
+        .listAt(info, { ...o, json: false }, point)
+        .then(answer, (err) => call.error(err))
+    }
     // As a GET: a store that can answer at once is asked synchronously (no promise, no
     // registration for an abort).
     if (call.ctx.data.readsNow) {
