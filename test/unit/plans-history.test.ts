@@ -1,6 +1,6 @@
 // The plans file's history fields: the contract's defaults when left out, checked when given.
 import t from 'tap'
-import { PlanError, parsePlans } from '../../server/services/plans.js'
+import { parsePlans } from '../../server/services/plans.js'
 import { parsePoint } from '../../server/wire/point.js'
 
 const file = (plans: object[]) => JSON.stringify({ plans, default: plans.length ? 'free' : '' })
@@ -28,10 +28,12 @@ t.test('given: whole numbers >= 0, 0 keeping none', async (t) => {
   for (const bad of [-1, 1.5, '60', null]) {
     t.throws(
       () => parsePlans(file([{ id: 'free', historySeconds: bad }]), 'p'),
-      PlanError,
+      { message: 'p: plans[0].historySeconds must be a whole number >= 0 (0 keeps no history)' },
       `historySeconds ${JSON.stringify(bad)} is refused`,
     )
-    t.throws(() => parsePlans(file([{ id: 'free', historyBytes: bad }]), 'p'), PlanError)
+    t.throws(() => parsePlans(file([{ id: 'free', historyBytes: bad }]), 'p'), {
+      message: 'p: plans[0].historyBytes must be a whole number >= 0 (0 keeps no history)',
+    })
   }
 })
 
