@@ -288,7 +288,7 @@ async function pass(db: DbCore, sc: Scratch, full: boolean): Promise<number> {
   const outputs: Output[] = []
   let out: Output | null = null
   const tick = slicer(db, share)
-  const now = Date.now()
+  const now = db.now()
   /** Makes room for `bytes` more in the current output, starting a new one when it is full. */
   const room = (bytes: number): Output => {
     if (out && out.size + bytes > db.segmentBytes && out.size > SEG_HEADER) {

@@ -24,6 +24,8 @@ export interface DbCore {
   readonly dir: string
   readonly durability: Durability
   readonly segmentBytes: number
+  /** The engine's clock (OpenOptions.clock). */
+  readonly now: () => number
   /** Every live key and where its record is (keydir.ts). */
   readonly keydir: KeyDir
   table: NamespaceTable

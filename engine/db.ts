@@ -33,7 +33,6 @@ import type {
   BatchOptions,
   DeleteOptions,
   Durability,
-  Engine,
   EngineHealth,
   EngineStats,
   GetResult,
@@ -102,7 +101,7 @@ const EXPIRY_RETRY_MS = 1000
 const FOLD_LOOK_BYTES = 4 * 1024 * 1024
 const MAX_EXPIRIES_WAITING = 1_000_000
 
-export class Db implements Engine, DbCore {
+export class Db implements DbCore {
   readonly dir: string
   readonly durability: Durability
   readonly segmentBytes: number
@@ -112,6 +111,8 @@ export class Db implements Engine, DbCore {
 
   /** Every live key and where its record is (keydir.ts). */
   readonly keydir: KeyDir
+  /** The engine's clock (OpenOptions.clock): expiry, commit times, history windows. */
+  readonly now: () => number
   /** The namespaces' history windows (windows.ts). */
   readonly windows: Windows
   table: NamespaceTable = { nextId: 1, list: [] }
@@ -206,9 +207,10 @@ export class Db implements Engine, DbCore {
       for (const n of this.keydir.byId.values()) out.push([n.id, n.version])
       return out
     }
-    this.keydir = new KeyDir(this.log.segments, this.cache)
+    this.now = cfg.options.clock ?? Date.now
+    this.keydir = new KeyDir(this.log.segments, this.cache, this.now)
     this.keydir.onExpired = (n, key) => this.expired(n, key)
-    this.windows = new Windows(this, cfg.options.clock ?? Date.now)
+    this.windows = new Windows(this, this.now)
     this.keydir.superseding = (n, key, slot) => {
       if (this.windows.byId.size > 0) this.windows.superseding(n, key, slot)
     }
@@ -410,7 +412,7 @@ export class Db implements Engine, DbCore {
       this.checkOpen()
       const n = this.ns(ns)
       const keyLen = keyBytes(key)
-      const expiresAt = expiry(opts?.ttlMs, opts?.expiresAt)
+      const expiresAt = expiry(this.now(), opts?.ttlMs, opts?.expiresAt)
       const { flags, bytes } = encodeValue(value)
       const cur = this.latest(n, key)
       const ifVersion = opts?.ifVersion
@@ -459,7 +461,7 @@ export class Db implements Engine, DbCore {
         const n = this.ns(op.ns)
         const keyLen = keyBytes(op.key)
         if (op.type === 'put') {
-          const expiresAt = expiry(op.ttlMs, op.expiresAt)
+          const expiresAt = expiry(this.now(), op.ttlMs, op.expiresAt)
           const { flags, bytes } = encodeValue(op.value)
           // The encoder reuses its buffer: keep a copy of this one.
           put.add(`${n.id}/${op.key}`)
@@ -780,7 +782,7 @@ export class Db implements Engine, DbCore {
   sweepExpired(budget: number): void {
     this.checkOpen()
     const all = [...this.keydir.byId.values()].filter((n) => n.ttl > 0 && !n.building)
-    const now = Date.now()
+    const now = this.now()
     for (let k = 0; k < all.length && budget > 0; k++) {
       const n = all[this.sweepAt % all.length]!
       const { gone, looked, next } = this.keydir.expired(n, this.sweepFrom.get(n), budget, now)
@@ -824,7 +826,7 @@ export class Db implements Engine, DbCore {
   private latest(n: Namespace, key: string): number {
     const st = n.staged.size > 0 ? n.staged.get(key) : undefined
     if (st) {
-      if (st.type !== PUT || (st.expiresAt !== 0 && st.expiresAt <= Date.now())) return -1
+      if (st.type !== PUT || (st.expiresAt !== 0 && st.expiresAt <= this.now())) return -1
       return st.version
     }
     const slot = this.keydir.liveSlot(n, key)
@@ -1352,14 +1354,14 @@ function utf8Length(s: string): number {
   return n
 }
 
-function expiry(ttlMs: number | undefined, expiresAt: number | undefined): number {
+function expiry(now: number, ttlMs: number | undefined, expiresAt: number | undefined): number {
   if (ttlMs !== undefined && expiresAt !== undefined)
     fail('INVALID_ARGUMENT', 'give ttlMs or expiresAt, not both')
   if (ttlMs !== undefined) {
     if (typeof ttlMs !== 'number' || !Number.isFinite(ttlMs) || ttlMs <= 0) {
       fail('INVALID_ARGUMENT', 'ttlMs must be a positive number of milliseconds')
     }
-    return Date.now() + Math.ceil(ttlMs)
+    return now + Math.ceil(ttlMs)
   }
   if (expiresAt !== undefined) {
     if (typeof expiresAt !== 'number' || !Number.isFinite(expiresAt) || expiresAt <= 0) {

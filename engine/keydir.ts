@@ -32,6 +32,8 @@ export class KeyDir {
     private readonly segments: Map<number, Segment>,
     /** Cached values by slot: an entry goes when its slot is pointed elsewhere or freed. */
     private readonly cache: ValueCache | null,
+    /** The engine's clock (OpenOptions.clock), for what has expired. */
+    private readonly now: () => number = Date.now,
   ) {}
 
   addNamespace(id: number, name: string): Namespace {
@@ -71,7 +73,7 @@ export class KeyDir {
     const slot = n.map.get(key)
     if (slot === undefined) return -1
     const exp = this.slots.expires[slot]
-    if (exp !== 0 && exp <= Date.now()) {
+    if (exp !== 0 && exp <= this.now()) {
       this.remove(n, key)
       this.onExpired(n, key)
       return -1
@@ -240,7 +242,7 @@ export class KeyDir {
     step: 1 | -1,
     json: boolean,
   ): ListResult {
-    const now = n.ttl > 0 ? Date.now() : 0
+    const now = n.ttl > 0 ? this.now() : 0
     // Where the keys written since the open were taken, for their JSON (forward, no expiry).
     const spans = json && step > 0 && now === 0 ? [] : null
     const [keys, at] = this.sides(n, prefix, after, limit + 1, step, now, spans)

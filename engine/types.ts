@@ -30,8 +30,9 @@ export interface OpenOptions {
   /** Salvage what is intact past a corrupt record instead of refusing to open. */
   repair?: boolean
   /**
-   * The clock history windows run on (commit times, what has left a window), in milliseconds
-   * since the Unix epoch. Default Date.now. Expiry of keys (TTL) keeps to Date.now.
+   * The clock the engine runs on, in milliseconds since the Unix epoch: keys' expiry (TTL),
+   * commit times and what has left a history window. Default Date.now; tests set it to run
+   * time forward instead of sleeping against a deadline.
    */
   clock?: () => number
 }
@@ -225,41 +226,3 @@ export type EngineHealth =
   | { state: 'ok' }
   | { state: 'no_space'; reason: string }
   | { state: 'failed'; reason: string }
-
-export interface Engine {
-  /** Resolves true if it was created, false if it already existed. */
-  createNamespace(ns: string): Promise<boolean>
-  /** Removes the namespace and all its keys. Resolves true if it existed, false if not. */
-  dropNamespace(ns: string): Promise<boolean>
-  hasNamespace(ns: string): boolean
-  namespaces(): NamespaceInfo[]
-  /** One namespace's counts, without listing the others; undefined if it does not exist. */
-  namespaceStats(ns: string): NamespaceInfo | undefined
-  put(ns: string, key: string, value: Value, opts?: PutOptions): Promise<PutResult>
-  get(ns: string, key: string): Promise<GetResult | undefined>
-  /**
-   * Optional: get() answered synchronously, for engines that can (this one keeps its index
-   * in memory). Throws what get() would reject with. A caller that finds it missing uses get().
-   */
-  getNow?(ns: string, key: string): GetResult | undefined
-  /** The live entry's version, size (key plus value bytes) and expiry, without reading the value. */
-  stat(ns: string, key: string): Promise<StatResult | undefined>
-  delete(ns: string, key: string, opts?: DeleteOptions): Promise<boolean>
-  list(ns: string, opts?: ListOptions): Promise<ListResult>
-  /**
-   * Optional: list() answered synchronously; undefined when only list() can answer (just
-   * after open, while a large namespace's sorted list is still being made).
-   */
-  listNow?(ns: string, opts?: ListOptions): ListResult | undefined
-  /** Atomic, also across a crash. Resolves with the version given to every write in it. */
-  batch(ops: BatchOp[], opts?: BatchOptions): Promise<{ version: number }>
-  increment(ns: string, key: string, delta: number): Promise<number>
-  stats(): EngineStats
-  /** Synchronous and cheap: whether writes are taken now. */
-  health(): EngineHealth
-  /** Reclaims dead space; `full: false` rewrites only the segments with most garbage. */
-  compact(opts?: { full?: boolean }): Promise<void>
-  flush(): Promise<void>
-  backup(toDir: string): Promise<void>
-  close(): Promise<void>
-}

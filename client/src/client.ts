@@ -4,6 +4,16 @@ import { envVar } from './env.js'
 import { type BigIntMode, integerText, parseJson, toBigInt } from './json.js'
 import { keyPath, namespacePath, query } from './paths.js'
 import { retryPolicy } from './retry.js'
+import {
+  type ImportOptions,
+  type ImportResult,
+  type ImportSource,
+  type PortableEntry,
+  type RangeOptions,
+  exportBytes,
+  exportEntries,
+  sendImport,
+} from './portable.js'
 import { Transaction } from './transaction.js'
 import {
   bare,
@@ -20,6 +30,7 @@ import {
 } from './wire.js'
 import { type Reply, replyJson, send, type TransportConfig } from './transport.js'
 import type {
+  RangeCount,
   CallOptions,
   ClientOptions,
   CreatedNamespace,
@@ -452,6 +463,8 @@ export class Cairn {
       `/${namespacePath(namespace)}` +
       query({
         prefix: options.prefix,
+        start: options.start,
+        end: options.end,
         limit: options.limit,
         cursor: options.cursor,
         include,
@@ -482,6 +495,8 @@ export class Cairn {
       (cursor) =>
         this.list(namespace, {
           prefix: options.prefix,
+          start: options.start,
+          end: options.end,
           limit: options.pageSize,
           reverse: options.reverse,
           cursor,
@@ -540,6 +555,8 @@ export class Cairn {
       (cursor) =>
         this.listEntries<T>(namespace, {
           prefix: options.prefix,
+          start: options.start,
+          end: options.end,
           include: options.include,
           reverse: options.reverse,
           limit: options.pageSize,
@@ -579,6 +596,59 @@ export class Cairn {
     const res = replyJson(reply)
     if (typeof res?.deleted !== 'number') throw invalid(reply, 'a prefix delete without "deleted"')
     return res.deleted
+  }
+
+  /**
+   * How many live keys the namespace (or a prefix or range of it) holds, their bytes (keys
+   * plus values), and the version they were counted at (`GET ?count=1`).
+   */
+  async count(namespace: string, options: RangeOptions = {}): Promise<RangeCount> {
+    const reply = await send(this.#cfg, {
+      method: 'GET',
+      path: `/${namespacePath(namespace)}${query({ count: 1, prefix: options.prefix, start: options.start, end: options.end })}`,
+      signal: options.signal,
+      retry: 'idempotent',
+    })
+    const res = replyJson(reply)
+    if (typeof res?.count !== 'number') throw invalid(reply, 'a count without "count"')
+    return { count: res.count, bytes: res.bytes, version: String(res.version) }
+  }
+
+  /**
+   * Every entry of the namespace (or a prefix or range), in key order, each as it was at one
+   * version however long the loop takes (`GET ?export=1`). Throws NetworkError if the
+   * download is cut short. For the raw NDJSON, see {@link Cairn.exportStream}.
+   *
+   * ```ts
+   * for await (const e of kv.exportNamespace('users')) console.log(e.key, e.value)
+   * ```
+   */
+  async *exportNamespace<T = unknown>(
+    namespace: string,
+    options: RangeOptions = {},
+  ): AsyncGenerator<PortableEntry<T>, void, undefined> {
+    const stream = await exportBytes(this.#cfg, namespacePath(namespace), options)
+    yield* exportEntries<T>(stream, this.#bigints)
+  }
+
+  /** The export's NDJSON, byte for byte as the server sends it, as a web ReadableStream. */
+  exportStream(namespace: string, options: RangeOptions = {}): Promise<ReadableStream<Uint8Array>> {
+    return exportBytes(this.#cfg, namespacePath(namespace), options)
+  }
+
+  /**
+   * Imports entries (`POST ?import=1`) from an iterable or async iterable of entries or of
+   * NDJSON text/bytes (an export's, say), or a ReadableStream of NDJSON. The server checks
+   * every line before it applies any: a bad one throws BadRequestError with `line`. `replace`
+   * also deletes the namespace's (or range's) keys the import does not hold. Sent again, an
+   * import leaves the namespace the same.
+   */
+  importNamespace(
+    namespace: string,
+    source: ImportSource,
+    options: ImportOptions = {},
+  ): Promise<ImportResult> {
+    return sendImport(this.#cfg, namespacePath(namespace), source, options)
   }
 
   /**

@@ -41,5 +41,12 @@ export {
   type TxResult,
 } from './transaction.js'
 export type { FetchLike } from './transport.js'
+export type {
+  ImportOptions,
+  ImportResult,
+  ImportSource,
+  PortableEntry,
+  RangeOptions,
+} from './portable.js'
 export type * from './types.js'
 export type { ReconnectEvent, WatchEvent, WatchOptions } from './watch.js'

@@ -75,6 +75,10 @@ export interface DeleteOptions extends CallOptions {
 export interface ListOptions extends CallOptions {
   /** Only keys starting with this text. */
   prefix?: string
+  /** Only keys at or after this one (UTF-8 byte order); within `prefix` when one is given. */
+  start?: string
+  /** Only keys before this one. */
+  end?: string
   /** Keys per page, 1 to 1000; the server's default is 1000. */
   limit?: number
   /**
@@ -90,6 +94,10 @@ export interface ListOptions extends CallOptions {
 export interface KeysOptions extends CallOptions {
   /** Only keys starting with this text. */
   prefix?: string
+  /** Only keys at or after this one. */
+  start?: string
+  /** Only keys before this one. */
+  end?: string
   /** Keys fetched per request, 1 to 1000. Default 1000. */
   pageSize?: number
   /** Descending order instead of ascending. */
@@ -114,6 +122,10 @@ export interface ListEntriesOptions extends ListOptions {
 export interface EntriesOptions extends CallOptions {
   /** Only keys starting with this text. */
   prefix?: string
+  /** Only keys at or after this one. */
+  start?: string
+  /** Only keys before this one. */
+  end?: string
   /** What each entry carries besides `key` and `version`; default `['values']`. See {@link ListEntriesOptions.include}. */
   include?: Include[]
   /** Descending order instead of ascending. */
@@ -394,4 +406,12 @@ export interface UsageHour {
   rateLimited: number
   /** Requests per operation. */
   operations: OperationCounts
+}
+
+/** What {@link Cairn.count} answers. */
+export interface RangeCount {
+  count: number
+  /** Bytes of keys plus values. */
+  bytes: number
+  version: string
 }

@@ -9,7 +9,10 @@ import type { PlanBook } from './plans.js'
 import { storageFault } from './storage-faults.js'
 import type {
   Entry,
+  KeyRangeOptions,
   ListOptions,
+  RangeCounts,
+  RangeSnapshot,
   Listed,
   Store,
   Transacted,
@@ -203,6 +206,16 @@ export class Data {
     return this.store.list(info.storeName, o)
   }
 
+  /** The live keys of a prefix or range and their bytes, at one version. */
+  countRange(info: NamespaceInfo, range: KeyRangeOptions): Promise<RangeCounts> {
+    return this.store.countRange(info.storeName, range)
+  }
+
+  /** A read of a prefix or range as it is now, whatever is written meanwhile (an export). */
+  snapshot(info: NamespaceInfo, range: KeyRangeOptions): Promise<RangeSnapshot> {
+    return this.store.snapshot(info.storeName, range)
+  }
+
   /** A page at once, or undefined when the store can only answer with list(). */
   listNow(info: NamespaceInfo, o: ListOptions): Listed | undefined {
     return this.store.listNow?.(info.storeName, o)
@@ -237,6 +250,49 @@ export class Data {
       settle(0)
       throw txFailure(err)
     }
+  }
+
+  /**
+   * An import's writes (services/imports.ts): a transaction whose storage was checked for the
+   * whole import before any of it applied (importFits), so no part of it is refused for the
+   * quota on its own.
+   */
+  async importWrite(account: Account, info: NamespaceInfo, ops: TxOp[]): Promise<Transacted> {
+    try {
+      const done = await this.store.transact(info.storeName, ops)
+      if (this.plans.get(account.rec.plan).maxStorageBytes !== null) this.namespaces.wrote(account)
+      return done
+    } catch (err) {
+      throw txFailure(err)
+    }
+  }
+
+  /**
+   * Refuses an import that would take the account past its plan's storage quota (ApiError):
+   * `adds` is what its entries hold, `freed` what the writes replace or delete (the bytes of
+   * the keys it overwrites, and in `replace` mode the range's), as the store counts them.
+   */
+  async importFits(account: Account, adds: number, freed: () => Promise<number>): Promise<void> {
+    const quota = this.plans.get(account.rec.plan).maxStorageBytes
+    if (quota === null || adds <= 0) return
+    let used = await this.namespaces.storageBytes(account, true)
+    if (used + adds <= quota) return
+    used -= await freed()
+    if (used + adds > quota)
+      throw new ApiError(
+        'storage_quota_exceeded',
+        `This import would bring the account to ${used + adds} bytes; the ${this.plans.get(account.rec.plan).id} plan allows ${quota}. Nothing was imported.`,
+      )
+  }
+
+  /** Bytes the store counts for a key now (0 when missing). */
+  async bytesOf(info: NamespaceInfo, key: string): Promise<number> {
+    return (await this.stat(info, key))?.bytes ?? 0
+  }
+
+  /** What metadata adds to a namespace's bytes, as this store counts it. */
+  metadataBytes(m: Buffer | undefined): number {
+    return metadataBytes(m, this.store.metadataOverhead)
   }
 
   /**

@@ -26,6 +26,8 @@ export const OPS = [
   'deletePrefix',
   'watch',
   'upstash',
+  'export',
+  'import',
   'restore',
 ] as const
 export type OpName = (typeof OPS)[number]
@@ -41,7 +43,9 @@ export const OP = {
   deletePrefix: 8,
   watch: 9,
   upstash: 10,
-  restore: 11,
+  export: 11,
+  import: 12,
+  restore: 13,
 } as const
 
 /**

@@ -11,6 +11,8 @@ import { takeToken } from './token-bucket.js'
 import { EmbeddedRecords } from './embedded-records.js'
 import { reconcileNamespaces } from './embedded-reconcile.js'
 import { EmbeddedFeed } from './embedded-feed.js'
+import { countRange, listRange, listRangeNow } from './embedded-range.js'
+import { Snapshots } from './embedded-snapshot.js'
 import { transact } from './embedded-tx.js'
 import { embeddedHistory } from './embedded-history.js'
 import { METADATA_HEAD, hasMetadata, metadataText, valueText, wrap } from './envelope.js'
@@ -70,17 +72,17 @@ function entryOf(got: Entry | undefined): Entry | undefined {
 }
 
 async function list(db: Db, ns: string, o: ListOptions = {}): Promise<Listed> {
-  return pageOf(db, ns, o, await db.list(ns, engineOptions(o)))
+  return pageOf(db, ns, o, await listRange(db, ns, engineOptions(o)))
 }
 
 function listNow(db: Db, ns: string, o: ListOptions = {}): Listed | undefined {
-  const res = db.listNow(ns, engineOptions(o))
+  const res = listRangeNow(db, ns, engineOptions(o))
   return res === undefined ? undefined : pageOf(db, ns, o, res)
 }
 
-/** Entries are read by key: a listing with `include` needs its keys as strings. */
+/** Entries are read by key: a listing with `include` (or a range) needs its keys as strings. */
 const engineOptions = (o: ListOptions): ListOptions =>
-  o.include && o.json ? { ...o, json: false } : o
+  (o.include || o.start || o.end) && o.json ? { ...o, json: false } : o
 
 function pageOf(db: Db, ns: string, o: ListOptions, res: ListResult): Listed {
   const out: Listed = { keys: res.keys, version: res.version ?? 0 }
@@ -122,6 +124,7 @@ const SWEEP_KEYS = 200_000
 
 function embeddedStore(db: Db, records: EmbeddedRecords): Store {
   const feed = new EmbeddedFeed(db)
+  const snapshots = new Snapshots(db)
   const sweeper = setInterval(() => {
     try {
       db.sweepExpired(SWEEP_KEYS)
@@ -161,11 +164,8 @@ function embeddedStore(db: Db, records: EmbeddedRecords): Store {
     list: (ns, opts) => list(db, ns, opts),
     listNow: (ns, opts) => listNow(db, ns, opts),
     transact: (ns, ops) => transact(db, ns, ops),
-    batch: (ns, ops, checks) =>
-      db.batch(
-        ops.map((op) => ({ ...op, ns })),
-        checks && { checks: checks.map((c) => ({ ...c, ns })) },
-      ),
+    countRange: (ns, range) => countRange(db, ns, range),
+    snapshot: (ns, range) => snapshots.take(ns, range),
     health: () => db.health(),
     flush: () => db.flush(),
     close: () => {

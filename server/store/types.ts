@@ -63,6 +63,10 @@ export interface Written {
 
 export interface ListOptions {
   prefix?: string
+  /** Keys at or after this one ('' or absent: no bound); within the prefix when one is given. */
+  start?: string
+  /** Keys before this one ('' or absent: no bound). */
+  end?: string
   /** Keys strictly after this one (strictly before it when reverse). */
   after?: string
   /** Default 1000. */
@@ -190,19 +194,41 @@ export interface Feed {
   subscribe(ns: string, listener: (changes: Change[]) => void): () => void
 }
 
-export type EntryOp =
-  | { type: 'put'; key: string; value: Buffer; ttlMs?: number; expiresAt?: number }
-  | { type: 'delete'; key: string }
-
-export interface EntryCheck {
-  key: string
-  /** null: the key must be absent. */
-  version: number | null
-}
-
 /** An entry as copied from another store, version and all (cairn migrate). */
 export interface Restored extends Entry {
   key: string
+}
+
+/** A prefix and/or a range of keys ('' or absent: no bound), as ListOptions take them. */
+export interface KeyRangeOptions {
+  prefix?: string
+  start?: string
+  end?: string
+}
+
+/** The live keys of a range and their bytes (key plus value), at the namespace's version. */
+export interface RangeCounts {
+  count: number
+  bytes: number
+  version: number
+}
+
+/** An entry as an export reads it. */
+export interface ExportedEntry extends Entry {
+  key: string
+}
+
+/**
+ * A read of a range as it was at one version, a page at a time, whatever is written
+ * meanwhile (an export). Close it when done: the store keeps what writes since `version`
+ * replaced, for the keys the read has not passed yet.
+ */
+export interface RangeSnapshot {
+  /** The namespace's version the entries are read at. */
+  readonly version: number
+  /** The next entries in key order, at most `limit`; empty at the end. */
+  next(limit: number): Promise<ExportedEntry[]>
+  close(): void
 }
 
 export interface NamespaceCounts {
@@ -279,11 +305,10 @@ export interface Entries {
    * answer now. Throws what list() would reject with.
    */
   listNow?(ns: string, opts?: ListOptions): Listed | undefined
-  /**
-   * All or nothing, also across a crash; every check holds or nothing is written (CONFLICT).
-   * The writes take consecutive versions in op order; resolves with the last.
-   */
-  batch(ns: string, ops: EntryOp[], checks?: EntryCheck[]): Promise<{ version: number }>
+  /** The live keys of a prefix or range, their bytes, and the version they were counted at. */
+  countRange(ns: string, range: KeyRangeOptions): Promise<RangeCounts>
+  /** A consistent read of a prefix or range at the namespace's current version (an export). */
+  snapshot(ns: string, range: KeyRangeOptions): Promise<RangeSnapshot>
   /**
    * A transaction: all or nothing, in op order (see TxOp). A failed check, ifVersion or
    * patch rejects with CONFLICT, NOT_A_NUMBER or KEY_NOT_FOUND and `err.index`, writing

@@ -8,6 +8,8 @@ import type { ListOptions, Listed, ListedEntry } from '../store/types.js'
 import { decodeCursor, encodeCursor, walkOf } from '../wire/cursor.js'
 import { expirySeconds } from '../wire/expiry.js'
 import { parseQuery } from '../wire/query.js'
+import { rangeFault } from '../wire/range.js'
+import { countRange, exportRange } from './export.js'
 import type { Call } from './call.js'
 import { canUse, withNamespace } from './entries.js'
 import type { Parsed } from './paths.js'
@@ -43,6 +45,15 @@ export function listKeys(call: Call, req: HttpRequest, parsed: Parsed, plan: Pla
   if (!(q instanceof URLSearchParams))
     return call.fail(q.name === 'cursor' ? 'invalid_cursor' : 'invalid_request', q.message)
   if (q.get('watch') === '1') return watchChanges(call, req, parsed, plan, q)
+  const startText = q.get('start')
+  const endText = q.get('end')
+  if (q.get('count') === '1' || q.get('export') === '1') {
+    const range = { prefix: q.get('prefix') ?? '', start: startText ?? '', end: endText ?? '' }
+    const fault = rangeFault(range)
+    if (fault !== undefined) return call.fail('invalid_range', fault)
+    if (q.get('export') === '1') return exportRange(call, parsed, range)
+    return countRange(call, parsed, range)
+  }
 
   let include = includeOf(q.get('include'))
   if (include === undefined)
@@ -70,14 +81,18 @@ export function listKeys(call: Call, req: HttpRequest, parsed: Parsed, plan: Pla
   const point = listingPoint(call, q.get('at'), cursor, madeAt)
   if (point === null) return
   const shape = `${include}${reverse ? 'r' : ''}${madeAt === undefined ? '' : `@${madeAt}`}`
-  const walk = walkOf(q.get('prefix'), cursor, shape)
+  const walk = walkOf(q.get('prefix'), cursor, shape, startText, endText)
   if (walk === undefined) return call.fail('invalid_cursor')
-  const { prefix, after } = walk
+  const { prefix, after, start, end } = walk
+  const fault = rangeFault(walk)
+  if (fault !== undefined) return call.fail('invalid_range', fault)
   const values = include.includes('v')
   const metadata = include.includes('m')
   if (limitText === null) limit = values ? 100 : 1000
   const o: ListOptions = {
     prefix,
+    start,
+    end,
     after,
     limit,
     reverse,
@@ -88,7 +103,8 @@ export function listKeys(call: Call, req: HttpRequest, parsed: Parsed, plan: Pla
   const answer = (page: Listed) => {
     let tail = ''
     const mode = point === undefined ? shape : `${shape.split('@')[0]}@${page.version}`
-    if (page.next !== undefined) tail += `,"cursor":"${encodeCursor(page.next, prefix, mode)}"`
+    if (page.next !== undefined)
+      tail += `,"cursor":"${encodeCursor(page.next, prefix, mode, start, end)}"`
     tail += `,"version":"${page.version}"}`
     // Keys the store gave as JSON text go out as those bytes, with no string made for a key.
     if (page.json !== undefined)
@@ -102,9 +118,16 @@ export function listKeys(call: Call, req: HttpRequest, parsed: Parsed, plan: Pla
   withNamespace(call, ns, (info) => {
     if (point !== undefined) {
       call.async()
-      return call.ctx.history
-        .listAt(info, { ...o, json: false }, point)
-        .then(answer, (err) => call.error(err))
+      return (
+        call.ctx.history
+          // An empty bound is none (wire/range.ts); the engine's listAt takes only real ones.
+          .listAt(
+            info,
+            { ...o, start: o.start || undefined, end: o.end || undefined, json: false },
+            point,
+          )
+          .then(answer, (err) => call.error(err))
+      )
     }
     // As a GET: a store that can answer at once is asked synchronously (no promise, no
     // registration for an abort).

@@ -12,7 +12,7 @@ import { deleteByPrefix } from './delete-prefix.js'
 import { listKeys } from './list-keys.js'
 import { restoreAsked, restoreNamespace } from './history.js'
 import { patchEntry } from './patch.js'
-import { runTransaction } from './transaction.js'
+import { postNamespace } from './import.js'
 import { createNamespace, deleteNamespace, listNamespaces } from './namespace-routes.js'
 import { type Parsed, Route } from './paths.js'
 import { usageReportRoute } from './usage-route.js'
@@ -80,9 +80,10 @@ export const ROUTES: Record<Exclude<Route, Route.NotFound>, RouteEntry> = {
       id: 'runTransaction',
       metric: R.transaction,
       usage: OP.transaction,
-      // With restore=1 the same path restores the namespace to a point (history.ts).
+      // With restore=1 the same path restores the namespace to a point (history.ts); with
+      // import=1 it imports NDJSON (import.ts), counted as `import`.
       run: (c, req, p, plan) =>
-        restoreAsked(req) ? restoreNamespace(c, req, p, plan) : runTransaction(c, req, p, plan),
+        restoreAsked(req) ? restoreNamespace(c, req, p, plan) : postNamespace(c, req, p, plan),
     },
     delete: {
       id: 'deleteByPrefix',

@@ -41,6 +41,16 @@ export const ERRORS = {
     message:
       "The point is not one of the namespace's: a version up to its current one, or an RFC 3339 time not in the future.",
   },
+  invalid_range: {
+    status: 400,
+    message:
+      'A range is start (inclusive) and end (exclusive), start not after end, both within the prefix when one is given.',
+  },
+  invalid_import: {
+    status: 400,
+    message:
+      'Every import line is a JSON object with "key" and "value", and a valid key, metadata and expiresAt; the error names the line.',
+  },
   unauthorized: {
     status: 401,
     message: 'Send a valid API key in the x-api-key header (or Authorization: Bearer).',
@@ -77,6 +87,7 @@ export const ERRORS = {
     status: 413,
     message: "A transaction's body may be at most the plan's maxValueBytes plus 10 MiB.",
   },
+  import_too_large: { status: 413, message: 'An import body may be at most 1 GiB.' },
   unsupported_media_type: {
     status: 415,
     message: 'Send the body with Content-Type: application/json (or no Content-Type).',
@@ -144,6 +155,11 @@ export function errorText(code: ErrorCode, message?: string, index?: number): st
     return `{"error":{"code":"${code}","message":${JSON.stringify(message ?? ERRORS[code].message)},"index":${index}}}`
   if (message === undefined || message === ERRORS[code].message) return DEFAULT_TEXT.get(code)!
   return `{"error":{"code":"${code}","message":${JSON.stringify(message)}}}`
+}
+
+/** An error body that names the import line to blame (1-based). */
+export function lineErrorText(code: ErrorCode, message: string, line: number): string {
+  return `{"error":{"code":"${code}","message":${JSON.stringify(message)},"line":${line}}}`
 }
 
 /** An ApiError that names the transaction op to blame. */

@@ -36,9 +36,15 @@ t.test('ESM, CommonJS and type declarations from the packed package', async (t) 
     t.ok(files.includes(f), `the tarball holds ${f}`)
   }
   t.same(
-    files.filter((f) => !f.startsWith('dist/') && f !== 'package.json' && f !== 'README.md'),
+    files.filter(
+      (f) =>
+        !f.startsWith('dist/') &&
+        f !== 'package.json' &&
+        f !== 'README.md' &&
+        f !== 'bin/cairn-kv.mjs',
+    ),
     [],
-    'nothing but dist, the README and the manifest (no sources, scripts or tsconfig)',
+    'nothing but dist, the cairn-kv bin, the README and the manifest (no sources, scripts or tsconfig)',
   )
 
   const pkg = path.join(tmp, 'node_modules', 'cairn-client')

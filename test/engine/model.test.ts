@@ -3,7 +3,8 @@
 import { isDeepStrictEqual, inspect } from 'node:util'
 import t, { type Test } from 'tap'
 import { open } from '../../engine/index.js'
-import type { Engine, OpenOptions } from '../../engine/types.js'
+import type { Db } from '../../engine/index.js'
+import type { OpenOptions } from '../../engine/types.js'
 import { compareUtf8, rng, seedFromEnv, sleep, tempDir } from './helpers.js'
 
 interface Entry {
@@ -146,7 +147,7 @@ async function run(t: Test, cfg: RunConfig) {
   t.comment(`${cfg.label}: seed ${seed} (set CAIRN_SEED=${seed} to reproduce)`)
   const r = rng(seed)
   const dir = tempDir(t, 'model')
-  let db: Engine = await open(dir, cfg.options)
+  let db: Db = await open(dir, cfg.options)
   const model: Model = new Map()
   const hadTtl = new Set<string>()
   /**
@@ -247,7 +248,7 @@ async function run(t: Test, cfg: RunConfig) {
           fail(`${where}: delete ${inspect(opts)} gave ${outcome}, model expects ${expect}`, e)
         else if (outcome === true) keys!.delete(key)
       } else if (x < 0.66) {
-        let res: Awaited<ReturnType<Engine['get']>>
+        let res: Awaited<ReturnType<Db['get']>>
         const t0 = Date.now()
         const got = await code(db.get(ns, key).then((v) => (res = v)))
         if (!keys) {
@@ -258,7 +259,7 @@ async function run(t: Test, cfg: RunConfig) {
       } else if (x < 0.77) {
         // A batch over distinct keys, maybe across namespaces, maybe with checks.
         const n = 1 + Math.floor(r() * 5)
-        const ops: Parameters<Engine['batch']>[0] = []
+        const ops: Parameters<Db['batch']>[0] = []
         const seen = new Set<string>()
         const planned: {
           ns: string
@@ -440,7 +441,7 @@ async function run(t: Test, cfg: RunConfig) {
   function checkGet(
     where: string,
     e: Entry | undefined,
-    res: Awaited<ReturnType<Engine['get']>>,
+    res: Awaited<ReturnType<Db['get']>>,
     t0: number,
   ) {
     const before = status(e, t0)

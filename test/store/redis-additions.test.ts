@@ -350,9 +350,9 @@ async function tests(store: Store): Promise<void> {
       i % 3 === 0 ? store.delete('f/a', 'k') : store.put('f/a', `k${i % 5}`, b(String(i))),
     )
     await Promise.all(writes)
-    await store.batch('f/a', [
-      { type: 'put', key: 'b1', value: b('1') },
-      { type: 'put', key: 'b2', value: b('2') },
+    await store.transact('f/a', [
+      { op: 'put', key: 'b1', value: b('1') },
+      { op: 'put', key: 'b2', value: b('2') },
     ])
     await store.transact('f/a', [
       { op: 'increment', key: 'ctr', by: 1n },
@@ -373,9 +373,9 @@ async function tests(store: Store): Promise<void> {
     t.same(
       got.filter((c) => c.key.startsWith('b')).map((c) => c.version),
       [top - 3, top - 2],
-      "a batch's changes take consecutive versions, in op order",
+      "a transaction's changes take consecutive versions, in op order",
     )
-    // read in short pages never splits a batch
+    // read in short pages never splits a transaction
     const paged: Change[] = []
     let since = 1
     for (;;) {

@@ -1,16 +1,19 @@
 // Entries on Redis Cluster: one hash tag per namespace (`{n:<ns>}`), so a namespace's
 // entries, its ordered index and its counters share a slot and every operation is one
 // script on one master (entry-scripts.ts; docs/redis.md, "Entries").
+import { randomUUID } from 'node:crypto'
 import { LRUCache } from 'lru-cache'
 import type { Commands } from './commands.js'
 import type {
   Change,
   Entries,
   Entry,
-  EntryCheck,
-  EntryOp,
   EntryStat,
   EntryWrite,
+  ExportedEntry,
+  KeyRangeOptions,
+  RangeCounts,
+  RangeSnapshot,
   ListedEntry,
   ListOptions,
   Listed,
@@ -75,6 +78,8 @@ export function toChange([id, fields]: [Buffer | string, (Buffer | string)[]]): 
 
 /** Namespaces whose generation a front end remembers for its reads: the most recent. */
 const GENERATIONS_MAX = 100_000
+/** How long an export may read its snapshot; what writes keep for it goes then at the latest. */
+const SNAPSHOT_LIFETIME_MS = 3_600_000
 
 export class ClusterEntries implements Entries {
   /**
@@ -194,6 +199,8 @@ export class ClusterEntries implements Entries {
         Date.now(),
         mode,
         o.maxBytes === undefined ? '' : Math.floor(o.maxBytes),
+        o.start ?? '',
+        o.end ?? '',
       ],
       inc !== undefined,
     )
@@ -214,6 +221,70 @@ export class ClusterEntries implements Entries {
     return out
   }
 
+  async countRange(ns: string, r: KeyRangeOptions): Promise<RangeCounts> {
+    const [count, bytes, version] = await this.cmd.read('cairnCountRange', [
+      meta(ns),
+      r.prefix ?? '',
+      r.start ?? '',
+      r.end ?? '',
+      Date.now(),
+    ])
+    return { count: Number(count), bytes: Number(bytes), version: Number(version) }
+  }
+
+  /** An export's read: a snapshot kept by the namespace's own scripts (docs/redis.md, "Exports"). */
+  async snapshot(ns: string, r: KeyRangeOptions): Promise<RangeSnapshot> {
+    const id = randomUUID()
+    const m = meta(ns)
+    const version = Number(
+      await this.cmd.write('cairnSnapOpen', [m, id, Date.now(), SNAPSHOT_LIFETIME_MS]),
+    )
+    const cmd = this.cmd
+    let closed = false
+    let ended = false
+    return {
+      version,
+      async next(limit: number): Promise<ExportedEntry[]> {
+        for (;;) {
+          if (closed || ended) return []
+          const r2: any[] = await cmd
+            .write(
+              'cairnSnapRead',
+              [m, id, r.prefix ?? '', r.start ?? '', r.end ?? '', limit, Date.now()],
+              true,
+            )
+            .catch((err: { message?: string }) => {
+              if (String(err?.message).includes('SNAPSHOT_GONE'))
+                throw Object.assign(
+                  new Error('the export ran past its lifetime (an hour); export again'),
+                  { code: 'IO_ERROR' },
+                )
+              throw err
+            })
+          ended = num(r2[0]) === 1
+          const out: ExportedEntry[] = []
+          for (let i = 1; i < r2.length; i++) {
+            const [k, v, n, x, md] = r2[i] as (Buffer | null)[]
+            const e: ExportedEntry = { key: k!.toString(), value: v!, version: num(n!) }
+            if (x) e.expiresAt = num(x)
+            if (md && md.length > 0) e.metadata = md
+            out.push(e)
+          }
+          if (out.length > 0 || ended) return out
+        }
+      },
+      close() {
+        if (closed) return
+        closed = true
+        const drop = (): Promise<void> =>
+          cmd
+            .write('cairnSnapClose', [m, id])
+            .then((left: number) => (left > 0 ? drop() : undefined))
+        drop().catch(() => {})
+      },
+    }
+  }
+
   /** Writes entries with the versions they had elsewhere (cairn migrate). */
   async restore(ns: string, rows: Restored[], version: number): Promise<void> {
     const args: (string | Buffer | number)[] = [meta(ns), Date.now(), version]
@@ -226,17 +297,6 @@ export class ClusterEntries implements Entries {
         r.metadata ?? '',
       )
     await this.cmd.write('cairnImport', args)
-  }
-
-  async batch(ns: string, ops: EntryOp[], checks: EntryCheck[] = []): Promise<{ version: number }> {
-    const now = Date.now()
-    const args: (string | Buffer | number)[] = [meta(ns), now, checks.length]
-    for (const c of checks) args.push(c.key, c.version === null ? '-' : String(c.version))
-    for (const op of ops) {
-      if (op.type === 'put') args.push('p', op.key, op.value, expiry(op, now))
-      else args.push('d', op.key)
-    }
-    return { version: Number(await this.cmd.write('cairnBatch', args)) }
   }
 
   async transact(ns: string, ops: TxOp[]): Promise<Transacted> {

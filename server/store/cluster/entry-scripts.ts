@@ -9,7 +9,7 @@ const PRELUDE = `
 local meta = KEYS[1]
 local base = string.sub(meta, 1, -2)
 -- The fields PUT and DELETE need, read with g in one call (see PUT).
-local META = {'HMGET', meta, 'g', 'ver', 'bytes', 'fb', 'fv', 'keys', 'nx'}
+local META = {'HMGET', meta, 'g', 'ver', 'bytes', 'fb', 'fv', 'keys', 'nx', 'sn'}
 local mv = redis.call(unpack(META))
 local g = mv[1]
 if not g then return redis.error_reply('NAMESPACE_NOT_FOUND') end
@@ -17,10 +17,45 @@ local idx = base .. g .. ':i'
 local exp = base .. g .. ':x'
 local ent = base .. g .. ':e:'
 local feed = base .. g .. ':f'
+-- Open snapshots (exports, docs/redis.md "Exports"): before a key changes, each snapshot that
+-- has not passed it yet keeps the key's state once (a copy of its entry, or score 1 in the
+-- snapshot's index for "absent"); the first state kept is the key's state at the snapshot's
+-- version. mv[8] ('sn') is set while any snapshot is open, so writes pay nothing otherwise.
+local function shield(k)
+  if not mv[8] then return end
+  local t = redis.call('TIME')
+  local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  local snaps = base .. g .. ':s'
+  local open = redis.call('HGETALL', snaps)
+  for i = 1, #open, 2 do
+    local id = open[i]
+    local dl, passed = string.match(open[i + 1], '^(%d+):(.*)$')
+    local sb = snaps .. ':' .. id
+    if tonumber(dl) <= now then
+      redis.call('HDEL', snaps, id)
+    elseif (passed == '' or k > passed) and not redis.call('ZSCORE', sb .. ':i', k) then
+      local e = ent .. k
+      local x = redis.call('HGET', e, 'x')
+      if redis.call('EXISTS', e) == 1 and not (x and tonumber(x) <= now) then
+        redis.call('COPY', e, sb .. ':e:' .. k)
+        redis.call('PEXPIREAT', sb .. ':e:' .. k, dl)
+        redis.call('ZADD', sb .. ':i', 0, k)
+      else
+        redis.call('ZADD', sb .. ':i', 1, k)
+      end
+      redis.call('PEXPIREAT', sb .. ':i', dl)
+    end
+  end
+  if redis.call('HLEN', snaps) == 0 then
+    redis.call('HDEL', meta, 'sn')
+    mv[8] = false
+  end
+end
 local function size(k)
   return #k + redis.call('HSTRLEN', ent .. k, 'v')
 end
 local function forget(k)
+  shield(k)
   redis.call('HINCRBY', meta, 'bytes', -size(k))
   redis.call('HINCRBY', meta, 'keys', -1)
   redis.call('DEL', ent .. k)
@@ -111,6 +146,7 @@ local function counted(ver, bytes, keys, fb)
   if math.floor(ver / 32) ~= math.floor(first / 32) or fb > FEED_B + 16777216 then trim() end
 end
 local function store(k, v, n, x, m)
+  shield(k)
   local a = {'HSET', ent .. k, 'v', v, 'n', n}
   if x ~= '' then
     a[#a + 1] = 'x'; a[#a + 1] = x
@@ -164,6 +200,7 @@ end
 -- about as much as the work it does. The counters are computed from mv and written once
 -- (counted); an overwritten key keeps its place in the ordered index and its count; the
 -- expiry index and the entry's x and m are touched only when they change.
+shield(k)
 local ver = tonumber(mv[2] or '0') + 1
 local bytes = tonumber(mv[3] or '0') + #v
 local keys = nil
@@ -213,6 +250,7 @@ if not cur then
   return 0
 end
 -- Counted from mv, as PUT does (above).
+shield(k)
 local ver = tonumber(mv[2] or '0') + 1
 local bytes = tonumber(mv[3] or '0') - #k - redis.call('HSTRLEN', e, 'v')
 redis.call('DEL', e)
@@ -222,56 +260,6 @@ redis.call('XADD', feed, ver .. '-0', 't', 'd', 'k', k)
 redis.call('SPUBLISH', feed, '')
 counted(ver, bytes, tonumber(mv[6] or '0') - 1, tonumber(mv[4] or '0') + #k)
 return 1
-`
-
-/**
- * batch: ARGV now, then the number of checks and each check's key and version ('-' for
- * absent), then the ops: 'p' key value expiresAt, or 'd' key. Every check holds or nothing
- * is written; every write gets the one new version (feed ids <version>-0, -1, ... in op
- * order); a delete of a key that is not there is no change.
- */
-export const BATCH = `${PRELUDE}
-local now = tonumber(ARGV[1])
-prune(now, 16)
-local i = 2
-local checks = tonumber(ARGV[i]); i = i + 1
-for _ = 1, checks do
-  local cur = live(ARGV[i], now)
-  local want = ARGV[i + 1]
-  i = i + 2
-  if want == '-' then
-    if cur then return redis.error_reply('CONFLICT') end
-  elseif cur ~= want then
-    return redis.error_reply('CONFLICT')
-  end
-end
--- Expired entries go first, each as a delete of its own (settle); then each write takes the
--- namespace's next version, in op order, and a delete of a missing key writes nothing.
-local j = i
-while j <= #ARGV do
-  settle(ARGV[j + 1], now)
-  if ARGV[j] == 'p' then j = j + 4 else j = j + 2 end
-end
-local ver = tonumber(redis.call('HGET', meta, 'ver') or '0')
-while i <= #ARGV do
-  local op, k = ARGV[i], ARGV[i + 1]
-  local had = redis.call('EXISTS', ent .. k) == 1
-  if had then forget(k) end
-  if op == 'p' then
-    ver = redis.call('HINCRBY', meta, 'ver', 1)
-    store(k, ARGV[i + 2], ver, ARGV[i + 3])
-    note(ver, 0, 'p', k, ARGV[i + 2], ARGV[i + 3])
-    i = i + 4
-  else
-    if had then
-      ver = redis.call('HINCRBY', meta, 'ver', 1)
-      note(ver, 0, 'd', k)
-    end
-    i = i + 2
-  end
-end
-trim()
-return ver
 `
 
 /**
@@ -299,7 +287,8 @@ return {cur, size(k), redis.call('HGET', ent .. k, 'x') or false}
 /**
  * list: ARGV prefix, after ('' for none), limit, reverse ('1' or ''), now, include ('' keys
  * only, else 'e' plus 'v' for values and 'm' for metadata), maxBytes ('' for none; with
- * values: the page ends after the entry that takes its value bytes past it). Returns
+ * values: the page ends after the entry that takes its value bytes past it), start and end
+ * ('' for none: keys >= start and < end). Returns
  * { version, more (1 or 0), rows... }: a row is the key, or with include
  * { key, version, expiresAt or false, value or false, metadata or false }. Keys are
  * UTF-8, which never holds the byte 0xFF: prefix .. 0xFF bounds a prefix.
@@ -313,6 +302,9 @@ if not withv then fields[3] = 'n' end
 if not withm then fields[4] = 'n' end
 local lo, hi = '-', '+'
 if prefix ~= '' then lo, hi = '[' .. prefix, '(' .. prefix .. '\\255' end
+local first, stop = ARGV[8] or '', ARGV[9] or ''
+if first ~= '' and (lo == '-' or first > string.sub(lo, 2)) then lo = '[' .. first end
+if stop ~= '' and (hi == '+' or stop <= string.sub(hi, 2)) then hi = '(' .. stop end
 if after ~= '' then
   if rev then
     if hi == '+' or after < string.sub(hi, 2) then hi = '(' .. after end
@@ -679,4 +671,117 @@ end
 out[1] = ver
 trim()
 return out
+`
+
+/** Where a range's keys lie in the ordered index, as ZRANGE BYLEX bounds: lo, hi. */
+const BOUNDS = `
+local function bounds(prefix, first, stop)
+  local lo, hi = '-', '+'
+  if prefix ~= '' then lo, hi = '[' .. prefix, '(' .. prefix .. '\\255' end
+  if first ~= '' and (lo == '-' or first > string.sub(lo, 2)) then lo = '[' .. first end
+  if stop ~= '' and (hi == '+' or stop <= string.sub(hi, 2)) then hi = '(' .. stop end
+  return lo, hi
+end
+`
+
+/**
+ * countRange: ARGV prefix, start, end, now. Returns { count, bytes, version }: the live keys
+ * of the range and their bytes (key plus value), walked in one script, so at one version.
+ */
+export const COUNT_RANGE = `${PRELUDE}${BOUNDS}
+local now = tonumber(ARGV[4])
+local lo, hi = bounds(ARGV[1], ARGV[2], ARGV[3])
+local count, bytes = 0, 0
+while true do
+  local page = redis.call('ZRANGE', idx, lo, hi, 'BYLEX', 'LIMIT', 0, 1000)
+  for _, k in ipairs(page) do
+    if live(k, now) then
+      count = count + 1
+      bytes = bytes + size(k)
+    end
+  end
+  if #page < 1000 then break end
+  lo = '(' .. page[#page]
+end
+return {count, bytes, tonumber(mv[2] or '0')}
+`
+
+/**
+ * snapOpen: ARGV id, now, lifetime (ms). Opens a snapshot at the namespace's version: from
+ * now until it closes or its lifetime ends, writes keep what they replace (shield, above).
+ * Returns the version.
+ */
+export const SNAP_OPEN = `${PRELUDE}
+local dl = tonumber(ARGV[2]) + tonumber(ARGV[3])
+redis.call('HSET', base .. g .. ':s', ARGV[1], dl .. ':')
+redis.call('HSET', meta, 'sn', 1)
+return tonumber(mv[2] or '0')
+`
+
+/**
+ * snapRead: ARGV id, prefix, start, end, limit, now. The next entries of the range after the
+ * snapshot's last, as they were at its version: keys kept by writes since (their states at
+ * the version) merged with the index's keys not written since. Returns { ended (1 or 0),
+ * rows... }, a row { key, value, version, expiresAt or false, metadata or false }; the
+ * states handed out are let go. SNAPSHOT_GONE when it closed or outlived its lifetime.
+ */
+export const SNAP_READ = `${PRELUDE}${BOUNDS}
+local snaps = base .. g .. ':s'
+local id, limit, now = ARGV[1], tonumber(ARGV[5]), tonumber(ARGV[6])
+local s = redis.call('HGET', snaps, id)
+if not s then return redis.error_reply('SNAPSHOT_GONE') end
+local dl, passed = string.match(s, '^(%d+):(.*)$')
+if tonumber(dl) <= now then return redis.error_reply('SNAPSHOT_GONE') end
+local sb = snaps .. ':' .. id
+local lo, hi = bounds(ARGV[2], ARGV[3], ARGV[4])
+if passed ~= '' then lo = '(' .. passed end
+local page = redis.call('ZRANGE', idx, lo, hi, 'BYLEX', 'LIMIT', 0, limit)
+local ended = #page < limit
+local upto = hi
+if not ended then upto = '[' .. page[#page] end
+local kept = redis.call('ZRANGE', sb .. ':i', lo, upto, 'BYLEX')
+local seen, keys = {}, {}
+for _, k in ipairs(page) do seen[k] = true; keys[#keys + 1] = k end
+for _, k in ipairs(kept) do
+  if not seen[k] then seen[k] = true; keys[#keys + 1] = k end
+end
+table.sort(keys)
+local out = {0}
+for _, k in ipairs(keys) do
+  local score = redis.call('ZSCORE', sb .. ':i', k)
+  local e
+  if score then
+    if tonumber(score) == 0 then e = redis.call('HMGET', sb .. ':e:' .. k, 'v', 'n', 'x', 'm') end
+    redis.call('DEL', sb .. ':e:' .. k)
+    redis.call('ZREM', sb .. ':i', k)
+  else
+    e = redis.call('HMGET', ent .. k, 'v', 'n', 'x', 'm')
+  end
+  if e and e[1] and not (e[3] and tonumber(e[3]) <= now) then
+    out[#out + 1] = {k, e[1], e[2], e[3] or false, e[4] or false}
+  end
+end
+if ended then
+  out[1] = 1
+elseif #keys > 0 then
+  redis.call('HSET', snaps, id, dl .. ':' .. keys[#keys])
+end
+return out
+`
+
+/**
+ * snapClose: ARGV id. Lets go of up to 1,000 of the snapshot's kept states; returns how many
+ * remain (0 once it is closed: call again until then).
+ */
+export const SNAP_CLOSE = `
+local g = redis.call('HGET', KEYS[1], 'g')
+if not g then return 0 end
+local snaps = string.sub(KEYS[1], 1, -2) .. g .. ':s'
+local sb = snaps .. ':' .. ARGV[1]
+redis.call('HDEL', snaps, ARGV[1])
+if redis.call('HLEN', snaps) == 0 then redis.call('HDEL', KEYS[1], 'sn') end
+local kept = redis.call('ZRANGE', sb .. ':i', 0, 999)
+for _, k in ipairs(kept) do redis.call('DEL', sb .. ':e:' .. k) end
+if #kept > 0 then redis.call('ZREM', sb .. ':i', unpack(kept)) end
+return redis.call('ZCARD', sb .. ':i')
 `

@@ -1,0 +1,123 @@
+// Export and import throughput on the embedded engine, beside what they replace: an export
+// beside walking the same entries with `include=values` pages, an import beside the same
+// entries sent as transactions of 1,000 puts. One real server, one run, ratios reported.
+//   node --import tsx bench/portable.ts [--entries N] [--value-bytes B]
+import http from 'node:http'
+import { startServer } from '../test/helpers/server.js'
+
+const argv = process.argv.slice(2)
+const opt = (name: string, def: number) => {
+  const i = argv.indexOf(name)
+  return i >= 0 ? Number(argv[i + 1]) : def
+}
+const N = opt('--entries', 200_000)
+const VALUE = opt('--value-bytes', 100)
+
+const agent = new http.Agent({ keepAlive: true })
+
+function request(
+  base: string,
+  key: string,
+  method: string,
+  path: string,
+  body?: string | Buffer,
+  type = 'application/json',
+): Promise<{ status: number; body: Buffer }> {
+  return new Promise((resolve, reject) => {
+    const req = http.request(
+      `${base}${path}`,
+      { method, agent, headers: { 'x-api-key': key, 'content-type': type } },
+      (res) => {
+        const chunks: Buffer[] = []
+        res.on('data', (c: Buffer) => chunks.push(c))
+        res.on('end', () => resolve({ status: res.statusCode!, body: Buffer.concat(chunks) }))
+        res.on('error', reject)
+      },
+    )
+    req.on('error', reject)
+    req.end(body)
+  })
+}
+
+const value = JSON.stringify({ s: 'x'.repeat(Math.max(0, VALUE - 8)) })
+const key = (i: number) => `k/${String(i).padStart(8, '0')}`
+const ndjson = Buffer.from(
+  Array.from({ length: N }, (_, i) => `{"key":"${key(i)}","value":${value}}\n`).join(''),
+)
+
+const srv = await startServer({
+  plans: {
+    plans: [
+      {
+        id: 'free',
+        name: 'Free',
+        priceUsdPerMonth: 0,
+        requestsPerDay: null,
+        ratePerSecond: null,
+        burst: null,
+        maxNamespaces: 100,
+        maxStorageBytes: null,
+        maxValueBytes: 1048576,
+        selfServe: true,
+      },
+    ],
+    default: 'free',
+    upgradeUrl: null,
+  },
+})
+try {
+  const acct = await srv.createAccount()
+  const base = srv.baseUrl
+  const k = acct.apiKey
+  for (const ns of ['a', 'b'])
+    await request(base, k, 'POST', '/namespaces', JSON.stringify({ name: ns }))
+
+  let t0 = performance.now()
+  const imp = await request(base, k, 'POST', '/a?import=1', ndjson, 'application/x-ndjson')
+  const importS = (performance.now() - t0) / 1000
+  if (imp.status !== 200) throw new Error(`import: ${imp.status} ${imp.body}`)
+
+  t0 = performance.now()
+  for (let i = 0; i < N; i += 1000) {
+    const ops = []
+    for (let j = i; j < Math.min(N, i + 1000); j++)
+      ops.push(`{"op":"put","key":"${key(j)}","value":${value}}`)
+    const r = await request(base, k, 'POST', '/b', `{"ops":[${ops.join(',')}]}`)
+    if (r.status !== 200) throw new Error(`transaction: ${r.status}`)
+  }
+  const txS = (performance.now() - t0) / 1000
+
+  t0 = performance.now()
+  const exp = await request(base, k, 'GET', '/a?export=1')
+  const exportS = (performance.now() - t0) / 1000
+  const lines = exp.body.toString('latin1').split('\n').length - 2
+
+  t0 = performance.now()
+  let walked = 0
+  let walkedBytes = 0
+  let cursor: string | undefined
+  do {
+    const r = await request(
+      base,
+      k,
+      'GET',
+      `/a?include=values&limit=1000${cursor ? `&cursor=${cursor}` : ''}`,
+    )
+    walkedBytes += r.body.length
+    const page = JSON.parse(r.body.toString('utf8'))
+    walked += page.entries.length
+    cursor = page.cursor
+  } while (cursor)
+  const walkS = (performance.now() - t0) / 1000
+
+  const mb = exp.body.length / 1e6
+  console.log(`entries: ${N}, value bytes: ${value.length}, export body: ${mb.toFixed(1)} MB`)
+  console.log(
+    `import:  ${(N / importS).toFixed(0)} entries/s  (transactions of 1,000 puts: ${(N / txS).toFixed(0)} entries/s; ratio ${(txS / importS).toFixed(2)}x)`,
+  )
+  console.log(
+    `export:  ${(mb / exportS).toFixed(1)} MB/s, ${(lines / exportS).toFixed(0)} entries/s  (include=values pages: ${(walkedBytes / 1e6 / walkS).toFixed(1)} MB/s, ${(walked / walkS).toFixed(0)} entries/s; ratio ${(walkS / exportS).toFixed(2)}x)`,
+  )
+} finally {
+  await srv.stop()
+}
