@@ -365,9 +365,18 @@ export class Accounts {
     return rec
   }
 
+  private planHooks: ((account: Account) => Promise<void>)[] = []
+
+  /** Calls `fn` after an account's plan changed here (its namespaces' history windows follow). */
+  onPlanChanged(fn: (account: Account) => Promise<void>): void {
+    this.planHooks.push(fn)
+  }
+
   private async save(account: Account, rec: AccountRecord): Promise<void> {
+    const moved = rec.plan !== account.rec.plan
     await this.records.put('account', rec.id, rec)
     account.rec = rec
+    if (moved) for (const fn of this.planHooks) await fn(account)
   }
 
   private async keyRecords(account: Account): Promise<KeyRecord[]> {

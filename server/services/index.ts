@@ -4,6 +4,7 @@
 import { Accounts } from './accounts.js'
 import { SessionStore } from './sessions.js'
 import { Data } from './data.js'
+import { History } from './history.js'
 import { Namespaces } from './namespaces.js'
 import type { PlanBook } from './plans.js'
 import { openStore } from '../store/open.js'
@@ -18,6 +19,8 @@ export interface Services {
   accounts: Accounts
   namespaces: Namespaces
   data: Data
+  /** Each namespace's history window, reads at a point and restores. */
+  history: History
   usage: Usage
   /** Dashboard sessions: held here so a password set from the command line ends them. */
   sessions: SessionStore
@@ -60,6 +63,8 @@ export async function servicesOn(
   const namespaces = new Namespaces(store, accounts, plans)
   const usage = new Usage(store, accounts, (a) => namespaces.storageBytes(a))
   const data = new Data(store, accounts, namespaces, plans)
+  const history = new History(store, accounts, namespaces, plans)
+  await history.applyAll()
   const sessions = new SessionStore(store)
   const webhooks = new Webhooks(store, accounts, webhookOptions)
   const alerts = new Alerts(store, accounts, plans, usage, namespaces, webhooks)
@@ -71,6 +76,7 @@ export async function servicesOn(
     accounts,
     namespaces,
     data,
+    history,
     usage,
     sessions,
     alerts,

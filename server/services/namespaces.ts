@@ -62,6 +62,13 @@ export class Namespaces {
     private plans: PlanBook,
   ) {}
 
+  private createHooks: ((account: Account, info: NamespaceInfo) => Promise<void>)[] = []
+
+  /** Calls `fn` with each namespace made here, before its create is answered. */
+  onCreated(fn: (account: Account, info: NamespaceInfo) => Promise<void>): void {
+    this.createHooks.push(fn)
+  }
+
   /** Calls `fn` with the store name of each namespace dropped here (its watches end). */
   onDropped(fn: (storeName: string) => void): void {
     this.dropHooks.push(fn)
@@ -181,6 +188,7 @@ export class Namespaces {
       throw err
     }
     account.namespaces.set(name, info)
+    for (const fn of this.createHooks) await fn(account, info)
     return { name, keys: 0, bytes: 0, createdAt: info.createdAt }
   }
 

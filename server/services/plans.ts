@@ -18,6 +18,10 @@ export interface Plan {
   maxValueBytes: number | null
   /** Watches open at once per account (GET /{ns}?watch=1). */
   maxWatches: number | null
+  /** How long each namespace keeps the versions its writes supersede, in seconds (0: none). */
+  historySeconds: number
+  /** At most this many bytes of them per namespace; past it the oldest go first. */
+  historyBytes: number
   /** Whether an account may move itself to this plan from the dashboard. */
   selfServe: boolean
   /** A flat monthly Stripe price: with Stripe on, the plan is paid through Checkout. */
@@ -47,6 +51,8 @@ export type PublicPlan = Omit<
   | 'priceUsdPerMonth'
   | 'selfServe'
   | 'maxWatches'
+  | 'historySeconds'
+  | 'historyBytes'
   | 'stripePriceId'
   | 'stripeMeteredPriceId'
   | 'meterEventName'
@@ -75,6 +81,33 @@ const LIMITS = [
  * scale 1,000, and 100 for any other plan.
  */
 const WATCHES_BY_ID: Record<string, number> = { free: 5, pro: 100, scale: 1000 }
+
+const DAY = 86_400
+const MIB = 1024 * 1024
+/**
+ * The contract's history windows, for plan files written before plans had them: free 1 day
+ * and 64 MiB, pro 7 days and 4 GiB, scale 30 days and 64 GiB, and free's for any other plan.
+ */
+const HISTORY_BY_ID: Record<string, { seconds: number; bytes: number }> = {
+  free: { seconds: DAY, bytes: 64 * MIB },
+  pro: { seconds: 7 * DAY, bytes: 4096 * MIB },
+  scale: { seconds: 30 * DAY, bytes: 65536 * MIB },
+}
+
+/** A plan's history field: a whole number >= 0, or its default when left out. */
+function historyField(
+  p: any,
+  field: 'historySeconds' | 'historyBytes',
+  at: string,
+  bad: (what: string) => PlanError,
+): number {
+  const v = p[field]
+  const byId = HISTORY_BY_ID[p.id] ?? HISTORY_BY_ID.free!
+  if (v === undefined) return field === 'historySeconds' ? byId.seconds : byId.bytes
+  if (!Number.isSafeInteger(v) || v < 0)
+    throw bad(`${at}.${field} must be a whole number >= 0 (0 keeps no history)`)
+  return v
+}
 
 export class PlanError extends Error {}
 
@@ -143,6 +176,8 @@ export function parsePlans(text: string, source: string): PlansFile {
       maxStorageBytes: null,
       maxValueBytes: null,
       maxWatches: p.maxWatches === undefined ? (WATCHES_BY_ID[p.id] ?? 100) : null,
+      historySeconds: historyField(p, 'historySeconds', at, bad),
+      historyBytes: historyField(p, 'historyBytes', at, bad),
       selfServe: p.selfServe === true,
       ...stripeFields(p, at, bad),
       meteredCentsPerThousand: null,

@@ -2,6 +2,7 @@
 // the last 30 days, the last 48 hours and today's requests by namespace. GET /v1/usage sends the public part; the dashboard's overview adds
 // what its charts need (each day's stored bytes, namespace creation times).
 import type { Account } from './accounts.js'
+import type { History } from './history.js'
 import type { NamespaceRow, Namespaces } from './namespaces.js'
 import { type Plan, type PlanBook, publicPlan } from './plans.js'
 import { type DayUsage, type HourUsage, OPS, type NamespaceToday, type Usage } from './usage.js'
@@ -14,7 +15,7 @@ export interface NamespaceUsage {
   name: string
   keys: number
   bytes: number
-  /** What superseded versions and tombstones kept for history take: none kept yet. */
+  /** What superseded versions and tombstones kept for history take. */
   historyBytes: number
   today: NamespaceToday
 }
@@ -29,7 +30,7 @@ export interface UsageReport {
 }
 
 export async function usageReport(
-  svc: { usage: Usage; plans: PlanBook; namespaces: Namespaces },
+  svc: { usage: Usage; plans: PlanBook; namespaces: Namespaces; history: History },
   account: Account,
   /** Which namespaces the caller may see (a key limited to some sees only those). */
   visible: (name: string) => boolean = () => true,
@@ -39,6 +40,12 @@ export async function usageReport(
   const plan = svc.plans.get(account.rec.plan)
   const today = days[days.length - 1]!
   const rows = (await svc.namespaces.list(account)).filter((r) => visible(r.name))
+  const held = await Promise.all(
+    rows.map((r) => {
+      const info = account.namespaces.get(r.name)
+      return info === undefined ? 0 : svc.history.bytes(info)
+    }),
+  )
   return {
     plan,
     today: {
@@ -53,11 +60,11 @@ export async function usageReport(
     },
     days,
     hours: counted.hours,
-    namespaces: rows.map((r) => ({
+    namespaces: rows.map((r, i) => ({
       name: r.name,
       keys: r.keys,
       bytes: r.bytes,
-      historyBytes: 0,
+      historyBytes: held[i]!,
       today: counted.namespaces.get(r.name) ?? {
         requests: 0,
         operations: Object.fromEntries(OPS.map((op) => [op, 0])),

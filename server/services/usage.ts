@@ -28,6 +28,7 @@ export const OPS = [
   'upstash',
   'export',
   'import',
+  'restore',
 ] as const
 export type OpName = (typeof OPS)[number]
 export const OP = {
@@ -44,6 +45,7 @@ export const OP = {
   upstash: 10,
   export: 11,
   import: 12,
+  restore: 13,
 } as const
 
 /**

@@ -18,6 +18,10 @@ function entryOf(got: GetResult | undefined): Entry | undefined {
 export function embeddedHistory(db: Db): EntryHistory {
   return {
     async setWindow(ns, window) {
+      // Set at every start: the same window again is not written to the directory again.
+      const had = db.getHistory(ns)
+      if (had?.seconds === window.seconds && had.bytes === window.bytes) return
+      if (had === undefined && (window.seconds === 0 || window.bytes === 0)) return
       db.setHistory(ns, window)
     },
     async getAt(ns, key, point) {

@@ -15,6 +15,7 @@ import { parseQuery } from '../wire/query.js'
 import { bodyLimit } from '../wire/body-limits.js'
 import type { Parsed } from './paths.js'
 import { noSuchNamespace } from '../wire/errors.js'
+import { getPast } from './history.js'
 
 const HEAD = Buffer.from('{"value":')
 const TAIL = 0x7d // }
@@ -125,6 +126,7 @@ export function getEntry(call: Call, req: HttpRequest, parsed: Parsed): void {
   const q = raw === undefined || raw === '' ? undefined : parseQuery(raw)
   if (q !== undefined && !(q instanceof URLSearchParams))
     return call.fail('invalid_request', q.message)
+  if (q !== undefined && (q.has('at') || q.get('history') === '1')) return getPast(call, parsed, q)
   const meta = q?.get('metadata') === '1'
   withNamespace(call, ns, (info) => readEntry(call, info, key, inm, meta))
 }

@@ -14,6 +14,7 @@ import type { Call } from './call.js'
 import { canUse, withNamespace } from './entries.js'
 import type { Parsed } from './paths.js'
 import { watchChanges } from './watch.js'
+import { listingPoint } from './history.js'
 
 const LIMIT = /^[1-9][0-9]{0,3}$/
 /** A page with values ends after the entry that takes it past this. */
@@ -71,11 +72,15 @@ export function listKeys(call: Call, req: HttpRequest, parsed: Parsed, plan: Pla
   const cursor = q.get('cursor')
   let reverse = reverseText === '1'
   const made = cursor === null ? undefined : decodeCursor(cursor)
+  // A listing at a point (at=) carries the point's version in its cursor's mode: `@<version>`.
+  const [madeShape = '', madeAt] = made?.mode.split('@') ?? []
   if (made !== undefined) {
-    if (q.get('include') === null) include = made.mode.replace('r', '')
-    if (reverseText === null) reverse = made.mode.includes('r')
+    if (q.get('include') === null) include = madeShape.replace('r', '')
+    if (reverseText === null) reverse = madeShape.includes('r')
   }
-  const shape = `${include}${reverse ? 'r' : ''}`
+  const point = listingPoint(call, q.get('at'), cursor, madeAt)
+  if (point === null) return
+  const shape = `${include}${reverse ? 'r' : ''}${madeAt === undefined ? '' : `@${madeAt}`}`
   const walk = walkOf(q.get('prefix'), cursor, shape, startText, endText)
   if (walk === undefined) return call.fail('invalid_cursor')
   const { prefix, after, start, end } = walk
@@ -97,8 +102,9 @@ export function listKeys(call: Call, req: HttpRequest, parsed: Parsed, plan: Pla
   }
   const answer = (page: Listed) => {
     let tail = ''
+    const mode = point === undefined ? shape : `${shape.split('@')[0]}@${page.version}`
     if (page.next !== undefined)
-      tail += `,"cursor":"${encodeCursor(page.next, prefix, shape, start, end)}"`
+      tail += `,"cursor":"${encodeCursor(page.next, prefix, mode, start, end)}"`
     tail += `,"version":"${page.version}"}`
     // Keys the store gave as JSON text go out as those bytes, with no string made for a key.
     if (page.json !== undefined)
@@ -110,6 +116,19 @@ export function listKeys(call: Call, req: HttpRequest, parsed: Parsed, plan: Pla
     call.send(200, body + tail)
   }
   withNamespace(call, ns, (info) => {
+    if (point !== undefined) {
+      call.async()
+      return (
+        call.ctx.history
+          // An empty bound is none (wire/range.ts); the engine's listAt takes only real ones.
+          .listAt(
+            info,
+            { ...o, start: o.start || undefined, end: o.end || undefined, json: false },
+            point,
+          )
+          .then(answer, (err) => call.error(err))
+      )
+    }
     // As a GET: a store that can answer at once is asked synchronously (no promise, no
     // registration for an abort).
     if (call.ctx.data.readsNow) {

@@ -12,10 +12,26 @@ const BODY_LIMIT = 16 * 1024
 export function listNamespaces(call: Call): void {
   const k = call.key!
   call.async()
-  call.ctx.namespaces.list(call.account!).then(
-    (rows) => call.send(200, JSON.stringify({ namespaces: rows.filter((n) => k.allows(n.name)) })),
-    (err) => call.error(err),
-  )
+  const account = call.account!
+  call.ctx.namespaces
+    .list(account)
+    .then((rows) =>
+      Promise.all(
+        rows
+          .filter((n) => k.allows(n.name))
+          .map(async (n) => {
+            const info = account.namespaces.get(n.name)
+            // The oldest point still readable (the contract's "History and restore").
+            const historyFrom =
+              info === undefined ? new Date().toISOString() : await call.ctx.history.fromText(info)
+            return { ...n, historyFrom }
+          }),
+      ),
+    )
+    .then(
+      (namespaces) => call.send(200, JSON.stringify({ namespaces })),
+      (err) => call.error(err),
+    )
 }
 
 export function createNamespace(call: Call, req: HttpRequest): void {

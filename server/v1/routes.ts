@@ -10,6 +10,7 @@ import type { Call } from './call.js'
 import { deleteEntry, getEntry, putEntry } from './entries.js'
 import { deleteByPrefix } from './delete-prefix.js'
 import { listKeys } from './list-keys.js'
+import { restoreAsked, restoreNamespace } from './history.js'
 import { patchEntry } from './patch.js'
 import { postNamespace } from './import.js'
 import { createNamespace, deleteNamespace, listNamespaces } from './namespace-routes.js'
@@ -79,8 +80,10 @@ export const ROUTES: Record<Exclude<Route, Route.NotFound>, RouteEntry> = {
       id: 'runTransaction',
       metric: R.transaction,
       usage: OP.transaction,
-      // With import=1 the same operation imports NDJSON (import.ts), counted as `import`.
-      run: postNamespace,
+      // With restore=1 the same path restores the namespace to a point (history.ts); with
+      // import=1 it imports NDJSON (import.ts), counted as `import`.
+      run: (c, req, p, plan) =>
+        restoreAsked(req) ? restoreNamespace(c, req, p, plan) : postNamespace(c, req, p, plan),
     },
     delete: {
       id: 'deleteByPrefix',

@@ -36,6 +36,11 @@ export const ERRORS = {
     status: 400,
     message: 'Deleting by prefix takes a non-empty "prefix"; without one nothing is deleted.',
   },
+  invalid_point: {
+    status: 400,
+    message:
+      "The point is not one of the namespace's: a version up to its current one, or an RFC 3339 time not in the future.",
+  },
   invalid_range: {
     status: 400,
     message:

@@ -11,6 +11,8 @@ export interface PlanFields {
   maxStorageBytes?: number | null
   maxValueBytes?: number | null
   maxWatches?: number | null
+  historySeconds?: number
+  historyBytes?: number
 }
 
 export function plan(fields: PlanFields) {

@@ -194,6 +194,20 @@ t.test('real responses match the document', async (t) => {
   check('GET', ns, await api.get('/nosuch'))
   check('PUT', ns, await api.put('/docs', { value: 1 }))
 
+  // History and restore.
+  const then = (await api.put('/docs/h', { value: 'old', metadata: { v: 1 } })).json.version
+  await api.put('/docs/h', { value: 'new', ttl: 3600 })
+  check('GET', key, await api.get(`/docs/h?at=${then}&metadata=1`))
+  check('GET', key, await api.get('/docs/h?history=1&limit=1'))
+  check('GET', key, await api.get('/docs/h?at=nope'))
+  check('GET', key, await api.get('/docs/h?at=1970-01-01T00:00:00Z'))
+  check('GET', ns, await api.get(`/docs?at=${then}&include=values,metadata&limit=1`))
+  check('GET', ns, await api.get('/docs?at=1970-01-01T00:00:00Z'))
+  const now = (await api.get('/docs?limit=1')).json.version
+  check('POST', ns, await api.post('/docs?restore=1', { at: now, prefix: 'h' }))
+  check('POST', ns, await api.post('/docs?restore=1', { at: 'soon' }))
+  check('POST', ns, await api.post('/docs?restore=1', { at: '1970-01-01T00:00:00Z' }))
+
   // The additions: metadata, PATCH, transactions, entries, deleting by prefix.
   check('PUT', key, await api.put('/docs/m', { value: 1, metadata: { a: 1 } }))
   check('PUT', key, await api.put('/docs/m', { value: 1, metadata: [1] }))

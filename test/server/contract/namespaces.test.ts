@@ -61,7 +61,7 @@ t.test('create: invalid_json and 415', async (t) => {
   t.match(typed.json.error.message, /content-type/i)
 })
 
-t.test('list shows name, keys, bytes and createdAt', async (t) => {
+t.test('list shows name, keys, bytes, createdAt and historyFrom', async (t) => {
   const ns = await freshNamespace(api, 'listed')
   await api.mustPut(ns, 'a', 'hello')
   await api.mustPut(ns, 'b', [1, 2, 3])
@@ -70,13 +70,14 @@ t.test('list shows name, keys, bytes and createdAt', async (t) => {
   t.same(Object.keys(res.json), ['namespaces'])
   const entry = res.json.namespaces.find((n: { name: string }) => n.name === ns)
   t.ok(entry, 'the namespace is listed')
-  t.same(Object.keys(entry).sort(), ['bytes', 'createdAt', 'keys', 'name'])
+  t.same(Object.keys(entry).sort(), ['bytes', 'createdAt', 'historyFrom', 'keys', 'name'])
   t.equal(entry.keys, 2)
   t.ok(
     entry.bytes >= 'a'.length + '"hello"'.length + 'b'.length + '[1,2,3]'.length,
     'bytes counts keys plus values',
   )
   t.ok(Number.isFinite(Date.parse(entry.createdAt)))
+  t.ok(Number.isFinite(Date.parse(entry.historyFrom)), 'the oldest readable point, a time')
 })
 
 t.test('delete removes the namespace and every key in it', async (t) => {
