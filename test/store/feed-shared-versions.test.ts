@@ -40,13 +40,15 @@ if (cluster) {
     await whole.until(1)
     await narrow.until(1)
     // As an older version wrote a batch: two changes at version 2, then one at 3, all added
-    // to the stream at once so that the feed reads them as one group.
+    // to the stream at once so that the feed reads them as one group, with the message every
+    // write script sends on its stream (cluster/feed.ts: live changes are read on it).
     await redis
       .multi()
       .xadd(feed!, '2-0', 't', 'p', 'k', 'b1', 'v', '"first"')
       .xadd(feed!, '2-1', 't', 'p', 'k', 'b2', 'v', '"second"')
       .xadd(feed!, '3-0', 't', 'p', 'k', 'b3', 'v', '"third"')
       .hset(metaKey, 'ver', '3')
+      .call('SPUBLISH', feed!, '')
       .exec()
     const seen = (w: typeof whole) => w.events.slice(1).map((e) => [e.id, e.data.key])
     const want = [
