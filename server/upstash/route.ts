@@ -6,7 +6,6 @@ import type { Context } from '../context.js'
 import { requestAddress } from '../http/address.js'
 import { ignoreAbort } from '../http/cork-room.js'
 import { endBody } from '../http/held-body.js'
-import { bodyFraming } from '../http/framing.js'
 import { requestId } from '../http/request-id.js'
 import type { HttpRequest, HttpResponse } from '../http/uws.js'
 import { R } from '../metrics.js'
@@ -14,7 +13,7 @@ import type { ApiKey, NamespaceInfo } from '../services/accounts.js'
 import { type Bucket, newBucket, secondsToMidnight, takeAccountToken } from '../services/limits.js'
 import type { Plan } from '../services/plans.js'
 import { OP } from '../services/usage.js'
-import { closeRequested, readRequestBody } from '../v1/body.js'
+import { readRequestBody, refusedFraming } from '../v1/body.js'
 import { MAX_AGE, allowOrigin } from '../v1/cors.js'
 import { defer } from '../v1/deferred.js'
 import { txBodyLimit } from '../wire/body-limits.js'
@@ -71,14 +70,7 @@ export function upstashHandler(ctx: Context): (res: HttpResponse, req: HttpReque
       preflight ? '' : origin,
       preflight ? R.preflight : R.upstash,
     )
-    if (method === 'post') {
-      const framing = bodyFraming(req)
-      if (framing !== '') return call.fail('invalid_request', framing, '', true)
-      if (closeRequested(req.getHeader('connection'))) {
-        const length = req.getHeader('content-length')
-        call.unreadBody = length === '' ? req.getHeader('transfer-encoding') !== '' : length !== '0'
-      }
-    }
+    if (method === 'post' && refusedFraming(call, req)) return
     if (ctx.lifecycle.stopping)
       return call.fail('unavailable', undefined, '\r\nRetry-After: 5', true)
     if (path === undefined)

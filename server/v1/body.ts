@@ -4,6 +4,7 @@
 // `Connection: close`), closing while the client still sends would reset the connection and
 // the client would often never see the 413; so the rest is read and dropped first, up to
 // DISCARD_MAX, past which the connection is cut.
+import { bodyFraming } from '../http/framing.js'
 import type { HttpRequest } from '../http/uws.js'
 import { jsonContentType } from '../wire/content-type.js'
 import { type Call, keepNothing } from './call.js'
@@ -78,6 +79,25 @@ export function readBody(
 /** Whether the client asked for the connection to close after this request. */
 export function closeRequested(connection: string): boolean {
   return connection !== '' && /(^|,)\s*close\s*(,|$)/i.test(connection)
+}
+
+/**
+ * The framing checks of a request that carries a body, made while the uWS request is alive:
+ * ambiguous framing is refused before anything is applied, and the connection closed, since
+ * where this request ends and the next begins is unknown (true: answered). A body the client
+ * will send on a connection it asked to close is noted, so the answer does not wait for it.
+ */
+export function refusedFraming(call: Call, req: HttpRequest): boolean {
+  const framing = bodyFraming(req)
+  if (framing !== '') {
+    call.fail('invalid_request', framing, '', true)
+    return true
+  }
+  if (closeRequested(req.getHeader('connection'))) {
+    const length = req.getHeader('content-length')
+    call.unreadBody = length === '' ? req.getHeader('transfer-encoding') !== '' : length !== '0'
+  }
+  return false
 }
 
 /** Reads the request's body (see readBody) with the limits its headers declare. */

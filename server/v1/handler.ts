@@ -6,14 +6,13 @@
 import type { Context } from '../context.js'
 import { ERRORS } from '../wire/errors.js'
 import { requestAddress } from '../http/address.js'
-import { bodyFraming } from '../http/framing.js'
 import { requestId } from '../http/request-id.js'
 import type { HttpRequest, HttpResponse } from '../http/uws.js'
 import type { ApiKey } from '../services/accounts.js'
 import { type Bucket, newBucket, takeAccountToken } from '../services/limits.js'
 import { quotaRefusal } from './quota.js'
 import { R } from '../metrics.js'
-import { closeRequested } from './body.js'
+import { refusedFraming } from './body.js'
 import { Call } from './call.js'
 import { ALLOW_HEADERS, MAX_AGE, allowOrigin } from './cors.js'
 import type { Plan } from '../services/plans.js'
@@ -58,16 +57,8 @@ export function v1Handler(ctx: Context): (res: HttpResponse, req: HttpRequest) =
       preflight ? R.preflight : (operation(route, method)?.metric ?? R.unmatched),
     )
     if (asked === 'head') call.headOnly = true
-    if (method === 'put' || method === 'post' || method === 'patch') {
-      // Ambiguous framing: refused before anything is applied, and the connection closed,
-      // since where this request ends and the next begins is unknown.
-      const framing = bodyFraming(req)
-      if (framing !== '') return call.fail('invalid_request', framing, '', true)
-      if (closeRequested(req.getHeader('connection'))) {
-        const length = req.getHeader('content-length')
-        call.unreadBody = length === '' ? req.getHeader('transfer-encoding') !== '' : length !== '0'
-      }
-    }
+    if ((method === 'put' || method === 'post' || method === 'patch') && refusedFraming(call, req))
+      return
     if (ctx.lifecycle.stopping)
       return call.fail('unavailable', undefined, '\r\nRetry-After: 5', true)
     if (route === Route.NotFound) return call.fail('not_found')
