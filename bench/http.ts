@@ -4,7 +4,7 @@
 //                                    writes bench/RESULTS.md (HTTP section) and bench/results/*.json
 //   npm run bench:http -- --quick    smoke run (seconds): checks only that every case got 2xx
 //   --rounds N --seconds S           override the run's shape; --no-build uses dist/ as it is
-//   --only ceiling,cairn,webdis,redis  run only those groups of cases: prints the table, and
+//   --only ceiling,cairn,webdis,redis,cluster  run only those groups: prints the table, and
 //                                    writes neither RESULTS.md nor bench/results/
 //   --cases "GET,LIST 100"           with --only: of Cairn's embedded cases, only those named
 //   --node-args "--cpu-prof ..."     flags for the embedded Cairn's node (to profile a case)
