@@ -784,7 +784,19 @@ async function main() {
     ['prefix scans >= 3x lmdb keys/s', ours.scanKeys >= 3 * results.lmdb.scanKeys],
     ['durable 64-writer puts > 50,000/s', ours.durable64 > 50_000],
     ['index well under a plain Map', ours.indexBytesPerKey < map.mapBytesPerKey * 0.75],
-    [`index <= 80 bytes/key plus the key's ${keyBytes}`, ours.indexBytesPerKey <= 80 + keyBytes],
+    // The issue's bound holds in every state the index can be in, not only after a checkpoint.
+    [
+      `index <= 80 bytes/key plus the key's ${keyBytes}, opened from a checkpoint`,
+      ours.indexBytesPerKey <= 80 + keyBytes,
+    ],
+    [
+      `index <= 80 bytes/key plus the key's ${keyBytes}, after a log replay`,
+      replayPerKey <= 80 + keyBytes,
+    ],
+    [
+      `index <= 80 bytes/key plus the key's ${keyBytes}, keys written since the open`,
+      ours.heldWrittenPerKey <= 80 + keyBytes,
+    ],
     [`open of ${fmt(s.bigKeys)} keys <= 300 ms`, ours.openMs <= 300],
     [
       'open time linear or better in keys',

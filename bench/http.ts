@@ -4,17 +4,24 @@
 //                                    writes bench/RESULTS.md (HTTP section) and bench/results/*.json
 //   npm run bench:http -- --quick    smoke run (seconds): checks only that every case got 2xx
 //   --rounds N --seconds S           override the run's shape; --no-build uses dist/ as it is
-//   --only ceiling,cairn,webdis,redis  run only those groups of cases: prints the table, and
+//   --only ceiling,cairn,webdis,redis,cluster  run only those groups: prints the table, and
 //                                    writes neither RESULTS.md nor bench/results/
 //   --cases "GET,LIST 100"           with --only: of Cairn's embedded cases, only those named
 //   --node-args "--cpu-prof ..."     flags for the embedded Cairn's node (to profile a case)
+//   --keys N (default 20,000; quick 5,000) --value-bytes B (96) --hot N (distinct keys the GET
+//   and PUT cycles visit; default every key)  --webdis-threads N (1)   the data set's shape,
+//                                    the same on every side
+//   --no-cluster / --cluster         without (full run) / with (quick run) Cairn and webdis on a
+//                                    3+3 Redis Cluster (replicas, WAIT on Cairn's write path):
+//                                    the group `cluster` of --only
 import { execFileSync, spawn } from 'node:child_process'
 import fs from 'node:fs'
 import http from 'node:http'
 import os from 'node:os'
 import path from 'node:path'
 import { formatResults } from './format.js'
-import { keyOf, writeScripts } from './http/scripts.js'
+import { startRedisCluster } from '../test/helpers/redis-cluster.js'
+import { keyOf, redisKey, writeScripts } from './http/scripts.js'
 import {
   type Server,
   cpuSeconds,
@@ -37,7 +44,15 @@ const ROUNDS = opt('--rounds', quick ? 1 : 2)
 const SECONDS = opt('--seconds', quick ? 2 : 10)
 const WARMUP = quick ? 1 : 3
 const CONNECTIONS = 50
-const GROUPS = quick ? 50 : 1000 // 100 keys each: 100,000 keys in a full run
+// The data set: the independent run's 20,000 keys (100 per prefix, for LIST), every key
+// visited by the GET and PUT cycles; the same keys and values on Cairn and on webdis.
+const KEYS = opt('--keys', quick ? 5000 : 20_000)
+const GROUPS = Math.max(1, Math.round(KEYS / 100))
+const HOT = argv.includes('--hot') ? opt('--hot', GROUPS * 100) : undefined
+const VALUE_BYTES = opt('--value-bytes', 96)
+const WEBDIS_THREADS = opt('--webdis-threads', 1)
+// The 3+3 cluster: in a full run unless --no-cluster; in a quick run only with --cluster.
+const CLUSTER = quick ? argv.includes('--cluster') : !argv.includes('--no-cluster')
 const ONLY = argv.includes('--only') ? new Set(argv[argv.indexOf('--only') + 1]!.split(',')) : null
 const runs = (group: string) => ONLY === null || ONLY.has(group)
 const CASES =
@@ -51,10 +66,12 @@ const NODE_ARGS = argv.includes('--node-args')
 const SERVER_CORE = 0
 const LOAD_CORE = 1
 const VALUE =
-  'v'.repeat(8) +
-  Array.from({ length: 88 }, (_, i) => 'abcdefghijklmnopqrstuvwxyz0123456789'[(i * 7) % 36]).join(
-    '',
-  )
+  'v'.repeat(Math.min(8, VALUE_BYTES)) +
+  Array.from(
+    { length: Math.max(0, VALUE_BYTES - 8) },
+    (_, i) => 'abcdefghijklmnopqrstuvwxyz0123456789'[(i * 7) % 36],
+  ).join('')
+const DATASET = { groups: GROUPS, value: VALUE, hot: HOT }
 
 interface CaseResult extends WrkResult {
   server: string
@@ -119,7 +136,87 @@ function combine(rounds: CaseResult[]): CaseResult {
     p50: pick((c) => c.p50),
     p99: pick((c) => c.p99),
     cpu: pick((c) => c.cpu),
+    extra:
+      rounds[0]!.extra === undefined
+        ? undefined
+        : Object.fromEntries(
+            Object.keys(rounds[0]!.extra).map((k) => [k, pick((c) => c.extra?.[k] ?? Number.NaN)]),
+          ),
   }
+}
+
+/**
+ * The server's event-loop delay over the measured seconds, read from its /metrics
+ * (`cairn_event_loop_delay_seconds`, whose window starts again at each scrape): a scrape as
+ * wrk starts, and one as it ends.
+ */
+function loopDelay(server: Server): () => () => Promise<Record<string, number>> {
+  const scrape = async () => {
+    const text = await (await fetch(`${server.url}/metrics`)).text()
+    const q = (x: string) =>
+      1000 *
+      Number(
+        new RegExp(`^cairn_event_loop_delay_seconds\\{quantile="${x}"\\} (\\S+)$`, 'm').exec(
+          text,
+        )?.[1] ?? Number.NaN,
+      )
+    return { loopP99: q('0.99'), loopP999: q('0.999'), loopMax: q('1') }
+  }
+  return () => {
+    const started = scrape()
+    return async () => {
+      await started
+      return scrape()
+    }
+  }
+}
+
+/**
+ * Checks that a side holds the data set before its GETs are measured: a few of its keys read
+ * back with the value seeded (webdis answers 200 with null for a key it lacks, which would
+ * count as a fast success), and the answer's size, so the table shows both sides send
+ * comparable bodies.
+ */
+async function cairnHolds(url: string, apiKey: string): Promise<number> {
+  let bytes = 0
+  for (const k of sampleKeys()) {
+    const res = await fetch(`${url}/v1/bench/${k}`, { headers: { 'x-api-key': apiKey } })
+    const text = await res.text()
+    if (res.status !== 200 || JSON.parse(text).value !== VALUE)
+      throw new Error(`Cairn does not hold ${k}: ${res.status} ${text.slice(0, 200)}`)
+    bytes = Buffer.byteLength(text)
+  }
+  return bytes
+}
+
+async function webdisHolds(url: string, prefix = ''): Promise<number> {
+  let bytes = 0
+  for (const k of sampleKeys()) {
+    const res = await fetch(`${url}/GET/${encodeURIComponent(redisKey(k, prefix))}`)
+    const text = await res.text()
+    if (res.status !== 200 || text !== JSON.stringify({ GET: VALUE }))
+      throw new Error(`webdis does not hold ${k}: ${res.status} ${text.slice(0, 200)}`)
+    bytes = Buffer.byteLength(text)
+  }
+  // Its SET must be taken too: a key on another master answers 200 with a MOVED error.
+  const k = encodeURIComponent(redisKey(keyOf(0, 0), prefix))
+  const set = await (await fetch(`${url}/SET/${k}/${encodeURIComponent(VALUE)}`)).text()
+  if (set !== '{"SET":[true,"OK"]}') throw new Error(`webdis SET: ${set.slice(0, 200)}`)
+  return bytes
+}
+
+const sampleKeys = () => [keyOf(0, 0), keyOf(GROUPS >> 1, 50), keyOf(GROUPS - 1, 99)]
+
+/** A measured GET with the size of the side's answer body beside it. */
+async function measureGet(
+  server: Server,
+  script: string,
+  holds: () => Promise<number>,
+): Promise<CaseResult> {
+  const answerBytes = await holds()
+  const c = await measure(server, 'GET', server.url, script)
+  c.extra = { ...c.extra, answerBytes }
+  return c
 }
 
 /**
@@ -127,15 +224,18 @@ function combine(rounds: CaseResult[]): CaseResult {
  * going first: a machine whose load drifts during the run, or a store that slows as writes
  * pile up, then moves them alike, and their ratio holds.
  */
-async function paired(server: Server, cases: [string, string][]): Promise<CaseResult[]> {
+async function paired(
+  server: Server,
+  cases: [string, string, (() => () => Promise<Record<string, number>>)?][],
+): Promise<CaseResult[]> {
   const rounds = cases.map((): CaseResult[] => [])
   for (let r = 0; r < ROUNDS; r++) {
     const order = cases.map((_, i) => i)
     if (r % 2 === 1) order.reverse()
     for (const i of order) {
-      const [name, script] = cases[i]!
+      const [name, script, during] = cases[i]!
       process.stdout.write(`  (round ${r + 1} of ${ROUNDS})\n`)
-      rounds[i]!.push(await measure(server, name, server.url, script, undefined, CONNECTIONS, 1))
+      rounds[i]!.push(await measure(server, name, server.url, script, during, CONNECTIONS, 1))
     }
   }
   return rounds.map(combine)
@@ -244,28 +344,32 @@ async function cairnCases(dir: string): Promise<CaseResult[]> {
     const apiKey = await cairnAccount(server.url, dataDir)
     process.stdout.write(`  seeding ${GROUPS * 100} keys of ${VALUE.length + 2}-byte values\n`)
     await seedCairn(server.url, apiKey)
-    const s = writeScripts(path.join(dir, 'lua'), apiKey, { groups: GROUPS, value: VALUE })
+    const s = writeScripts(path.join(dir, 'lua'), apiKey, DATASET)
     const out: CaseResult[] = []
     // The Upstash path (@upstash/redis's wire) beside /v1's GET and PUT existing, on the same
     // keys, a round of each in turn.
-    if (wants('GET') && wants('UPSTASH GET'))
-      out.push(
-        ...(await paired(server, [
-          ['GET', s.get!],
-          ['UPSTASH GET', s.upstashGet!],
-        ])),
-      )
-    else if (wants('GET')) out.push(await measure(server, 'GET', server.url, s.get))
-    if (wants('PUT new')) out.push(await measure(server, 'PUT new', server.url, s.putNew))
+    if (wants('GET') && wants('UPSTASH GET')) {
+      const answerBytes = await cairnHolds(server.url, apiKey)
+      const [get, upstashGet] = await paired(server, [
+        ['GET', s.get!],
+        ['UPSTASH GET', s.upstashGet!],
+      ])
+      get!.extra = { ...get!.extra, answerBytes }
+      out.push(get!, upstashGet!)
+    } else if (wants('GET'))
+      out.push(await measureGet(server, s.get!, () => cairnHolds(server.url, apiKey)))
+    // The PUT cases with the server's event-loop delay over their measured seconds.
+    const delay = loopDelay(server)
+    if (wants('PUT new')) out.push(await measure(server, 'PUT new', server.url, s.putNew, delay))
     if (wants('PUT existing') && wants('UPSTASH SET'))
       out.push(
         ...(await paired(server, [
-          ['PUT existing', s.putExisting!],
-          ['UPSTASH SET', s.upstashSet!],
+          ['PUT existing', s.putExisting!, delay],
+          ['UPSTASH SET', s.upstashSet!, delay],
         ])),
       )
     else if (wants('PUT existing'))
-      out.push(await measure(server, 'PUT existing', server.url, s.putExisting))
+      out.push(await measure(server, 'PUT existing', server.url, s.putExisting, delay))
     if (wants('TX 10 PUTs')) {
       const tx = await measure(server, 'TX 10 PUTs', server.url, s.tx10)
       tx.extra = { keysPerSecond: tx.rps * 10 }
@@ -414,10 +518,10 @@ async function watchedPuts(
 }
 
 /** Loads the data set into Redis through redis-cli's pipe mode (RESP), the quickest way in. */
-function seedRedis(port: number): void {
+function seedRedis(port: number, prefix = ''): void {
   let resp = ''
   for (let n = 0; n < GROUPS * 100; n++) {
-    const k = keyOf(Math.floor(n / 100), n % 100).replace('/', '_')
+    const k = redisKey(keyOf(Math.floor(n / 100), n % 100), prefix)
     resp += `*3\r\n$3\r\nSET\r\n$${k.length}\r\n${k}\r\n$${VALUE.length}\r\n${VALUE}\r\n`
   }
   execFileSync('redis-cli', ['-p', String(port), '--pipe'], {
@@ -430,12 +534,12 @@ async function webdisCases(dir: string): Promise<CaseResult[]> {
   const wdir = path.join(dir, 'webdis')
   fs.mkdirSync(wdir)
   const redis = await startRedis(SERVER_CORE, wdir, 'plain')
-  const server = await startWebdis(SERVER_CORE, wdir, redis)
+  const server = await startWebdis(SERVER_CORE, wdir, redis, 'webdis', WEBDIS_THREADS)
   try {
     seedRedis(redis.port)
-    const s = writeScripts(path.join(dir, 'lua-webdis'), 'unused', { groups: GROUPS, value: VALUE })
+    const s = writeScripts(path.join(dir, 'lua-webdis'), 'unused', DATASET)
     return [
-      await measure(server, 'GET', server.url, s.redisGet),
+      await measureGet(server, s.redisGet!, () => webdisHolds(server.url)),
       await measure(server, 'SET', server.url, s.redisSet),
     ]
   } finally {
@@ -476,20 +580,17 @@ async function sameRedisCases(dir: string): Promise<CaseResult[]> {
       ])
       process.stdout.write(`  seeding ${GROUPS * 100} keys on Redis through Cairn\n`)
       await seedCairn(server.url, apiKey)
-      const s = writeScripts(path.join(dir, 'lua-redis'), apiKey, { groups: GROUPS, value: VALUE })
-      out.push(await measure(server, 'GET', server.url, s.get))
-      out.push(await measure(server, 'PUT existing', server.url, s.putExisting))
+      const s = writeScripts(path.join(dir, 'lua-redis'), apiKey, DATASET)
+      out.push(await measureGet(server, s.get!, () => cairnHolds(server.url, apiKey)))
+      out.push(await measure(server, 'PUT existing', server.url, s.putExisting, loopDelay(server)))
     } finally {
       await server.stop()
     }
     seedRedis(redis.port)
-    const webdis = await startWebdis(SERVER_CORE, rdir, redis, 'webdis-redis')
+    const webdis = await startWebdis(SERVER_CORE, rdir, redis, 'webdis-redis', WEBDIS_THREADS)
     try {
-      const s = writeScripts(path.join(dir, 'lua-webdis-redis'), 'unused', {
-        groups: GROUPS,
-        value: VALUE,
-      })
-      out.push(await measure(webdis, 'GET', webdis.url, s.redisGet))
+      const s = writeScripts(path.join(dir, 'lua-webdis-redis'), 'unused', DATASET)
+      out.push(await measureGet(webdis, s.redisGet!, () => webdisHolds(webdis.url)))
       out.push(await measure(webdis, 'SET', webdis.url, s.redisSet))
     } finally {
       await webdis.stop()
@@ -498,6 +599,95 @@ async function sameRedisCases(dir: string): Promise<CaseResult[]> {
     await redis.stop()
   }
   return out
+}
+
+/**
+ * Cairn on the durable topology: a 3+3 Redis Cluster (test/helpers/redis-cluster.ts, the one
+ * the failover tests run on: every node `appendfsync always`, a replica per master), so each
+ * durable write also waits for a replica (`WAIT`, in groups: server/store/cluster/
+ * durable-writes.ts). Beside it webdis on one of that cluster's masters, its keys given a
+ * hash tag that master serves: a SET there is fsynced on the master and not waited for.
+ * Every node is pinned to the server core, as the one-node Redis is.
+ */
+async function clusterCases(dir: string): Promise<CaseResult[]> {
+  const cdir = path.join(dir, 'cluster')
+  fs.mkdirSync(cdir)
+  const cluster = await startRedisCluster()
+  if (typeof cluster === 'string') {
+    process.stdout.write(`  3+3 cluster cases skipped: ${cluster}\n`)
+    return []
+  }
+  const out: CaseResult[] = []
+  try {
+    const pids = cluster.nodes.map((n) => n.proc.pid!)
+    for (const pid of pids)
+      execFileSync('taskset', ['-a', '-p', '-c', String(SERVER_CORE), String(pid)], {
+        stdio: 'ignore',
+      })
+    const server = await startCairn(
+      SERVER_CORE,
+      path.join(cdir, 'front'),
+      benchPlans(dir),
+      ['--store', cluster.url],
+      NODE_ARGS,
+    )
+    server.name = 'cairn-3x3'
+    server.pids.push(...pids)
+    try {
+      const apiKey = await cairnAccount(server.url, cdir, [
+        '--store',
+        cluster.url,
+        '--plans',
+        path.join(dir, 'plans.json'),
+      ])
+      process.stdout.write(`  seeding ${GROUPS * 100} keys on the 3+3 cluster through Cairn\n`)
+      await seedCairn(server.url, apiKey)
+      const s = writeScripts(path.join(dir, 'lua-3x3'), apiKey, DATASET)
+      out.push(await measureGet(server, s.get!, () => cairnHolds(server.url, apiKey)))
+      out.push(await measure(server, 'PUT existing', server.url, s.putExisting, loopDelay(server)))
+    } finally {
+      await server.stop()
+    }
+    const master = (await cluster.masters())[0]!
+    const prefix = hashTagOn(master.port)
+    seedRedis(master.port, prefix)
+    const webdis = await startWebdis(
+      SERVER_CORE,
+      cdir,
+      { port: master.port, pid: master.proc.pid!, stop: async () => {} },
+      'webdis-3x3',
+      WEBDIS_THREADS,
+    )
+    webdis.pids = [webdis.pids[0]!, ...pids]
+    try {
+      const s = writeScripts(path.join(dir, 'lua-webdis-3x3'), 'unused', {
+        ...DATASET,
+        redisPrefix: prefix,
+      })
+      out.push(await measureGet(webdis, s.redisGet!, () => webdisHolds(webdis.url, prefix)))
+      out.push(await measure(webdis, 'SET', webdis.url, s.redisSet))
+    } finally {
+      await webdis.stop()
+    }
+  } finally {
+    await cluster.stop()
+  }
+  return out
+}
+
+/** A hash tag whose slot the node on `port` serves (a key elsewhere is answered MOVED). */
+function hashTagOn(port: number): string {
+  for (let i = 0; i < 10_000; i++) {
+    const tag = `{b${i}}`
+    const said = execFileSync('redis-cli', ['-p', String(port), 'SET', `${tag}probe`, '1'])
+      .toString()
+      .trim()
+    if (said === 'OK') {
+      execFileSync('redis-cli', ['-p', String(port), 'DEL', `${tag}probe`])
+      return tag
+    }
+  }
+  throw new Error(`no hash tag found on the master at ${port}`)
 }
 
 function fmt(n: number, digits = 0): string {
@@ -510,75 +700,155 @@ function report(all: CaseResult[]): string {
   const find = (server: string, name: string) =>
     all.find((c) => c.server === server && c.name === name)
   const ceiling = find('ceiling', 'GET')
-  const peer: Record<string, CaseResult | undefined> = {
-    GET: find('webdis', 'GET'),
-    'PUT new': find('webdis', 'SET'),
-    'PUT existing': find('webdis', 'SET'),
-    'GET 90 / PUT 10': undefined,
-    'UPSTASH GET': find('webdis', 'GET'),
-    'UPSTASH SET': find('webdis', 'SET'),
+  // Each Cairn case beside its peer: webdis without persistence, and webdis on a Redis that
+  // fsyncs every write (AOF, `appendfsync always`): for Cairn on its engine and on the one-node
+  // Redis, that Redis (`webdis-redis`); for Cairn on the 3+3 cluster, one of its masters.
+  const peerCase = (name: string): string | undefined =>
+    name === 'GET' || name === 'UPSTASH GET'
+      ? 'GET'
+      : ['PUT new', 'PUT existing', 'UPSTASH SET'].includes(name)
+        ? 'SET'
+        : undefined
+  const plainPeer = (c: CaseResult) => {
+    const n = peerCase(c.name)
+    return c.server === 'cairn' && n ? find('webdis', n) : undefined
   }
-  // Cairn on Redis is compared with webdis on the same Redis (sameRedisCases).
-  const samePeer: Record<string, CaseResult | undefined> = {
-    GET: find('webdis-redis', 'GET'),
-    'PUT existing': find('webdis-redis', 'SET'),
+  const fsyncPeer = (c: CaseResult) => {
+    const n = peerCase(c.name)
+    if (n === undefined) return undefined
+    if (c.server === 'cairn' || c.server === 'cairn-redis') return find('webdis-redis', n)
+    if (c.server === 'cairn-3x3') return find('webdis-3x3', n)
+    return undefined
   }
+  const ratio = (a: CaseResult | undefined, b: CaseResult | undefined) =>
+    a && b ? `${fmt(a.rps / b.rps, 2)}x` : ''
   const rows = [
-    '| server | case | req/s | p50 ms | p99 ms | server CPU | Cairn / ceiling | Cairn / webdis |',
-    '|---|---|---:|---:|---:|---:|---:|---:|',
+    '| server | case | req/s | p50 ms | p99 ms | server CPU | Cairn / ceiling | Cairn / webdis | Cairn / webdis, AOF always |',
+    '|---|---|---:|---:|---:|---:|---:|---:|---:|',
   ]
   for (const c of all) {
-    const vsCeiling = c.server === 'cairn' && ceiling ? `${fmt(c.rps / ceiling.rps, 2)}x` : ''
-    const p =
-      c.server === 'cairn'
-        ? peer[c.name]
-        : c.server === 'cairn-redis'
-          ? samePeer[c.name]
-          : undefined
-    const vsPeer = p ? `${fmt(c.rps / p.rps, 2)}x` : ''
+    const vsCeiling = c.server === 'cairn' ? ratio(c, ceiling) : ''
     const x = c.extra ?? {}
     const notes = [
+      x.answerBytes !== undefined ? `${fmt(x.answerBytes)}-byte answers` : '',
       x.compactions !== undefined ? `${x.compactions} compactions` : '',
       x.keysPerSecond !== undefined ? `${fmt(x.keysPerSecond)} keys/s` : '',
       x.eventsPerSecond !== undefined
         ? `${fmt(x.eventsPerSecond)} events/s delivered, write to delivery p50 ${fmt(x.lagP50)} ms, p99 ${fmt(x.lagP99)} ms`
         : '',
+      x.loopP999 !== undefined
+        ? `event loop delay p99 ${fmt(x.loopP99!, 1)}, p99.9 ${fmt(x.loopP999, 1)}, max ${fmt(x.loopMax!, 1)} ms`
+        : '',
     ].filter(Boolean)
     rows.push(
-      `| ${c.server} | ${c.name}${notes.length ? ` (${notes.join('; ')})` : ''} | ${fmt(c.rps)} | ${fmt(c.p50, 3)} | ${fmt(c.p99, 3)} | ${fmt(c.cpu * 100)}% | ${vsCeiling} | ${vsPeer} |`,
+      `| ${c.server} | ${c.name}${notes.length ? ` (${notes.join('; ')})` : ''} | ${fmt(c.rps)} | ${fmt(c.p50, 3)} | ${fmt(c.p99, 3)} | ${fmt(c.cpu * 100)}% | ${vsCeiling} | ${ratio(c, plainPeer(c))} | ${ratio(c, fsyncPeer(c))} |`,
     )
   }
+  const verdict = (ok: boolean | undefined) =>
+    ok === undefined ? 'not measured' : ok ? 'met' : 'MISSED'
   const get = find('cairn', 'GET')
-  const put = find('cairn', 'PUT new')
+  const webdisGet = find('webdis', 'GET')
+  const fsyncSet = find('webdis-redis', 'SET')
+  const putNew = find('cairn', 'PUT new')
+  const putExisting = find('cairn', 'PUT existing')
+  const oneWriter = find('cairn', 'PUT existing, 1 writer')
+  const watched = find('cairn', `PUT existing, 1 writer, ${WATCHERS} watchers`)
+  // The issue's targets (medians of a full run, the peer in the same run).
+  const target: string[][] = []
+  for (const [name, put] of [
+    ['PUT new', putNew],
+    ['PUT existing', putExisting],
+  ] as const) {
+    target.push([
+      `durable ${name} >= 1.0x webdis SET on Redis \`appendfsync always\`; p99 <= that peer's p99`,
+      put && fsyncSet
+        ? `${fmt(put.rps / fsyncSet.rps, 2)}x (${fmt(put.rps)} vs ${fmt(fsyncSet.rps)}/s); p99 ${fmt(put.p99, 2)} vs ${fmt(fsyncSet.p99, 2)} ms`
+        : '',
+      verdict(put && fsyncSet ? put.rps >= fsyncSet.rps && put.p99 <= fsyncSet.p99 : undefined),
+    ])
+  }
+  target.push([
+    'GET >= 2.0x webdis GET',
+    get && webdisGet ? `${fmt(get.rps / webdisGet.rps, 2)}x` : '',
+    verdict(get && webdisGet ? get.rps >= 2 * webdisGet.rps : undefined),
+  ])
+  target.push([
+    'GET >= 0.65x the bare uWebSockets.js ceiling',
+    get && ceiling ? `${fmt(get.rps / ceiling.rps, 2)}x` : '',
+    verdict(get && ceiling ? get.rps >= 0.65 * ceiling.rps : undefined),
+  ])
+  target.push([
+    'GET p99 <= 2 ms',
+    get ? `${fmt(get.p99, 3)} ms` : '',
+    verdict(get ? get.p99 <= 2 : undefined),
+  ])
+  const delays = [putNew, putExisting].filter((c) => c?.extra?.loopP999 !== undefined)
+  const worst = delays.length ? Math.max(...delays.map((c) => c!.extra!.loopP999!)) : undefined
+  target.push([
+    'event-loop delay p99.9 <= 5 ms during the PUT cases (in the server, over the measured seconds)',
+    worst !== undefined
+      ? delays
+          .map(
+            (c) =>
+              `${c!.name}: p99.9 ${fmt(c!.extra!.loopP999!, 1)} ms (p99 ${fmt(c!.extra!.loopP99!, 1)}, max ${fmt(c!.extra!.loopMax!, 1)})`,
+          )
+          .join('; ')
+      : '',
+    verdict(worst !== undefined ? worst <= 5 : undefined),
+  ])
+  target.push([
+    `one writer with ${WATCHERS} watchers >= 0.9x its PUTs alone`,
+    watched && oneWriter
+      ? `${fmt(watched.rps / oneWriter.rps, 2)}x (${fmt(watched.rps)} vs ${fmt(oneWriter.rps)}/s)`
+      : '',
+    verdict(watched && oneWriter ? watched.rps >= 0.9 * oneWriter.rps : undefined),
+  ])
+  target.push([
+    'engine: puts without fsync, index memory, space amplification, compaction writes',
+    '`npm run bench:engine` (its section of this file)',
+    '',
+  ])
+  const targets = [
+    '| target | measured | |',
+    '|---|---|---|',
+    ...target.map((r) => `| ${r.join(' | ')} |`),
+  ]
+  return `${rows.join('\n')}\n\nTargets (issue 34):\n\n${targets.join('\n')}\n\nOther goals:\n${otherGoals(find).join('\n')}\n`
+}
+
+function otherGoals(find: (server: string, name: string) => CaseResult | undefined): string[] {
+  const verdict = (ok: boolean | undefined) =>
+    ok === undefined ? 'not measured' : ok ? 'met' : 'MISSED'
+  const get = find('cairn', 'GET')
   const list = find('cairn', 'LIST 100')
   const comp = find('cairn', 'GET during compaction')
   const getAfter = find('cairn', 'GET after restart')
   const listAfter = find('cairn', 'LIST 100 after restart')
   const set = find('webdis', 'SET')
+  const webdisGet = find('webdis', 'GET')
   const rget = find('cairn-redis', 'GET')
   const rput = find('cairn-redis', 'PUT existing')
+  const sameGet = find('webdis-redis', 'GET')
+  const sameSet = find('webdis-redis', 'SET')
+  const cget = find('cairn-3x3', 'GET')
+  const cput = find('cairn-3x3', 'PUT existing')
+  const masterGet = find('webdis-3x3', 'GET')
+  const masterSet = find('webdis-3x3', 'SET')
   const putExisting = find('cairn', 'PUT existing')
   const tx = find('cairn', 'TX 10 PUTs')
-  const oneWriter = find('cairn', 'PUT existing, 1 writer')
-  const watched = find('cairn', `PUT existing, 1 writer, ${WATCHERS} watchers`)
   const fanOut = find('cairn', `PUT existing, ${WATCHERS} watchers`)
   const upGet = find('cairn', 'UPSTASH GET')
   const upSet = find('cairn', 'UPSTASH SET')
-  const verdict = (ok: boolean | undefined) =>
-    ok === undefined ? 'not measured' : ok ? 'met' : 'MISSED'
-  const targets = [
-    `- GET at least 0.80x the ceiling, p99 at most 2 ms: ${get && ceiling ? `${fmt(get.rps / ceiling.rps, 2)}x, p99 ${fmt(get.p99, 3)} ms: ${verdict(get.rps >= 0.8 * ceiling.rps && get.p99 <= 2)}` : 'not measured'}`,
-    `- durable PUT at least webdis SET, p99 under 5 ms: ${put && set ? `${fmt(put.rps / set.rps, 2)}x, p99 ${fmt(put.p99, 3)} ms: ${verdict(put.rps >= set.rps && put.p99 < 5)}` : 'not measured (webdis missing)'}`,
+  return [
     `- LIST of 100 keys at least 0.6x GET: ${list && get ? `${fmt(list.rps)} req/s, ${fmt(list.rps / get.rps, 3)}x: ${verdict(list.rps >= 0.6 * get.rps)}` : 'not measured'}`,
-    `- Cairn on Redis at least webdis on the same Redis: ${rget && rput && samePeer.GET && samePeer['PUT existing'] ? `GET ${fmt(rget.rps / samePeer.GET.rps, 2)}x, PUT ${fmt(rput.rps / samePeer['PUT existing'].rps, 2)}x: ${verdict(rget.rps >= samePeer.GET.rps && rput.rps >= samePeer['PUT existing'].rps)}` : 'not measured'}`,
+    `- Cairn on Redis: GET at least webdis on the same Redis, PUT at least 0.8x (issue 30): ${rget && rput && sameGet && sameSet ? `GET ${fmt(rget.rps / sameGet.rps, 2)}x, PUT ${fmt(rput.rps / sameSet.rps, 2)}x: ${verdict(rget.rps >= sameGet.rps && rput.rps >= 0.8 * sameSet.rps)}` : 'not measured'}`,
+    `- what the durable topology costs (3+3 cluster, WAIT on the write path, beside the one-node Redis): ${cget && cput ? `GET ${fmt(cget.rps)}/s, PUT ${fmt(cput.rps)}/s (p99 ${fmt(cput.p99, 2)} ms)${rget && rput ? `: ${fmt(cget.rps / rget.rps, 2)}x and ${fmt(cput.rps / rput.rps, 2)}x of one node` : ''}${masterGet && masterSet ? `; ${fmt(cget.rps / masterGet.rps, 2)}x and ${fmt(cput.rps / masterSet.rps, 2)}x of webdis on one of its masters, PUT at least 0.8x: ${verdict(cput.rps >= 0.8 * masterSet.rps)}` : ''}` : 'not measured (--cluster)'}`,
     `- a transaction of 10 puts beside 10 single PUTs: ${tx && putExisting ? `${fmt(tx.rps * 10)} keys/s vs ${fmt(putExisting.rps)} PUTs/s: ${fmt((tx.rps * 10) / putExisting.rps, 2)}x` : 'not measured'}`,
-    `- ${WATCHERS} watchers slow a writer by at most 10%: ${watched && oneWriter ? `${fmt(watched.rps / oneWriter.rps, 2)}x of one writer's PUTs, ${fmt(watched.extra?.eventsPerSecond ?? 0)} events/s delivered, write to delivery p99 ${fmt(watched.extra?.lagP99 ?? 0)} ms: ${verdict(watched.rps >= 0.9 * oneWriter.rps)}` : 'not measured'}`,
     `- watch fan-out under 50 writers: ${fanOut && putExisting ? `${fmt(fanOut.extra?.eventsPerSecond ?? 0)} events/s delivered to ${WATCHERS} watchers, PUTs at ${fmt(fanOut.rps / putExisting.rps, 2)}x of PUT existing (the server's core spent on delivery), write to delivery p99 ${fmt(fanOut.extra?.lagP99 ?? 0)} ms` : 'not measured'}`,
     `- after a restart (keys read from the checkpoint's base): ${getAfter && listAfter && get && list ? `GET ${fmt(getAfter.rps / get.rps, 2)}x of GET, LIST 100 ${fmt(listAfter.rps / list.rps, 2)}x of LIST 100, ${fmt(listAfter.rps / getAfter.rps, 2)}x of GET after restart` : 'not measured'}`,
-    `- the Upstash path (@upstash/redis's wire: one-element /pipeline, base64) within 0.9x of /v1: ${upGet && upSet && get && putExisting ? `GET ${fmt(upGet.rps / get.rps, 2)}x of GET, SET ${fmt(upSet.rps / putExisting.rps, 2)}x of PUT existing${peer.GET && set ? `; ${fmt(upGet.rps / peer.GET.rps, 2)}x and ${fmt(upSet.rps / set.rps, 2)}x of webdis GET and SET` : ''}: ${verdict(upGet.rps >= 0.9 * get.rps && upSet.rps >= 0.9 * putExisting.rps)}` : 'not measured'}`,
+    `- the Upstash path (@upstash/redis's wire: one-element /pipeline, base64) within 0.9x of /v1: ${upGet && upSet && get && putExisting ? `GET ${fmt(upGet.rps / get.rps, 2)}x of GET, SET ${fmt(upSet.rps / putExisting.rps, 2)}x of PUT existing${webdisGet && set ? `; ${fmt(upGet.rps / webdisGet.rps, 2)}x and ${fmt(upSet.rps / set.rps, 2)}x of webdis GET and SET` : ''}: ${verdict(upGet.rps >= 0.9 * get.rps && upSet.rps >= 0.9 * putExisting.rps)}` : 'not measured'}`,
     `- GET during compaction at least 0.8x GET, p99 at most twice GET's: ${comp && get ? `${fmt(comp.rps / get.rps, 2)}x, p99 ${fmt(comp.p99, 3)} vs ${fmt(get.p99, 3)} ms: ${verdict(comp.rps >= 0.8 * get.rps && comp.p99 <= 2 * get.p99)}` : 'not measured'}`,
   ]
-  return `${rows.join('\n')}\n\nTargets:\n${targets.join('\n')}\n`
 }
 
 function machine(): string {
@@ -618,6 +888,7 @@ async function main(): Promise<number> {
     if (has('webdis') && has('redis-server') && has('redis-cli')) {
       if (runs('webdis')) all.push(...(await webdisCases(dir)))
       if (runs('redis')) all.push(...(await sameRedisCases(dir)))
+      if (ONLY === null ? CLUSTER : ONLY.has('cluster')) all.push(...(await clusterCases(dir)))
     } else
       process.stdout.write(
         '  webdis or redis-server not installed (apt-get install -y webdis redis-server): peer cases skipped\n',
@@ -643,7 +914,12 @@ async function main(): Promise<number> {
     path.join(root, `bench/results/http-${stamp}.json`),
     `${JSON.stringify({ machine: machine(), rounds: ROUNDS, seconds: SECONDS, connections: CONNECTIONS, cases: all }, null, 2)}\n`,
   )
-  const section = `<!-- http:start -->\n## HTTP\n\n\`npm run bench:http\` on ${new Date().toISOString().slice(0, 10)}: ${machine()}. wrk (1 thread, ${CONNECTIONS} connections) on core ${LOAD_CORE}, each server on core ${SERVER_CORE}; ${ROUNDS} rounds of ${SECONDS} s per case after a ${WARMUP} s warm-up, medians. Cairn runs with default durability (\`always\`: a PUT is answered after fsync), ${GROUPS * 100} keys of ${VALUE.length + 2}-byte values; webdis fronts redis-server with persistence off. \`cairn-redis\` is Cairn with \`--store\` on a one-node Redis Cluster (AOF, \`appendfsync always\`), beside \`webdis-redis\`: webdis on that same Redis.\n\n${table}<!-- http:end -->`
+  const section = `<!-- http:start -->\n## HTTP\n\n\`npm run bench:http${argv.length ? ` -- ${argv.join(' ')}` : ''}\` on ${new Date().toISOString().slice(0, 16)}Z (load average at the end: ${os
+    .loadavg()
+    .map((l) => l.toFixed(2))
+    .join(
+      ', ',
+    )}): ${machine()}. wrk (1 thread, ${CONNECTIONS} connections) on core ${LOAD_CORE}, each server on core ${SERVER_CORE}; ${ROUNDS} rounds of ${SECONDS} s per case after a ${WARMUP} s warm-up, medians. The same data on every side: ${GROUPS * 100} keys of ${VALUE.length}-byte values (${VALUE.length + 2} as JSON), seeded before the cases; the GET and PUT cycles visit ${HOT === undefined ? 'every key once per cycle, shuffled' : `${HOT} of them`}, the same keys in the same order on Cairn and on webdis, and each side's GET is checked to find the keys first (its answer's size beside it). Cairn runs with default durability (\`always\`: a PUT is answered after fsync); the event-loop delay is the server's own (\`cairn_event_loop_delay_seconds\` from /metrics over the measured seconds). webdis (${WEBDIS_THREADS} thread${WEBDIS_THREADS === 1 ? '' : 's'}) fronts redis-server with persistence off (\`webdis\`) and the one-node Redis Cluster with its AOF fsynced on every write (\`webdis-redis\`: the durable peer, and the same Redis \`cairn-redis\`, Cairn with \`--store\`, runs on). \`cairn-3x3\` is Cairn on a 3+3 Redis Cluster (every node \`appendfsync always\`, a replica per master, \`WAIT\` on the write path) beside \`webdis-3x3\`, webdis on one of its masters.\n\n${table}<!-- http:end -->`
   const file = path.join(root, 'bench/RESULTS.md')
   const old = fs.existsSync(file) ? fs.readFileSync(file, 'utf8') : '# Benchmark results\n'
   const next = /<!-- http:start -->[\s\S]*<!-- http:end -->/.test(old)

@@ -2,6 +2,7 @@
 // status, and a latency histogram by route) and rendered as text only when scraped;
 // prom-client supplies the process metrics and the engine's figures at scrape time.
 import client from 'prom-client'
+import { LoopDelayMonitor } from './loop-delay.js'
 import type { EngineStats, ReadLaneStats, Store } from './store/types.js'
 
 export const ROUTES = [
@@ -56,6 +57,25 @@ export class Metrics {
         const now = store.health().state
         for (const state of ['ok', 'no_space', 'degraded', 'failed'])
           this.set({ state }, now === state ? 1 : 0)
+      },
+    })
+    this.loopDelay()
+  }
+
+  /** The event loop's delay since the previous scrape (server/loop-delay.ts). */
+  private loopDelay(): void {
+    const monitor = new LoopDelayMonitor()
+    new client.Gauge({
+      name: 'cairn_event_loop_delay_seconds',
+      help: 'How late the event loop ran a timer due every millisecond, since the previous scrape: quantiles 0.5, 0.99, 0.999 and 1 (the largest).',
+      labelNames: ['quantile'],
+      registers: [this.registry],
+      collect() {
+        const d = monitor.read()
+        this.set({ quantile: '0.5' }, d.p50)
+        this.set({ quantile: '0.99' }, d.p99)
+        this.set({ quantile: '0.999' }, d.p999)
+        this.set({ quantile: '1' }, d.max)
       },
     })
   }

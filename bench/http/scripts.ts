@@ -20,7 +20,19 @@ export interface Dataset {
   /** Keys are g0000/i00 ... : `groups` prefixes of 100 keys each. */
   groups: number
   value: string
+  /**
+   * How many distinct keys the GET and PUT cycles visit (default: every key, each once per
+   * cycle, in a shuffled order). A few thousand of many more is a hot set that stays in the
+   * CPU's caches, which flatters a server whose lookups are pointer chases (ours) more than
+   * one whose time goes on system calls (Redis).
+   */
+  hot?: number
+  /** Prefix of the Redis keys webdis is sent (a hash tag that keeps them on one master). */
+  redisPrefix?: string
 }
+
+/** The Redis key webdis uses for the data set's key `k` (webdis paths have no `/` in keys). */
+export const redisKey = (k: string, prefix = '') => `${prefix}${k.replace('/', '_')}`
 
 export const keyOf = (g: number, i: number) =>
   `g${String(g).padStart(4, '0')}/i${String(i).padStart(2, '0')}`
@@ -40,15 +52,27 @@ export function writeScripts(dir: string, apiKey: string, d: Dataset): Record<st
   const host = '{["Host"]="127.0.0.1"}'
   const headers = `{["Host"]="127.0.0.1", ["x-api-key"]=${lua(apiKey)}, ["content-type"]="application/json"}`
   const body = lua(`{"value":${JSON.stringify(d.value)}}`)
-  const randomKey = () => keyOf(Math.floor(r() * d.groups), Math.floor(r() * 100))
+  // Every key once per cycle in a shuffled order (or the first `hot` of that order); the
+  // same seed gives Cairn and webdis the same keys in the same order.
+  const keys = Array.from({ length: d.groups * 100 }, (_, n) => keyOf(Math.floor(n / 100), n % 100))
+  for (let i = keys.length - 1; i > 0; i--) {
+    const j = Math.floor(r() * (i + 1))
+    ;[keys[i], keys[j]] = [keys[j]!, keys[i]!]
+  }
+  const visited = keys.slice(0, Math.min(keys.length, d.hot ?? keys.length))
+  const n = visited.length
+  let at = 0
+  const randomKey = () => keys[Math.floor(r() * keys.length)]!
+  const nextKey = () => visited[at++ % n]!
+  const wire = (k: string) => encodeURIComponent(redisKey(k, d.redisPrefix))
   const get = (k: string) => `wrk.format("GET", ${lua(`/v1/bench/${k}`)}, ${headers})`
   const put = (k: string) => `wrk.format("PUT", ${lua(`/v1/bench/${k}`)}, ${headers}, ${body})`
   const upstashHeaders = `{["Host"]="127.0.0.1", ["authorization"]=${lua(`Bearer ${apiKey}`)}, ["content-type"]="application/json", ["upstash-encoding"]="base64", ["upstash-sync-token"]="1", ["upstash-telemetry-runtime"]="node@v20", ["upstash-telemetry-platform"]="unknown", ["upstash-telemetry-sdk"]="@upstash/redis@v1.39.0"}`
   const upstash = (commands: string[][]) =>
     `wrk.format("POST", "/upstash/bench/pipeline", ${upstashHeaders}, ${lua(JSON.stringify(commands))})`
   const files: Record<string, string> = {
-    get: cycle(Array.from({ length: 5000 }, () => get(randomKey()))),
-    putExisting: cycle(Array.from({ length: 5000 }, () => put(randomKey()))),
+    get: cycle(Array.from({ length: n }, () => get(nextKey()))),
+    putExisting: cycle(Array.from({ length: n }, () => put(nextKey()))),
     putNew: `local n = 0
 request = function()
   n = n + 1
@@ -73,23 +97,24 @@ end
     ),
     incrHot: cycle([`wrk.format("PATCH", "/v1/bench/hot", ${headers}, ${lua('{"increment":1}')})`]),
     mixed: cycle(
-      Array.from({ length: 5000 }, (_, i) => (i % 10 === 9 ? put(randomKey()) : get(randomKey()))),
+      Array.from({ length: n }, (_, i) => (i % 10 === 9 ? put(nextKey()) : get(nextKey()))),
     ),
     // @upstash/redis's wire: each command a one-element POST .../pipeline (auto-pipelining),
     // base64 answers asked for, the sync token and telemetry headers it sends.
-    upstashGet: cycle(Array.from({ length: 5000 }, () => upstash([['get', randomKey()]]))),
-    upstashSet: cycle(Array.from({ length: 5000 }, () => upstash([['set', randomKey(), d.value]]))),
+    upstashGet: cycle(Array.from({ length: n }, () => upstash([['get', nextKey()]]))),
+    upstashSet: cycle(Array.from({ length: n }, () => upstash([['set', nextKey(), d.value]]))),
+    // webdis: the same keys in the same order as Cairn's GET and PUT existing.
     redisGet: cycle(
       Array.from(
-        { length: 5000 },
-        () => `wrk.format("GET", ${lua(`/GET/${randomKey().replace('/', '_')}`)}, ${host})`,
+        { length: n },
+        (_, i) => `wrk.format("GET", ${lua(`/GET/${wire(visited[i]!)}`)}, ${host})`,
       ),
     ),
     redisSet: cycle(
       Array.from(
-        { length: 5000 },
-        () =>
-          `wrk.format("GET", ${lua(`/SET/${randomKey().replace('/', '_')}/${d.value}`)}, ${host})`,
+        { length: n },
+        (_, i) =>
+          `wrk.format("GET", ${lua(`/SET/${wire(visited[i]!)}/${encodeURIComponent(d.value)}`)}, ${host})`,
       ),
     ),
   }

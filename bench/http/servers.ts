@@ -217,6 +217,7 @@ export async function startWebdis(
   dir: string,
   redis: RedisServer,
   name = 'webdis',
+  threads = 1,
 ): Promise<Server> {
   const webdisPort = await freePort()
   const conf = path.join(dir, `webdis-${webdisPort}.json`)
@@ -227,7 +228,7 @@ export async function startWebdis(
       redis_port: redis.port,
       http_host: '127.0.0.1',
       http_port: webdisPort,
-      threads: 1,
+      threads,
       pool_size: 20,
       daemonize: false,
       websockets: false,

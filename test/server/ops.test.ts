@@ -50,6 +50,12 @@ t.test('healthz, readyz and metrics', async (t) => {
   ]) {
     t.match(text, new RegExp(`^${name} `, 'm'), name)
   }
+  for (const q of ['0.5', '0.99', '0.999', '1'])
+    t.ok(
+      value(new RegExp(`^cairn_event_loop_delay_seconds\\{quantile="${q}"\\} ([\\d.e-]+)$`, 'm')) >=
+        0,
+      `event loop delay, quantile ${q}`,
+    )
 })
 
 t.test('logs are JSON lines with the request id, and never hold a secret', async (t) => {
