@@ -1,0 +1,103 @@
+// What an export reads (the contract's "Export and import"): the range as it was at one
+// version, a page at a time. Where the store keeps a history window for the namespace, the
+// read is a listing at that version (EntryHistory.listAt, the engine's listAt), in pages: the
+// window keeps every version a write supersedes meanwhile, so each page is the state at the
+// header's version, and the export needs nothing kept for it alone. A plain export of a
+// namespace without a window (a plan with historySeconds 0) cannot read a version once it is
+// past, so it reads the store's snapshot (Store.snapshot), which keeps for it what writes
+// replace. `at=` on a store without history (Redis Cluster today) is checked as History does
+// (the present only) and read by snapshot too.
+import type { NamespaceInfo } from './accounts.js'
+import type { History } from './history.js'
+import type {
+  ExportedEntry,
+  HistoryPoint,
+  KeyRangeOptions,
+  Listed,
+  ListedEntry,
+  RangeSnapshot,
+  Store,
+} from '../store/types.js'
+
+const include = { values: true, metadata: true }
+
+function exported(e: ListedEntry): ExportedEntry {
+  const out: ExportedEntry = { key: e.key, value: e.value!, version: e.version }
+  if (e.expiresAt !== undefined) out.expiresAt = e.expiresAt
+  if (e.metadata != null) out.metadata = e.metadata
+  return out
+}
+
+/** A read at a point in pages of listAt; the first page is read before it is handed out. */
+class PointRead implements RangeSnapshot {
+  private after: string | undefined
+  private ended = false
+
+  private constructor(
+    private read: (after: string | undefined, limit: number) => Promise<Listed>,
+    readonly version: number,
+    private first: Listed | undefined,
+  ) {
+    this.take(first!)
+  }
+
+  static async open(
+    read: (after: string | undefined, limit: number) => Promise<Listed>,
+  ): Promise<PointRead> {
+    // Small: its work is only to resolve the point (and refuse it) before the stream opens.
+    const first = await read(undefined, 16)
+    return new PointRead(read, first.version, first)
+  }
+
+  private take(page: Listed): void {
+    this.after = page.next
+    if (page.next === undefined) this.ended = true
+  }
+
+  async next(limit: number): Promise<ExportedEntry[]> {
+    const held = this.first
+    if (held !== undefined) {
+      this.first = undefined
+      return (held.entries ?? []).map(exported)
+    }
+    if (this.ended) return []
+    // The point is the version: a time resolved once stays the same state on every page.
+    const page = await this.read(this.after, limit)
+    this.take(page)
+    return (page.entries ?? []).map(exported)
+  }
+
+  close(): void {
+    this.ended = true
+    this.first = undefined
+  }
+}
+
+/** The read of an export of the range: at the point, or now when none is given. */
+export async function exportRead(
+  svc: { store: Store; history: History },
+  info: NamespaceInfo,
+  range: KeyRangeOptions,
+  point: HistoryPoint | undefined,
+): Promise<RangeSnapshot> {
+  const h = svc.store.history
+  const ns = info.storeName
+  if (h === undefined || (point === undefined && h.keeps?.(ns) !== true)) {
+    // The present only: History refuses any other point as the store's history would.
+    if (point !== undefined) await svc.history.versionOf(info, point)
+    return svc.store.snapshot(ns, range)
+  }
+  const at: HistoryPoint = point ?? { version: await svc.store.feed.version(ns) }
+  const bounds = {
+    prefix: range.prefix || undefined,
+    start: range.start || undefined,
+    end: range.end || undefined,
+  }
+  let fixed: HistoryPoint = at
+  const read = async (after: string | undefined, limit: number) => {
+    const page = await svc.history.listAt(info, { ...bounds, after, limit, include }, fixed)
+    fixed = { version: page.version }
+    return page
+  }
+  return PointRead.open(read)
+}
