@@ -68,14 +68,6 @@ export function embeddedHistory(db: Db): EntryHistory {
         return v
       })
     },
-    keeps(ns) {
-      // A namespace that is none keeps nothing: snapshot() then says it is not found.
-      try {
-        return db.getHistory(ns) !== undefined
-      } catch {
-        return false
-      }
-    },
     async window(ns) {
       return { from: db.historyFrom(ns), bytes: db.namespaceStats(ns)?.historyBytes ?? 0 }
     },

@@ -494,12 +494,6 @@ export interface EntryHistory {
   ): Promise<EntryVersion[]>
   /** The oldest readable point, and the bytes the window holds. */
   window(ns: string): Promise<{ from: { version: number; at: number }; bytes: number }>
-  /**
-   * Whether the namespace keeps a window now, so a read at its current version can go on
-   * while writes supersede what it has not read yet (an export through listAt). A store
-   * without it has its exports of the present read by snapshot().
-   */
-  keeps?(ns: string): boolean
 }
 
 export interface StoreAdmin {
