@@ -68,7 +68,6 @@ class PointRead implements RangeSnapshot {
       return (held.entries ?? []).map(exported)
     }
     if (this.ended) return []
-    // The point is the version: a time resolved once stays the same state on every page.
     const page = await this.read(this.after, limit)
     this.take(page)
     return (page.entries ?? []).map(exported)
@@ -109,11 +108,9 @@ export async function exportRead(
     start: range.start || undefined,
     end: range.end || undefined,
   }
-  let fixed: HistoryPoint = point
-  const read = async (after: string | undefined, limit: number) => {
-    const page = await svc.history.listAt(info, { ...bounds, after, limit, include }, fixed)
-    fixed = { version: page.version }
-    return page
-  }
+  // The version the point resolved to, on every page: a time stays the same state throughout.
+  const at: HistoryPoint = { version }
+  const read = (after: string | undefined, limit: number) =>
+    svc.history.listAt(info, { ...bounds, after, limit, include }, at)
   return PointRead.open(read)
 }
