@@ -3,7 +3,8 @@
 // may come before or after the positional arguments; --url and --key, or CAIRN_URL and
 // CAIRN_KEY. Exit status: 0 on success, 1 on an API error (its code and message on stderr),
 // 2 on bad usage (with a usage line). Exports and imports draw a progress bar on stderr
-// when it is a terminal.
+// when it is a terminal. `history` and `restore` read and restore the namespace's past (the
+// contract's "History and restore").
 import fs from 'node:fs'
 import { Readable } from 'node:stream'
 import { Cairn, CairnError } from '../dist/esm/index.js'
@@ -14,9 +15,12 @@ const USAGE = `usage: cairn-kv [--url URL] [--key KEY] COMMAND ...
   delete NS KEY
   list NS [--prefix P] [--start S] [--end E] [--values]
   count NS [--prefix P] [--start S] [--end E]
-  export NS [--prefix P] [--start S] [--end E] [--out F]
+  export NS [--prefix P] [--start S] [--end E] [--at POINT] [--out F]
   import NS [--mode merge|replace] [--file F] [--prefix P] [--start S] [--end E]
-  watch NS [--prefix P] [--since V]`
+  history NS KEY
+  restore NS --at POINT [--prefix P] [--start S] [--end E]
+  watch NS [--prefix P] [--since V]
+POINT: a version (digits) or an RFC 3339 time such as 2026-12-01T10:00:00Z`
 
 const FLAGS = new Set([
   'url',
@@ -30,6 +34,7 @@ const FLAGS = new Set([
   'out',
   'mode',
   'since',
+  'at',
 ])
 const SWITCHES = new Set(['metadata', 'values'])
 
@@ -111,6 +116,38 @@ function apiError(status, text) {
   return Object.assign(new Error(message), { api: true, code })
 }
 
+/**
+ * The raw text of each item of the JSON array that opens at `text[open]` ('['), byte for byte:
+ * a version's value goes out exactly as stored, as `get` prints it.
+ */
+function arrayItems(text, open) {
+  const items = []
+  let depth = 0
+  let from = open + 1
+  for (let i = open; i < text.length; i++) {
+    const c = text[i]
+    if (c === '"') {
+      // Past the string, escapes included.
+      for (i++; i < text.length && text[i] !== '"'; i++) if (text[i] === '\\') i++
+    } else if (c === '[' || c === '{') depth++
+    else if (c === ']' || c === '}') {
+      depth--
+      if (depth === 0) {
+        const last = text.slice(from, i).trim()
+        if (last !== '') items.push(last)
+        return items
+      }
+    } else if (c === ',' && depth === 1) {
+      items.push(text.slice(from, i).trim())
+      from = i + 1
+    }
+  }
+  throw Object.assign(new Error('The server sent a history that is not whole.'), {
+    api: true,
+    code: 'invalid_response',
+  })
+}
+
 const enc = (s) => encodeURIComponent(s)
 const keyPath = (k) => k.split('/').map(enc).join('/')
 const range = (f) => ({ prefix: f.prefix, start: f.start, end: f.end })
@@ -124,6 +161,8 @@ async function main(argv) {
   if (!url) throw new Usage('give --url or CAIRN_URL (the /v1 base URL)')
   if (!apiKey) throw new Usage('give --key or CAIRN_KEY')
   if (!ns) throw new Usage(`${cmd} needs a namespace`)
+  if (flags.at !== undefined && cmd !== 'export' && cmd !== 'restore')
+    throw new Usage(`--at is for export and restore, not ${cmd}`)
   const cfg = { url, key: apiKey }
   const kv = new Cairn(apiKey, { baseUrl: url, retries: 2 })
   const need = (n) => {
@@ -220,6 +259,31 @@ async function main(argv) {
       out(`${JSON.stringify(r)}\n`)
       return
     }
+    case 'history': {
+      need(3)
+      // Every version, newest first, a page at a time; each line as the server wrote it.
+      let cursor
+      do {
+        const q = `?history=1&limit=1000${cursor === undefined ? '' : `&cursor=${enc(cursor)}`}`
+        const body = await rawGet(cfg, `/${enc(ns)}/${keyPath(key)}${q}`)
+        const open = body.indexOf('[')
+        if (!body.startsWith('{"versions":') || open < 0)
+          throw Object.assign(new Error('The server sent no "versions".'), {
+            api: true,
+            code: 'invalid_response',
+          })
+        for (const item of arrayItems(body, open)) out(`${item}\n`)
+        cursor = JSON.parse(body).cursor
+      } while (cursor !== undefined)
+      return
+    }
+    case 'restore': {
+      need(2)
+      if (flags.at === undefined || flags.at === '') throw new Usage('restore needs --at POINT')
+      const r = await kv.restore(ns, { ...range(flags), at: flags.at })
+      out(`${JSON.stringify({ restored: r.restored, version: r.version })}\n`)
+      return
+    }
     case 'watch': {
       need(2)
       for await (const e of kv.watch(ns, { prefix: flags.prefix, since: flags.since })) {
@@ -235,7 +299,7 @@ async function main(argv) {
 
 /** The export's bytes to `sink`; with `entriesOnly`, its entry lines alone. */
 async function exportTo(kv, ns, flags, sink, entriesOnly) {
-  const stream = await kv.exportStream(ns, range(flags))
+  const stream = await kv.exportStream(ns, { ...range(flags), at: flags.at })
   const bar = progress('export', 0)
   let bytes = 0
   let lines = 0

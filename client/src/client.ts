@@ -5,6 +5,17 @@ import { type BigIntMode, integerText, parseJson, toBigInt } from './json.js'
 import { keyPath, namespacePath, query } from './paths.js'
 import { retryPolicy } from './retry.js'
 import {
+  type EntryAt,
+  type HistoryOptions,
+  type HistoryPage,
+  type KeyVersion,
+  type Point,
+  type RestoreOptions,
+  type RestoreResult,
+  pointText,
+} from './history.js'
+import {
+  type ExportOptions,
   type ImportOptions,
   type ImportResult,
   type ImportSource,
@@ -625,14 +636,17 @@ export class Cairn {
    */
   async *exportNamespace<T = unknown>(
     namespace: string,
-    options: RangeOptions = {},
+    options: ExportOptions = {},
   ): AsyncGenerator<PortableEntry<T>, void, undefined> {
     const stream = await exportBytes(this.#cfg, namespacePath(namespace), options)
     yield* exportEntries<T>(stream, this.#bigints)
   }
 
   /** The export's NDJSON, byte for byte as the server sends it, as a web ReadableStream. */
-  exportStream(namespace: string, options: RangeOptions = {}): Promise<ReadableStream<Uint8Array>> {
+  exportStream(
+    namespace: string,
+    options: ExportOptions = {},
+  ): Promise<ReadableStream<Uint8Array>> {
     return exportBytes(this.#cfg, namespacePath(namespace), options)
   }
 
@@ -649,6 +663,134 @@ export class Cairn {
     options: ImportOptions = {},
   ): Promise<ImportResult> {
     return sendImport(this.#cfg, namespacePath(namespace), source, options)
+  }
+
+  /**
+   * Reads a key as it was at a point (`GET /{ns}/{key}?at=`): a version, a Date or an RFC 3339
+   * time. With `metadata: true` its metadata then comes too.
+   * @returns `{ value, version, expiresAt?, metadata? }`, or null when the key did not exist then.
+   * @throws HistoryExpiredError for a point older than the namespace's history;
+   *   BadRequestError (`invalid_point`) for a time in the future, a version above the
+   *   namespace's, or a malformed point; NotFoundError when the namespace does not exist.
+   */
+  async getAt<T = unknown>(
+    namespace: string,
+    key: string,
+    point: Point,
+    options: CallOptions & { metadata?: boolean } = {},
+  ): Promise<EntryAt<T> | null> {
+    const path =
+      `/${namespacePath(namespace)}/${keyPath(key)}` +
+      query({ at: pointText(point), metadata: options.metadata ? 1 : undefined })
+    let reply: Reply
+    try {
+      reply = await send(this.#cfg, {
+        method: 'GET',
+        path,
+        signal: options.signal,
+        retry: 'idempotent',
+      })
+    } catch (err) {
+      if (err instanceof NotFoundError && err.code === 'key_not_found') return null
+      throw err
+    }
+    const res = this.#parse(reply)
+    if (res === null || typeof res !== 'object' || !('value' in res))
+      throw invalid(reply, 'a value without "value"')
+    const out: EntryAt<T> = { value: res.value as T, version: versionOf(reply) ?? '' }
+    const expires = expiresAtOf(reply)
+    if (expires !== undefined) out.expiresAt = expires
+    if (options.metadata) out.metadata = (res.metadata ?? null) as Metadata | null
+    return out
+  }
+
+  /**
+   * One page of a key's versions within the namespace's history, newest first
+   * (`GET /{ns}/{key}?history=1`): each with its version, commit time, and its value (or
+   * `deleted: true`). To walk them all use {@link Cairn.versions}.
+   * @throws NotFoundError when the namespace does not exist; BadRequestError for a bad limit or cursor.
+   */
+  async history<T = unknown>(
+    namespace: string,
+    key: string,
+    options: HistoryOptions = {},
+  ): Promise<HistoryPage<T>> {
+    const reply = await send(this.#cfg, {
+      method: 'GET',
+      path:
+        `/${namespacePath(namespace)}/${keyPath(key)}` +
+        query({ history: 1, limit: options.limit, cursor: options.cursor }),
+      signal: options.signal,
+      retry: 'idempotent',
+    })
+    const res = this.#parse(reply)
+    if (!Array.isArray(res?.versions)) throw invalid(reply, 'a history without "versions"')
+    const versions: KeyVersion<T>[] = []
+    for (const v of res.versions as Record<string, unknown>[]) {
+      if (v === null || typeof v !== 'object' || typeof v.at !== 'string')
+        throw invalid(reply, 'a version without "at"')
+      const kv: KeyVersion<T> = { version: String(v.version ?? ''), at: v.at }
+      if (v.deleted === true) kv.deleted = true
+      if ('value' in v) kv.value = v.value as T
+      if (typeof v.expiresAt === 'number') kv.expiresAt = v.expiresAt
+      if (v.metadata !== undefined && v.metadata !== null) kv.metadata = v.metadata as Metadata
+      versions.push(kv)
+    }
+    const page: HistoryPage<T> = { versions }
+    if (typeof res.cursor === 'string' && res.cursor !== '') page.cursor = res.cursor
+    return page
+  }
+
+  /**
+   * Every version of a key within the history, newest first, fetching page after page as the
+   * loop asks for more.
+   *
+   * ```ts
+   * for await (const v of kv.versions('users', 'u/1')) console.log(v.version, v.at, v.value)
+   * ```
+   */
+  async *versions<T = unknown>(
+    namespace: string,
+    key: string,
+    options: { pageSize?: number; signal?: AbortSignal } = {},
+  ): AsyncGenerator<KeyVersion<T>, void, undefined> {
+    yield* paged(
+      (cursor) =>
+        this.history<T>(namespace, key, {
+          limit: options.pageSize,
+          cursor,
+          signal: options.signal,
+        }),
+      (page) => page.versions,
+    )
+  }
+
+  /**
+   * Puts every key of the namespace (or a prefix or range) back as it was at a point
+   * (`POST /{ns}?restore=1`): changed keys get their old value, metadata and expiry, keys
+   * created since are deleted, keys deleted since come back. Each is a new write, so a restore
+   * can itself be undone by restoring to the version before it; keys already as they were are
+   * not written. Retried on transient failures: sent again it writes only what is left.
+   * @returns `{ restored, version }`: keys written, and the namespace's version after.
+   * @throws HistoryExpiredError for a point older than the history; BadRequestError
+   *   (`invalid_point`, `invalid_range`); AuthError for a read-only key.
+   */
+  async restore(namespace: string, options: RestoreOptions): Promise<RestoreResult> {
+    const body: Record<string, string> = { at: pointText(options?.at) }
+    for (const name of ['prefix', 'start', 'end'] as const) {
+      const v = options[name]
+      if (v !== undefined) body[name] = v
+    }
+    const reply = await send(this.#cfg, {
+      method: 'POST',
+      path: `/${namespacePath(namespace)}${query({ restore: 1 })}`,
+      body: JSON.stringify(body),
+      signal: options.signal,
+      retry: 'idempotent',
+    })
+    const res = replyJson(reply)
+    if (typeof res?.restored !== 'number') throw invalid(reply, 'a restore without "restored"')
+    return { restored: res.restored, version: String(res.version) }
   }
 
   /**

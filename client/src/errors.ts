@@ -118,7 +118,11 @@ export class InvalidPrefixError extends BadRequestError {
   override name = 'InvalidPrefixError'
 }
 
-/** 410 `history_expired`: a watch's `since` is older than the history the server keeps; list again, then watch from the list's `version`. */
+/**
+ * 410 `history_expired`: a watch's `since` is older than the history the server keeps (list
+ * again, then watch from the list's `version`), or a point (getAt, exportNamespace's `at`,
+ * restore) is older than the namespace's history (`historyFrom` in namespaces()).
+ */
 export class HistoryExpiredError extends CairnError {
   /** Always `'HistoryExpiredError'`. */
   override name = 'HistoryExpiredError'

@@ -42,6 +42,16 @@ export {
 } from './transaction.js'
 export type { FetchLike } from './transport.js'
 export type {
+  EntryAt,
+  HistoryOptions,
+  HistoryPage,
+  KeyVersion,
+  Point,
+  RestoreOptions,
+  RestoreResult,
+} from './history.js'
+export type {
+  ExportOptions,
   ImportOptions,
   ImportResult,
   ImportSource,

@@ -3,6 +3,7 @@
 import { parseJson, stringifyJson, type BigIntMode } from './json.js'
 import { newRequestId, responseError, type TransportConfig } from './transport.js'
 import { BadRequestError, NetworkError } from './errors.js'
+import { type Point, pointText } from './history.js'
 
 /** Which part of a namespace: a prefix and/or a key range (`start` inclusive, `end` exclusive). */
 export interface RangeOptions {
@@ -10,6 +11,11 @@ export interface RangeOptions {
   start?: string
   end?: string
   signal?: AbortSignal
+}
+
+export interface ExportOptions extends RangeOptions {
+  /** Export the namespace as it was at this point (its header's version is the point's). */
+  at?: Point
 }
 
 /** One entry of an export, or one to import. */
@@ -53,13 +59,14 @@ function rangeQuery(o: RangeOptions): string {
 export async function exportBytes(
   cfg: TransportConfig,
   nsPath: string,
-  o: RangeOptions,
+  o: ExportOptions,
 ): Promise<ReadableStream<Uint8Array>> {
   const doFetch = cfg.fetch ?? globalThis.fetch
   const id = newRequestId()
+  const at = o.at === undefined ? '' : `&at=${encodeURIComponent(pointText(o.at))}`
   let res: Response
   try {
-    res = await doFetch(`${cfg.baseUrl}/${nsPath}?export=1${rangeQuery(o)}`, {
+    res = await doFetch(`${cfg.baseUrl}/${nsPath}?export=1${rangeQuery(o)}${at}`, {
       method: 'GET',
       headers: { 'x-api-key': cfg.apiKey, 'x-request-id': id },
       signal: o.signal,

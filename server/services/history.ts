@@ -115,6 +115,17 @@ export class History {
     return current
   }
 
+  /** The point's version, or why it cannot be read (invalid_point, history_expired). */
+  async versionOf(info: NamespaceInfo, point: HistoryPoint): Promise<number> {
+    const h = this.store.history
+    try {
+      if (h === undefined) return await this.present(info, point)
+      return (await h.listAt(info.storeName, { limit: 1 }, point)).version
+    } catch (err) {
+      throw pointError(err)
+    }
+  }
+
   async getAt(info: NamespaceInfo, key: string, point: HistoryPoint): Promise<Entry | undefined> {
     const h = this.store.history
     try {

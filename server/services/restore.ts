@@ -1,4 +1,4 @@
-// Restoring a prefix of a namespace to a point (the contract's "History and restore"): the
+// Restoring a prefix or range of a namespace to a point (the contract's "History and restore"): the
 // namespace as it was then and as it is now are walked side by side in key order, and every
 // key whose state differs is written back, value, metadata and expiry, or deleted, as new
 // writes in transactions of at most BATCH keys. A key already in its state at the point is
@@ -6,7 +6,14 @@
 import type { Account, NamespaceInfo } from './accounts.js'
 import type { Data } from './data.js'
 import type { History } from './history.js'
-import type { HistoryPoint, ListedEntry, Listed, Store, TxOp } from '../store/types.js'
+import type {
+  HistoryPoint,
+  KeyRangeOptions,
+  ListedEntry,
+  Listed,
+  Store,
+  TxOp,
+} from '../store/types.js'
 
 /** Keys written per transaction, and the value bytes that end one sooner. */
 const BATCH = 1000
@@ -65,14 +72,18 @@ export async function restore(
   account: Account,
   info: NamespaceInfo,
   point: HistoryPoint,
-  prefix: string,
+  range: KeyRangeOptions,
 ): Promise<{ restored: number; version: number }> {
   const include = { values: true, metadata: true }
+  // An empty bound is none (wire/range.ts); the engine's listAt takes only real ones.
+  const prefix = range.prefix ?? ''
+  const start = range.start || undefined
+  const end = range.end || undefined
   const then = new Walk((after) =>
-    svc.history.listAt(info, { prefix, after, limit: PAGE, include }, point),
+    svc.history.listAt(info, { prefix, start, end, after, limit: PAGE, include }, point),
   )
   const now = new Walk((after) =>
-    svc.store.list(info.storeName, { prefix, after, limit: PAGE, include }),
+    svc.store.list(info.storeName, { prefix, start, end, after, limit: PAGE, include }),
   )
   let restored = 0
   let version = 0

@@ -1,13 +1,14 @@
-// GET /v1/{namespace}?count=1 and ?export=1 (with a prefix or a range). An export streams
-// NDJSON read from a snapshot of the range (Store.snapshot: every entry as it was at the
-// header's version, whatever is written meanwhile), a batch at a time, and reads the next
+// GET /v1/{namespace}?count=1 and ?export=1 (with a prefix or a range, and `at=` a point). An
+// export streams NDJSON read at one version (services/export-read.ts: every entry as it was
+// at the header's version, whatever is written meanwhile), a batch at a time, and reads the next
 // batch only once the client has taken the one before: a reader that stops holds one batch
 // in the server's memory, not the namespace. One request (operation `export`) is counted for
 // each started 1,000 entries, taken from the daily quota as the stream goes: past the quota
 // the stream ends without its end line, which is how a client knows a download was cut.
 import { responseOut } from '../http/stream-out.js'
+import { exportRead } from '../services/export-read.js'
 import { OP } from '../services/usage.js'
-import type { ExportedEntry, RangeSnapshot } from '../store/types.js'
+import type { ExportedEntry, HistoryPoint, RangeSnapshot } from '../store/types.js'
 import { expirySeconds } from '../wire/expiry.js'
 import type { KeyRange } from '../wire/range.js'
 import type { Call } from './call.js'
@@ -38,7 +39,12 @@ export function entryLine(e: ExportedEntry): Buffer[] {
   return [head, e.value, Buffer.from(`${tail},"metadata":`), e.metadata, Buffer.from('}\n')]
 }
 
-export function exportRange(call: Call, parsed: Parsed, range: KeyRange): void {
+export function exportRange(
+  call: Call,
+  parsed: Parsed,
+  range: KeyRange,
+  point: HistoryPoint | undefined,
+): void {
   call.op = OP.export
   if (call.headOnly)
     return call.fail(
@@ -51,7 +57,7 @@ export function exportRange(call: Call, parsed: Parsed, range: KeyRange): void {
   const plan = ctx.plans.get(account.rec.plan)
   withNamespace(call, parsed.ns, (info) => {
     call.async()
-    ctx.data.snapshot(info, range).then(
+    exportRead(ctx, info, range, point).then(
       (snap) => {
         if (call.aborted || call.done) return snap.close()
         // The request is counted as the stream opens (its first 1,000 entries), the rest as

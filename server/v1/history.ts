@@ -9,6 +9,7 @@ import { expirySeconds } from '../wire/expiry.js'
 import { parseJsonObject } from '../wire/json-body.js'
 import { POINT_HELP, parsePoint } from '../wire/point.js'
 import { ApiError } from '../wire/errors.js'
+import { type KeyRange, rangeFault } from '../wire/range.js'
 import { acceptsJson, readRequestBody } from './body.js'
 import type { Call } from './call.js'
 import { canUse, keyOf, missingNow, withNamespace } from './entries.js'
@@ -96,7 +97,7 @@ function listVersions(call: Call, ns: string, key: string, q: URLSearchParams): 
   })
 }
 
-/** POST /{ns}?restore=1, body {"at", "prefix"?}. */
+/** POST /{ns}?restore=1, body {"at", "prefix"?, "start"?, "end"?}. */
 export function restoreNamespace(call: Call, req: HttpRequest, parsed: Parsed, _plan: Plan): void {
   const ns = parsed.ns
   call.op = OP.restore
@@ -104,25 +105,28 @@ export function restoreNamespace(call: Call, req: HttpRequest, parsed: Parsed, _
   if (!acceptsJson(call, req) || missingNow(call, ns)) return
   readRequestBody(call, req, BODY_LIMIT, (body) => {
     let point: HistoryPoint | undefined
-    let prefix = ''
+    const range: KeyRange = { prefix: '', start: '', end: '' }
     try {
       const o = parseJsonObject(body)
       if (typeof o.at !== 'string')
         throw new ApiError('invalid_point', `A restore names its point in "at". ${POINT_HELP}`)
       point = parsePoint(o.at)
       if (point === undefined) throw new ApiError('invalid_point', POINT_HELP)
-      if (o.prefix !== undefined) {
-        if (typeof o.prefix !== 'string')
-          throw new ApiError('invalid_request', '"prefix" is a string.')
-        prefix = o.prefix
+      for (const name of ['prefix', 'start', 'end'] as const) {
+        const v = o[name]
+        if (v === undefined) continue
+        if (typeof v !== 'string') throw new ApiError('invalid_request', `"${name}" is a string.`)
+        range[name] = v
       }
+      const fault = rangeFault(range)
+      if (fault !== undefined) throw new ApiError('invalid_range', fault)
     } catch (err) {
       return call.error(err)
     }
     const at = point
     withNamespace(call, ns, (info) =>
       call.applyLater(() =>
-        restore(call.ctx, call.account!, info, at, prefix).then(
+        restore(call.ctx, call.account!, info, at, range).then(
           (r) => {
             call.count = Math.max(1, Math.ceil(r.restored / KEYS_PER_REQUEST))
             call.send(200, `{"restored":${r.restored},"version":"${r.version}"}`)

@@ -14,7 +14,7 @@ import type { Call } from './call.js'
 import { canUse, withNamespace } from './entries.js'
 import type { Parsed } from './paths.js'
 import { watchChanges } from './watch.js'
-import { listingPoint } from './history.js'
+import { listingPoint, pointOf } from './history.js'
 
 const LIMIT = /^[1-9][0-9]{0,3}$/
 /** A page with values ends after the entry that takes it past this. */
@@ -51,7 +51,12 @@ export function listKeys(call: Call, req: HttpRequest, parsed: Parsed, plan: Pla
     const range = { prefix: q.get('prefix') ?? '', start: startText ?? '', end: endText ?? '' }
     const fault = rangeFault(range)
     if (fault !== undefined) return call.fail('invalid_range', fault)
-    if (q.get('export') === '1') return exportRange(call, parsed, range)
+    if (q.get('export') === '1') {
+      const atText = q.get('at')
+      const point = atText === null ? undefined : pointOf(call, atText)
+      if (atText !== null && point === undefined) return
+      return exportRange(call, parsed, range, point)
+    }
     return countRange(call, parsed, range)
   }
 

@@ -7,6 +7,7 @@ import t from 'tap'
 import { Client, sleep } from './http.js'
 import { cli } from './cli.js'
 import { freshNamespace, setup } from './setup.js'
+import { exportOf } from '../portable/export-helpers.js'
 
 const kept = !process.env.CAIRN_TEST_STORE
 const { srv, api, email } = await setup(t)
@@ -87,6 +88,62 @@ t.test('reads and listings at a point equal what was read then', async (t) => {
     const before = await api.get(`/${ns}/c?at=${seen[0]!.version}`)
     t.equal(before.json.error.code, 'key_not_found', 'a key created later did not exist then')
   }
+})
+
+/** An export's entry lines as a listing with everything gives them. */
+const asListed = (lines: any[]) =>
+  lines.slice(1, -1).map(({ key, value, version, expiresAt, metadata }) => {
+    const e: any = { key, version }
+    if (expiresAt !== undefined) e.expiresAt = expiresAt
+    e.value = value
+    e.metadata = metadata ?? null
+    return e
+  })
+
+t.test('an export at a point is the namespace as it was then', async (t) => {
+  const ns = await freshNamespace(api, 'hexp')
+  await api.mustPut(ns, 'p/a', 1, { metadata: { m: 1 } })
+  await api.mustPut(ns, 'p/b', 2, { ttl: 3600 })
+  await api.mustPut(ns, 'q/c', 3)
+  const point = await current(ns)
+  const atPoint = await state(ns)
+  await sleep(3)
+  const time = new Date().toISOString()
+  await sleep(3)
+  const exp = (q: string) => exportOf(srv.baseUrl, api.key, `/${ns}?export=1&${q}`)
+  const now = await exp(`at=${point}`)
+  t.equal(now.status, 200)
+  t.equal(now.lines[0].version, point, "the header's version is the point's")
+  t.same(asListed(now.lines), atPoint, 'the present point: every entry')
+  t.same(now.lines.at(-1), { end: true, entries: 3 })
+  await api.mustPut(ns, 'p/a', 'changed')
+  await api.del(`/${ns}/p/b`)
+  await api.mustPut(ns, 'p/new', 'created since')
+  if (!kept) {
+    const old = await exp(`at=${point}`)
+    t.equal(old.status, 410, 'Redis: a past point is history_expired')
+    t.equal(JSON.parse(old.text).error.code, 'history_expired')
+    return
+  }
+  const then = await exp(`at=${point}`)
+  t.equal(then.lines[0].version, point)
+  t.same(asListed(then.lines), atPoint, 'a past version: the entries as they were')
+  const byTime = await exp(`at=${encodeURIComponent(time)}`)
+  t.equal(byTime.lines[0].version, point, "a time: the header's version is the one then")
+  t.same(asListed(byTime.lines), atPoint, 'a past time: the entries as they were')
+  const prefixed = await exp(`at=${point}&prefix=p/`)
+  t.same(
+    asListed(prefixed.lines),
+    atPoint.filter((e) => e.key.startsWith('p/')),
+    'with a prefix',
+  )
+  const ranged = await exp(`at=${point}&start=p/b&end=q/d`)
+  t.same(
+    ranged.lines.slice(1, -1).map((e: any) => e.key),
+    ['p/b', 'q/c'],
+    'with a range: p/b, deleted since, is in it',
+  )
+  t.same(ranged.lines.at(-1), { end: true, entries: 2 })
 })
 
 t.test('a listing cursor carries its point', async (t) => {
@@ -179,7 +236,7 @@ t.test('points that are refused', async (t) => {
     ['1970-01-01T00:00:00Z', 'history_expired', 410],
   ] as const) {
     const q = encodeURIComponent(at)
-    for (const path of [`/${ns}/k?at=${q}`, `/${ns}?at=${q}`]) {
+    for (const path of [`/${ns}/k?at=${q}`, `/${ns}?at=${q}`, `/${ns}?export=1&at=${q}`]) {
       const r = await api.get(path)
       t.equal(r.status, status, `${path}: ${status}`)
       t.equal(r.json.error.code, code)
@@ -271,6 +328,27 @@ t.test('restore, undo, and a restore sent twice', async (t) => {
   t.same(strip(await state(ns), ''), strip(before, ''), 'undo gives back the state before')
   const atPresent = await api.post(`/${ns}?restore=1`, { at: undo.json.version })
   t.same(atPresent.json, { restored: 0, version: undo.json.version }, 'the present restores 0')
+})
+
+t.test('a restore of a range', async (t) => {
+  const ns = await freshNamespace(api, 'hrange')
+  for (const k of ['a', 'b', 'c', 'd']) await api.mustPut(ns, k, k)
+  const point = await current(ns)
+  const bad = await api.post(`/${ns}?restore=1`, { at: point, start: 'c', end: 'b' })
+  t.equal(bad.status, 400)
+  t.equal(bad.json.error.code, 'invalid_range', 'start after end')
+  const outside = await api.post(`/${ns}?restore=1`, { at: point, prefix: 'x', start: 'a' })
+  t.equal(outside.json.error.code, 'invalid_range', 'a bound outside the prefix')
+  const notText = await api.post(`/${ns}?restore=1`, { at: point, start: 1 })
+  t.equal(notText.json.error.code, 'invalid_request', 'a bound is a string')
+  if (!kept) return
+  for (const k of ['a', 'b', 'c', 'd']) await api.mustPut(ns, k, `${k} changed`)
+  await api.mustPut(ns, 'bb', 'new')
+  const r = await api.post(`/${ns}?restore=1`, { at: point, start: 'b', end: 'd' })
+  t.equal(r.status, 200)
+  t.equal(r.json.restored, 3, 'b, bb and c: start inclusive, end exclusive')
+  const values = Object.fromEntries((await state(ns)).map((e) => [e.key, e.value]))
+  t.same(values, { a: 'a changed', b: 'b', c: 'c', d: 'd changed' })
 })
 
 t.test('a restore is counted as restore, one per started 1,000 keys', async (t) => {

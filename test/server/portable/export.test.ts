@@ -3,7 +3,7 @@
 // change, create and delete keys equals the model's state at the header's version.
 import fs from 'node:fs'
 import http from 'node:http'
-import t from 'tap'
+import t, { type Test } from 'tap'
 import { Client, encodeKey } from '../contract/http.js'
 import { cli } from '../contract/cli.js'
 import { freshNamespace, plan, plansFile, setup } from '../contract/setup.js'
@@ -135,10 +135,31 @@ function stateAt(h: History, v: number): Map<string, unknown> {
   return out
 }
 
-t.test('an export while writers change, create and delete keys', async (t) => {
-  const { srv, api } = await setup(t)
+/**
+ * An export of N entries, paused after its first bytes while 8 writers change, create and
+ * delete keys, equals the model's state at its header's version. `window: false`: the
+ * namespace keeps no history (its plan's historySeconds is 0). `atStart`: the export asks
+ * `at=` the version the namespace had once loaded: the present when the export opens, or
+ * (`past`) a point one write behind it.
+ */
+async function exportWhileWriting(
+  t: Test,
+  o: { N: number; window: boolean; atStart?: 'present' | 'past' },
+): Promise<void> {
+  const { srv, api } = await setup(
+    t,
+    o.window
+      ? {}
+      : {
+          plans: {
+            plans: [plan({ id: 'free', name: 'Free', historySeconds: 0 })],
+            default: 'free',
+            upgradeUrl: null,
+          },
+        },
+  )
   const ns = await freshNamespace(api)
-  const N = onRedis ? 20_000 : 100_000
+  const N = o.N
   const key = (i: number) => `k/${String(i).padStart(6, '0')}`
   const h: History = new Map()
   const note = (k: string, version: string, value: unknown) => {
@@ -165,9 +186,16 @@ t.test('an export while writers change, create and delete keys', async (t) => {
   const started = new Promise<void>((r) => {
     paused = r
   })
+  const loaded = (await api.get(`/${ns}?limit=1`)).json.version as string
+  if (o.atStart === 'past') {
+    // The point is past before the export opens: it is read at it, not as the present.
+    const res = await api.put(`/${ns}/${encodeKey(key(0))}`, { value: 'after the point' })
+    note(key(0), res.json.version, 'after the point')
+  }
+  const query = o.atStart ? `export=1&at=${loaded}` : 'export=1'
   const done = new Promise<string>((resolve, reject) => {
     const req = http.get(
-      `${srv.baseUrl}/${ns}?export=1`,
+      `${srv.baseUrl}/${ns}?${query}`,
       { headers: { 'x-api-key': api.key } },
       (res) => {
         response = res
@@ -215,6 +243,7 @@ t.test('an export while writers change, create and delete keys', async (t) => {
   const end = lines.at(-1)
   t.ok(end.end, 'the export was whole')
   const V = Number(head.version)
+  if (o.atStart) t.equal(head.version, loaded, "the header's version is the point's")
   const want = stateAt(h, V)
   const got = new Map(lines.slice(1, -1).map((e: any) => [e.key, e.value]))
   t.equal(end.entries, got.size)
@@ -227,7 +256,23 @@ t.test('an export while writers change, create and delete keys', async (t) => {
   t.ok(latest > V, `writes after the header version (${latest} > ${V}) are not in it`)
   const keys = lines.slice(1, -1).map((e: any) => e.key)
   t.same(keys, [...keys].sort(), 'key order')
-})
+}
+
+t.test('an export while writers change, create and delete keys', (t) =>
+  exportWhileWriting(t, { N: onRedis ? 20_000 : 100_000, window: true }),
+)
+
+t.test('the same in a namespace that keeps no history', (t) =>
+  exportWhileWriting(t, { N: 20_000, window: false }),
+)
+
+t.test('an export at a past point, read while writers go on', { skip: onRedis }, (t) =>
+  exportWhileWriting(t, { N: 20_000, window: true, atStart: 'past' }),
+)
+
+t.test('an export at the present of a namespace that keeps no history', (t) =>
+  exportWhileWriting(t, { N: 20_000, window: false, atStart: 'present' }),
+)
 
 /** The server process's resident memory, in bytes (Linux). */
 function rss(pid: number): number {
