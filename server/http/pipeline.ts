@@ -61,6 +61,7 @@ export type Method = 'get' | 'post' | 'put' | 'patch' | 'del' | 'any'
 
 const HEADERS_WANTED = [
   'accept-encoding',
+  'content-length',
   'content-type',
   'cookie',
   'accept',
