@@ -1,11 +1,12 @@
 // A namespace's export and import from the dashboard (the contract's "Export and import"):
 // the download is /v1's export, streamed by the same services/exports.ts from the same
-// snapshot; the upload goes through the same services/import-spool.ts, checked line by line
-// before anything applies, then applied by services/imports.ts. Both count as /v1's do
+// snapshot; the upload goes through the same services/import-spool.ts as it arrives (the
+// pipeline hands its chunks to a BodySink, so a file of up to 1 GiB costs a line's memory),
+// checked line by line before anything applies, then applied by services/imports.ts. Both count as /v1's do
 // (`export` and `import`, one request per started 1,000 entries), as the live view counts
 // its watch.
 import type { Context } from '../context.js'
-import type { Reply, Req } from '../http/pipeline.js'
+import type { BodySink, Reply, Req } from '../http/pipeline.js'
 import { jsonReply } from '../http/pipeline.js'
 import { exportFileName, streamExport } from '../services/exports.js'
 import { type ImportRefusal, ImportSpool, MAX_IMPORT_BYTES } from '../services/import-spool.js'
@@ -16,21 +17,18 @@ import { bodyLimit } from '../wire/body-limits.js'
 import { ApiError, ERRORS } from '../wire/errors.js'
 import { type Caller, checkSameOrigin } from './guard.js'
 
-/**
- * The largest file the dashboard uploads: its body is read whole before it is checked (the
- * dashboard's pipeline reads bodies whole), so less than /v1's 1 GiB, which streams to disk.
- * Larger files go through `cairn-kv import` or /v1.
- */
-export const DASHBOARD_IMPORT_BYTES = Math.min(MAX_IMPORT_BYTES, 64 * 1024 * 1024)
-
 const EMPTY_RANGE = { prefix: '', start: '', end: '' }
+const MODES = new Set(['merge', 'replace'])
+
+/** An upload's sink: the spool its chunks go to. */
+interface ImportSink extends BodySink {
+  spool: ImportSpool
+}
 
 /** A refused import as /v1 answers it: a line's fault names its line. */
 function refusal(r: ImportRefusal): Reply {
   const code = r.code
-  const message =
-    r.message ??
-    `An import from the dashboard is at most ${DASHBOARD_IMPORT_BYTES} bytes; send a larger one with cairn-kv import.`
+  const message = r.message ?? `An import is at most ${MAX_IMPORT_BYTES} bytes.`
   const error: Record<string, unknown> = { code, message }
   if (r.line !== undefined) error.line = r.line
   return jsonReply(ERRORS[code].status, { error })
@@ -76,30 +74,43 @@ export class TransferApi {
     }
   }
 
-  /** The body limit of an upload, from its head: refused at once when it says it is larger. */
-  importLimit(req: Req): number | Reply {
-    const declared = req.headers['content-length']
-    if (declared && Number(declared) > DASHBOARD_IMPORT_BYTES)
-      return refusal({ code: 'import_too_large' })
-    return DASHBOARD_IMPORT_BYTES
-  }
-
-  /** POST .../import?mode=merge|replace, the NDJSON file as the body. */
-  async importNamespace(req: Req, c: Caller): Promise<Reply> {
-    const ctx = this.ctx
-    const account = c.account
-    const mode = req.query.get('mode') ?? 'merge'
-    if (mode !== 'merge' && mode !== 'replace')
+  /**
+   * Where an upload goes as it arrives, for a signed-in caller whose request is checked
+   * (session, origin, CSRF) from its head: nothing of a refused one reaches the disk.
+   */
+  importSink(req: Req, c: Caller): ImportSink | Reply {
+    if (!MODES.has(req.query.get('mode') ?? 'merge'))
       throw new ApiError('invalid_request', 'mode is merge (the default) or replace.')
-    const info = await ctx.data.namespace(account, req.params[0]!)
-    const plan = ctx.plans.get(account.rec.plan)
+    const declared = req.headers['content-length']
+    if (declared && Number(declared) > MAX_IMPORT_BYTES)
+      return refusal({ code: 'import_too_large' })
+    const plan = this.ctx.plans.get(c.account.rec.plan)
     const spool = new ImportSpool({
       maxValueBytes: plan.maxValueBytes,
       lineMax: bodyLimit(plan),
-      metadataBytes: (m) => ctx.data.metadataBytes(m),
+      metadataBytes: (m) => this.ctx.data.metadataBytes(m),
     })
+    return {
+      spool,
+      max: MAX_IMPORT_BYTES,
+      take: (chunk) => {
+        const r = spool.take(chunk)
+        return r === undefined ? undefined : refusal(r)
+      },
+      drop: () => spool.drop(),
+    }
+  }
+
+  /** POST .../import?mode=merge|replace, the NDJSON file as the body (in req.sink). */
+  async importNamespace(req: Req, c: Caller): Promise<Reply> {
+    const ctx = this.ctx
+    const account = c.account
+    const spool = (req.sink as ImportSink).spool
     try {
-      const refused = spool.take(req.body) ?? spool.end()
+      const mode = req.query.get('mode') === 'replace' ? 'replace' : 'merge'
+      const info = await ctx.data.namespace(account, req.params[0]!)
+      const plan = ctx.plans.get(account.rec.plan)
+      const refused = spool.end()
       if (refused !== undefined) return refusal(refused)
       const n = Math.max(1, Math.ceil(spool.entries / 1000))
       const now = Date.now()
@@ -111,7 +122,7 @@ export class TransferApi {
           { 'Retry-After': String(secondsToMidnight(now)) },
         )
       const r = await spool.apply(ctx.data, account, info, mode, EMPTY_RANGE)
-      ctx.usage.record(account.id, OP.import, 200, req.body.length, 0, Date.now(), n, info.name)
+      ctx.usage.record(account.id, OP.import, 200, spool.size, 0, Date.now(), n, info.name)
       return jsonReply(200, {
         imported: r.imported,
         deleted: r.deleted,

@@ -188,10 +188,18 @@ export function mountDashboard(app: TemplatedApp, ctx: Context): void {
     '/namespaces/:name/export',
     limited((req, c) => transfer.exportNamespace(req, c)),
   )
-  // The file is read only for a signed-in caller, up to the dashboard's import limit.
+  // An upload goes to its import's spool as it arrives, once its head shows a signed-in
+  // caller from this site with the page's token: a forged one never reaches the disk.
   const importBody: BodyLimit = async (req) => {
-    const refused = await valueBody(req)
-    return typeof refused === 'number' ? transfer.importLimit(req) : refused
+    try {
+      const caller = await currentCaller(req, ctx, sessions)
+      checkSameOrigin(req)
+      if (!caller) throw new ServiceError(401, 'unauthorized', 'Please log in.')
+      checkCsrf(req, caller)
+      return transfer.importSink(req, caller)
+    } catch (err) {
+      return errorReply(err)
+    }
   }
   api(
     'post',

@@ -128,6 +128,10 @@ t.test('export, import and restore from the dashboard', { skip }, async (t) => {
       '{"key":"new/b","value":2}',
       '{"key":"new/c"}',
       '{"key":"new/d","value":4}',
+      // Megabytes after it: the refusal comes as soon as line 4 is in, the rest unread.
+      ...Array.from({ length: 1500 }, (_, i) =>
+        JSON.stringify({ key: `new/${i}`, value: 'y'.repeat(2000) }),
+      ),
     ].join('\n')
     await dialog.getByLabel('Import file').setInputFiles({
       name: 'bad.ndjson',
