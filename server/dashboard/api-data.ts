@@ -11,32 +11,14 @@ import { parseTags } from '../wire/conditions.js'
 import { encodeCursor, walkOf } from '../wire/cursor.js'
 import { parsePutBody } from '../wire/json-body.js'
 import { expirySeconds } from '../wire/expiry.js'
-import { decodeKey } from '../wire/keys.js'
 import { parsePatchBody, patchOp } from '../wire/patch-body.js'
 import { ServiceError } from '../services/service-error.js'
 import type { Caller } from './guard.js'
+import { keyParam } from './key-param.js'
 import { type Reply, type Req, jsonReply, readJson } from '../http/pipeline.js'
 
 const PAGE = 50
 const LIMIT = /^[1-9][0-9]{0,3}$/
-
-/** The key in `?key=`, held to the rules a /v1 path is (by encoding it as one). */
-function keyParam(req: Req): string {
-  const raw = req.query.get('key') ?? ''
-  let key: string | undefined
-  try {
-    key = decodeKey(encodeURIComponent(raw))
-  } catch {
-    key = undefined // a lone surrogate: not UTF-8
-  }
-  if (key === undefined) {
-    throw new ApiError(
-      'invalid_key',
-      'A key is 1 to 512 bytes of UTF-8, without control characters or "." and ".." segments.',
-    )
-  }
-  return key
-}
 
 /** Milliseconds since the epoch as the API's unix seconds (null: no expiry). */
 const unixSeconds = (ms: number | undefined) => (ms === undefined ? null : expirySeconds(ms))

@@ -11,8 +11,10 @@ import { queuedHashes } from '../services/password-hasher.js'
 import { AuthApi } from './api-auth.js'
 import { BillingApi } from './api-billing.js'
 import { DataApi } from './api-data.js'
+import { HistoryApi } from './api-history.js'
 import { KeysApi } from './api-keys.js'
 import { NamespacesApi } from './api-namespaces.js'
+import { TransferApi } from './api-transfer.js'
 import { WatchApi } from './api-watch.js'
 import { Assets } from './assets.js'
 import { type Caller, checkCsrf, checkSameOrigin, currentCaller } from './guard.js'
@@ -50,6 +52,8 @@ export function mountDashboard(app: TemplatedApp, ctx: Context): void {
   const namespaces = new NamespacesApi(ctx)
   const data = new DataApi(ctx)
   const watch = new WatchApi(ctx)
+  const transfer = new TransferApi(ctx)
+  const history = new HistoryApi(ctx)
   // A value's body is read only for a signed-in caller, up to what /v1 takes on the caller's
   // plan: looked up from the request's head, before any of its body is held.
   // Refused in the order the handler below refuses.
@@ -179,6 +183,45 @@ export function mountDashboard(app: TemplatedApp, ctx: Context): void {
     limited((req, c) => data.deletePrefix(req, c)),
   )
   api('get', '/namespaces/:name/watch', (req, c) => watch.open(req, c))
+  api(
+    'get',
+    '/namespaces/:name/export',
+    limited((req, c) => transfer.exportNamespace(req, c)),
+  )
+  // An upload goes to its import's spool as it arrives, once its head shows a signed-in
+  // caller from this site with the page's token: a forged one never reaches the disk.
+  const importBody: BodyLimit = async (req) => {
+    try {
+      const caller = await currentCaller(req, ctx, sessions)
+      checkSameOrigin(req)
+      if (!caller) throw new ServiceError(401, 'unauthorized', 'Please log in.')
+      checkCsrf(req, caller)
+      return transfer.importSink(req, caller)
+    } catch (err) {
+      return errorReply(err)
+    }
+  }
+  api(
+    'post',
+    '/namespaces/:name/import',
+    limited((req, c) => transfer.importNamespace(req, c)),
+    importBody,
+  )
+  api(
+    'get',
+    '/namespaces/:name/history',
+    limited((req, c) => history.versions(req, c)),
+  )
+  api(
+    'post',
+    '/namespaces/:name/restore-version',
+    limited((req, c) => history.restoreVersion(req, c)),
+  )
+  api(
+    'post',
+    '/namespaces/:name/restore',
+    limited((req, c) => history.restoreTo(req, c)),
+  )
   route(app, ctx, 'any', '/dashboard/api/*', SMALL_BODY, () =>
     fail(404, 'not_found', 'There is no such dashboard endpoint.'),
   )

@@ -32,6 +32,21 @@ export interface Req {
   /** The browser reached us (or our trusted proxy) over TLS: cookies get Secure. */
   secure: boolean
   body: Buffer
+  /** Where the body went instead of `body`, when its route's BodyLimit answered a sink. */
+  sink?: BodySink
+}
+
+/**
+ * Takes a body as it arrives, chunk by chunk, instead of it being held whole (an import's
+ * file goes to disk as it comes). `take` may refuse the body at any chunk with a Reply (sent
+ * at once). `drop` lets go of what the sink holds: called when the client leaves or the body
+ * is refused; the handler calls it too once it is done.
+ */
+export interface BodySink {
+  /** The most bytes taken; past it, 413 and the connection closes. */
+  max: number
+  take(chunk: Buffer): Reply | undefined
+  drop(): void
 }
 
 export interface Reply {
@@ -61,6 +76,7 @@ export type Method = 'get' | 'post' | 'put' | 'patch' | 'del' | 'any'
 
 const HEADERS_WANTED = [
   'accept-encoding',
+  'content-length',
   'content-type',
   'cookie',
   'accept',
@@ -222,8 +238,8 @@ function streamOut(res: HttpResponse, gone: boolean, done: () => void) {
   return out
 }
 
-/** A request's body limit, looked up from its head; see route. */
-export type BodyLimit = (req: Req) => number | Reply | Promise<number | Reply>
+/** A request's body limit (or sink), looked up from its head; see route. */
+export type BodyLimit = (req: Req) => number | Reply | BodySink | Promise<number | Reply | BodySink>
 
 /**
  * Registers `handler` for `method pattern`. Bodies of non-GET requests are read whole, up
@@ -299,6 +315,7 @@ export function route(
     }
     res.onAborted(() => {
       aborted = true
+      req.sink?.drop()
       if (stream) stream.abort()
       else finish({ status: 499 })
     })
@@ -334,25 +351,49 @@ export function route(
     const chunks: Buffer[] = []
     let size = 0
     let complete = false
-    const tooLarge = () =>
+    const tooLarge = () => {
+      req.sink?.drop()
       finish(fail(413, 'value_too_large', 'The request body is too large.'), true)
+    }
     const bodyIn = () => {
       req.body = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size)
       chunks.length = 0
       setImmediate(run)
+    }
+    /** Hands a chunk to the sink; false once the sink has refused the body (answered). */
+    const sinkTake = (chunk: Buffer) => {
+      const refused = req.sink!.take(chunk)
+      if (refused === undefined) return true
+      req.sink!.drop()
+      finish(refused)
+      return false
     }
     res.onData((chunk, isLast) => {
       if (done) return
       size += chunk.byteLength
       if (limit >= 0 && size > limit) return tooLarge()
       // uWS reuses the chunk's memory once this callback returns.
-      chunks.push(Buffer.copyBytesFrom(new Uint8Array(chunk)))
+      const copy = Buffer.copyBytesFrom(new Uint8Array(chunk))
+      if (limit >= 0 && req.sink !== undefined) {
+        if (!sinkTake(copy)) return
+      } else chunks.push(copy)
       if (!isLast) return
       complete = true
-      if (limit >= 0) bodyIn()
+      if (limit < 0) return
+      if (req.sink === undefined) bodyIn()
+      else setImmediate(run)
     })
-    const known = (l: number | Reply) => {
+    const known = (l: number | Reply | BodySink) => {
       if (done || aborted) return
+      if (typeof l === 'object' && 'take' in l) {
+        req.sink = l
+        limit = l.max
+        if (size > limit) return tooLarge()
+        // What arrived while the limit was looked up goes first.
+        for (const c of chunks.splice(0)) if (!sinkTake(c)) return
+        if (complete) setImmediate(run)
+        return
+      }
       // Answered from the head: uWebSockets.js drops the rest of the body as it comes.
       if (typeof l !== 'number') return finish(l)
       limit = l

@@ -3,17 +3,12 @@
 // key whose state differs is written back, value, metadata and expiry, or deleted, as new
 // writes in transactions of at most BATCH keys. A key already in its state at the point is
 // not written, so a restore sent again after a crash writes only what the first did not.
+// A dry run walks the same way and writes nothing: it counts the keys a restore would write
+// (the dashboard's preview), by the very comparison the restore makes.
 import type { Account, NamespaceInfo } from './accounts.js'
 import type { Data } from './data.js'
 import type { History } from './history.js'
-import type {
-  HistoryPoint,
-  KeyRangeOptions,
-  ListedEntry,
-  Listed,
-  Store,
-  TxOp,
-} from '../store/types.js'
+import type { HistoryPoint, ListedEntry, Listed, Store, TxOp } from '../store/types.js'
 
 /** Keys written per transaction, and the value bytes that end one sooner. */
 const BATCH = 1000
@@ -67,23 +62,33 @@ function unchanged(then: ListedEntry, now: ListedEntry): boolean {
   )
 }
 
+/** The keys a restore covers: a prefix, and within it a range (`start` <= key < `end`). */
+export interface RestoreScope {
+  prefix: string
+  start?: string
+  end?: string
+}
+
 export async function restore(
   svc: { store: Store; data: Data; history: History },
   account: Account,
   info: NamespaceInfo,
   point: HistoryPoint,
-  range: KeyRangeOptions,
+  scope: RestoreScope,
+  o: { dryRun?: boolean } = {},
 ): Promise<{ restored: number; version: number }> {
   const include = { values: true, metadata: true }
   // An empty bound is none (wire/range.ts); the engine's listAt takes only real ones.
-  const prefix = range.prefix ?? ''
-  const start = range.start || undefined
-  const end = range.end || undefined
+  const range = {
+    prefix: scope.prefix,
+    start: scope.start || undefined,
+    end: scope.end || undefined,
+  }
   const then = new Walk((after) =>
-    svc.history.listAt(info, { prefix, start, end, after, limit: PAGE, include }, point),
+    svc.history.listAt(info, { ...range, after, limit: PAGE, include }, point),
   )
   const now = new Walk((after) =>
-    svc.store.list(info.storeName, { prefix, start, end, after, limit: PAGE, include }),
+    svc.store.list(info.storeName, { ...range, after, limit: PAGE, include }),
   )
   let restored = 0
   let version = 0
@@ -91,8 +96,13 @@ export async function restore(
   let bytes = 0
   const flush = async () => {
     if (ops.length === 0) return
-    const done = await svc.data.transact(account, info, ops)
     restored += ops.length
+    if (o.dryRun) {
+      ops = []
+      bytes = 0
+      return
+    }
+    const done = await svc.data.transact(account, info, ops)
     version = done.version
     ops = []
     bytes = 0
@@ -129,6 +139,7 @@ export async function restore(
     if (ops.length >= BATCH || bytes >= BATCH_BYTES) await flush()
   }
   await flush()
-  if (restored === 0) version = await svc.store.feed.version(info.storeName)
+  // A dry run answers the version its count was made against.
+  if (restored === 0 || o.dryRun) version = await svc.store.feed.version(info.storeName)
   return { restored, version }
 }

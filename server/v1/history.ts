@@ -126,7 +126,7 @@ export function restoreNamespace(call: Call, req: HttpRequest, parsed: Parsed, _
     const at = point
     withNamespace(call, ns, (info) =>
       call.applyLater(() =>
-        restore(call.ctx, call.account!, info, at, range).then(
+        restore(call.ctx, call.account!, info, at, { ...range, prefix: range.prefix ?? '' }).then(
           (r) => {
             call.count = Math.max(1, Math.ceil(r.restored / KEYS_PER_REQUEST))
             call.send(200, `{"restored":${r.restored},"version":"${r.version}"}`)

@@ -132,6 +132,31 @@ t.test('every page: layout, names, contrast, keyboard, weight', { skip }, async 
     })
   }
 
+  // What opens on the data browser's page: a key's History tab, and the Import and Restore to
+  // a point in time dialogs, audited as the pages are.
+  for (const [opener, name] of [
+    ['History', 'key-history'],
+    ['Import', 'import'],
+    ['Restore to a point in time', 'restore-point'],
+  ] as const) {
+    await t.test(`/namespaces/demo: ${opener}`, async (t) => {
+      for (const width of [375, 1440]) {
+        await page.setViewportSize({ width, height: 900 })
+        await open(page, `${base}/namespaces/demo`)
+        if (opener === 'History') {
+          await page.locator('.key-item').first().click()
+          await page.getByRole('tab', { name: 'History' }).click()
+          await page.locator('#history-list tbody tr').first().waitFor()
+        } else {
+          await page.getByRole('button', { name: opener, exact: true }).click()
+          await page.getByRole('dialog').waitFor()
+        }
+        t.same(await page.evaluate(audit), [], `no problems at ${width} px`)
+      }
+      await shoot(page, `page-browser-${name}`)
+    })
+  }
+
   await t.test('the keyboard reaches the content and works the forms', async (t) => {
     await open(page, `${base}/`)
     await page.keyboard.press('Tab')

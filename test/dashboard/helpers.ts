@@ -5,7 +5,7 @@ import fs from 'node:fs'
 import path from 'node:path'
 import type { Browser, BrowserContext, Page } from 'playwright-core'
 import { launchChromium } from '../helpers/browser.js'
-import { type TestServer, root, startServer } from '../helpers/server.js'
+import { type StartOptions, type TestServer, root, startServer } from '../helpers/server.js'
 
 export { skip } from '../helpers/browser.js'
 export const SHOTS = path.join(root, 'test-output', 'dashboard')
@@ -35,6 +35,25 @@ export async function serverAndPage(
   const browser = await launch(t)
   const page = await (await newContext(browser, srv.url)).newPage()
   return { srv, base: srv.url, page }
+}
+
+/**
+ * What most browser tests begin with: a real server (stopped at teardown), a page of a fresh
+ * browser profile on it, its uncaught errors collected, and an account signed up through the
+ * form (`key`: its first API key's secret).
+ */
+export async function signedIn(
+  t: Tap,
+  tag: string,
+  opts: StartOptions = {},
+): Promise<{ srv: TestServer; base: string; page: Page; errors: string[]; key: string }> {
+  const srv = await startServer(opts)
+  t.teardown(() => srv.stop())
+  const browser = await launch(t)
+  const page = await (await newContext(browser, srv.url)).newPage()
+  const errors = pageErrors(page)
+  const key = await signUp(page, srv.url, uniqueEmail(tag))
+  return { srv, base: srv.url, page, errors, key }
 }
 
 /** Collects uncaught errors of a page, so a test can insist there were none. */

@@ -74,7 +74,9 @@ t.test('the guards one by one, cookies, throttling', async (t) => {
   const srv = await startServer()
   t.teardown(() => srv.stop())
   const base = srv.url
-  const { email } = await srv.createAccount(uniqueEmail('guard'), { password: PASSWORD })
+  const { email, apiKey } = await srv.createAccount(uniqueEmail('guard'), {
+    password: PASSWORD,
+  })
   const s = await logIn(base, email, PASSWORD)
   t.equal(s.status, 200)
   t.ok(s.cookie && s.csrf)
@@ -159,6 +161,58 @@ t.test('the guards one by one, cookies, throttling', async (t) => {
     const lost = await fetch(`${base}/no/such/page`)
     t.equal(lost.status, 404)
     t.match(lost.headers.get('content-type'), 'text/html')
+  })
+
+  await t.test('export, import and restores: the same guards, and never /v1', async (t) => {
+    t.equal((await v1(base, apiKey, 'POST', '/namespaces', { name: 'moved' })).status, 201)
+    t.equal((await v1(base, apiKey, 'PUT', '/moved/k', { value: 1 })).status, 201)
+    const api = `${base}/dashboard/api/namespaces/moved`
+    const ndjson = { ...good, 'content-type': 'application/x-ndjson' }
+    const importing = (headers: Record<string, string>) =>
+      fetch(`${api}/import?mode=replace`, {
+        method: 'POST',
+        headers,
+        body: '{"key":"x","value":2}\n',
+      })
+    const { 'x-csrf-token': _x, ...noToken } = ndjson
+    t.equal((await importing(noToken)).status, 403, 'an import without the token')
+    t.equal((await importing({ ...ndjson, origin: 'http://evil.example' })).status, 403)
+    const { cookie: _c, ...noCookie } = ndjson
+    t.equal((await importing(noCookie)).status, 401, 'an import without a session')
+    const restoring = (headers: Record<string, string>) =>
+      fetch(`${api}/restore`, {
+        method: 'POST',
+        headers: { ...headers, 'content-type': 'application/json' },
+        body: JSON.stringify({ at: new Date().toISOString() }),
+      })
+    t.equal((await restoring(noToken)).status, 403, 'a restore without the token')
+    const { 'x-csrf-token': _y, ...versionNoToken } = good
+    const again = await fetch(`${api}/restore-version?key=k`, {
+      method: 'POST',
+      headers: { ...versionNoToken, 'content-type': 'application/json' },
+      body: '{"version":"1"}',
+    })
+    t.equal(again.status, 403, 'a version restored without the token')
+    t.same((await v1(base, apiKey, 'GET', '/moved')).body.keys, ['k'], 'none of them applied')
+
+    const exporting = (headers: Record<string, string>, method = 'GET') =>
+      fetch(`${api}/export`, { method, headers })
+    t.equal(
+      (await exporting({ cookie: s.cookie!, 'sec-fetch-site': 'cross-site' })).status,
+      403,
+      'an export started from another site (it counts against the quota)',
+    )
+    t.equal((await exporting({ origin: base })).status, 401, 'an export without a session')
+    t.equal((await exporting({ cookie: s.cookie!, origin: base }, 'HEAD')).status, 405)
+    const got = await exporting({ cookie: s.cookie!, referer: `${base}/namespaces/moved` })
+    t.equal(got.status, 200)
+    t.equal(got.headers.get('content-disposition'), 'attachment; filename="moved.ndjson"')
+    t.match(
+      await got.text(),
+      /\{"key":"k","value":1,"version":"\d+"\}\n\{"end":true,"entries":1\}\n$/,
+    )
+    const withCookie = await fetch(`${base}/v1/moved?export=1`, { headers: { cookie: s.cookie! } })
+    t.equal(withCookie.status, 401, 'the cookie does not export through /v1')
   })
 
   await t.test('log-in attempts are throttled per account', async (t) => {

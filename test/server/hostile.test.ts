@@ -83,6 +83,25 @@ t.test(
   },
 )
 
+t.test('the dashboard takes an import only from a signed-in caller with the token', async (t) => {
+  // 20 MiB declared, 1 MiB sent: both refusals come from the request's head alone, so a
+  // forged upload never reaches the import's temporary file.
+  const big = (headers: string) => [
+    `POST /dashboard/api/namespaces/h/import HTTP/1.1\r\nHost: 127.0.0.1:${srv.port}\r\nOrigin: ${srv.url}\r\n${headers}content-type: application/x-ndjson\r\ncontent-length: ${20 * 1024 * 1024}\r\n\r\n`,
+    Buffer.alloc(1024 * 1024, 0x20),
+  ]
+  t.match(await exchange(big(''), 3000), /^HTTP\/1\.1 401/, 'no session: 401 before the body')
+  const owner = await srv.createAccount(undefined, { plan: 'small', password: 'long enough pw' })
+  const session = await logIn(srv.url, owner.email, 'long enough pw')
+  const cookie = `Cookie: ${session.cookie}\r\n`
+  t.match(
+    await exchange(big(`${cookie}x-csrf-token: forged\r\n`), 3000),
+    /^HTTP\/1\.1 403[\s\S]*csrf_failed/,
+    'a forged token: 403 before the body',
+  )
+  await stillServing(t)
+})
+
 t.test('malformed requests get clear 4xx answers', async (t) => {
   const cases: [string, string | Buffer, Record<string, string>, number, string][] = [
     ['truncated JSON', '{"value":[1,2', {}, 400, 'invalid_json'],

@@ -1,6 +1,8 @@
 import { compactJson, formatJson } from '../json-format.js'
 import { announce, api, errorBox, field, fmtDate, h, openDialog } from '../lib.js'
+import { historyPanel } from './browser-history.js'
 import { keyList } from './browser-list.js'
+import { transferButtons } from './browser-transfer.js'
 
 export async function render(main) {
   const nsName = decodeURIComponent(location.pathname.split('/')[2] ?? '')
@@ -83,10 +85,31 @@ export async function render(main) {
   )
   // Told when the live view sees the open key change elsewhere.
   const stale = h('div', { class: 'alert alert-warn', role: 'status', hidden: true })
-  const editor = h(
-    'form',
-    { class: 'card editor', id: 'editor', novalidate: true, 'aria-labelledby': 'editor-title' },
-    editorTitle,
+  // An open key has two tabs: its value (the form) and its history.
+  const tab = (id, label, selected) =>
+    h(
+      'button',
+      {
+        type: 'button',
+        role: 'tab',
+        id: `tab-${id}`,
+        'aria-controls': `panel-${id}`,
+        'aria-selected': String(selected),
+        tabindex: selected ? '0' : '-1',
+      },
+      label,
+    )
+  const tabValue = tab('value', 'Value', true)
+  const tabHistory = tab('history', 'History', false)
+  const tabs = h(
+    'div',
+    { role: 'tablist', class: 'tabs', 'aria-label': 'The key', hidden: true },
+    tabValue,
+    tabHistory,
+  )
+  const valuePanel = h(
+    'div',
+    { role: 'tabpanel', id: 'panel-value', 'aria-labelledby': 'tab-value' },
     editorErrors.box,
     stale,
     keyField.wrap,
@@ -95,6 +118,48 @@ export async function render(main) {
     expiry,
     h('div', { class: 'actions' }, save, format, saveMeta, del),
   )
+  const history = historyPanel(base, {
+    onRestored: async (key, deleted) => {
+      await list.reload()
+      if (deleted) return newKey()
+      await openKey(key)
+    },
+  })
+  const historyView = h(
+    'div',
+    { role: 'tabpanel', id: 'panel-history', 'aria-labelledby': 'tab-history', hidden: true },
+    history.element,
+  )
+  const editor = h(
+    'form',
+    { class: 'card editor', id: 'editor', novalidate: true, 'aria-labelledby': 'editor-title' },
+    editorTitle,
+    tabs,
+    valuePanel,
+    historyView,
+  )
+  let shown = 'value'
+  const selectTab = async (which, focus = false) => {
+    shown = which
+    for (const [t, panel, id] of [
+      [tabValue, valuePanel, 'value'],
+      [tabHistory, historyView, 'history'],
+    ]) {
+      t.setAttribute('aria-selected', String(id === which))
+      t.tabIndex = id === which ? 0 : -1
+      panel.hidden = id !== which
+    }
+    if (focus) (which === 'value' ? tabValue : tabHistory).focus()
+    if (which === 'history' && current) await history.show(current.key)
+  }
+  tabValue.addEventListener('click', () => selectTab('value'))
+  tabHistory.addEventListener('click', () => selectTab('history'))
+  // Arrow keys move between the tabs, as a tab list's do.
+  tabs.addEventListener('keydown', (e) => {
+    if (e.key !== 'ArrowLeft' && e.key !== 'ArrowRight') return
+    e.preventDefault()
+    selectTab(shown === 'value' ? 'history' : 'value', true)
+  })
 
   const validate = () => {
     const text = valueField.input.value
@@ -207,6 +272,8 @@ export async function render(main) {
     metaField.setError('')
     ttlError.textContent = ''
     list.mark(null)
+    tabs.hidden = true
+    selectTab('value')
     if (focus) keyField.input.focus()
   }
 
@@ -234,6 +301,8 @@ export async function render(main) {
       del.hidden = false
       saveMeta.hidden = false
       list.mark(key)
+      tabs.hidden = false
+      await selectTab(shown)
       editorTitle.focus()
     } catch (err) {
       editorErrors.show(err.message)
@@ -376,9 +445,14 @@ export async function render(main) {
       { class: 'page-head row' },
       h('h1', {}, nsName),
       h(
-        'button',
-        { type: 'button', class: 'btn btn-primary', id: 'new-key', onclick: newKey },
-        'New key',
+        'div',
+        { class: 'head-actions' },
+        transferButtons(base, nsName, list),
+        h(
+          'button',
+          { type: 'button', class: 'btn btn-primary', id: 'new-key', onclick: newKey },
+          'New key',
+        ),
       ),
     ),
     h('div', { class: 'browser' }, list.element, editor),
