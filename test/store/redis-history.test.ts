@@ -117,6 +117,51 @@ if (cluster) {
     t.same(await historyKeys('ho/a'), [], 'a dropped namespace leaves no history behind')
   })
 
+  t.test('listings at a point page through many deleted keys, in bounded steps', async (t) => {
+    await store.createNamespace('hl/a')
+    await h.setWindow('hl/a', { seconds: 3600, bytes: 1 << 30 })
+    const name = (i: number) => `d${String(i).padStart(4, '0')}`
+    const all = Array.from({ length: 2600 }, (_, i) => name(i))
+    for (let i = 0; i < all.length; i += 1000)
+      await store.transact(
+        'hl/a',
+        all.slice(i, i + 1000).map((key) => ({ op: 'put' as const, key, value: b(`"${key}"`) })),
+      )
+    const point = { version: await store.feed.version('hl/a') }
+    for (let i = 0; i < 2500; i += 1000)
+      await store.transact(
+        'hl/a',
+        all.slice(i, Math.min(i + 1000, 2500)).map((key) => ({ op: 'delete' as const, key })),
+      )
+    await store.put('hl/a', 'e1', b('"e1"'))
+    const walk = async (at: { version: number }, o: { limit: number; reverse?: boolean }) => {
+      const keys: string[] = []
+      let after: string | undefined
+      let short = 0
+      for (;;) {
+        const page = await h.listAt('hl/a', { ...o, after, include: { values: true } }, at)
+        if (page.version !== at.version) t.fail(`a page at ${page.version}`)
+        for (const e of page.entries!)
+          if (String(e.value) !== `"${e.key}"`) t.fail(`${e.key} read as ${e.value}`)
+        keys.push(...page.keys)
+        if (page.next === undefined) return { keys, short }
+        if (page.keys.length < o.limit) short++
+        after = page.next
+      }
+    }
+    const now = { version: await store.feed.version('hl/a') }
+    const present = await walk(now, { limit: 50 })
+    t.same(present.keys, [...all.slice(2500), 'e1'], 'the live keys')
+    t.ok(present.short > 0, 'a page ended early rather than look at every deleted key')
+    const then = await walk(point, { limit: 1000 })
+    t.same(then.keys, all, 'at the point, every key, deleted since or not')
+    const back = await walk(point, { limit: 300, reverse: true })
+    t.same(back.keys, all.slice().reverse(), 'the same backwards')
+    const range = await h.listAt('hl/a', { start: 'd1000', end: 'd1010', limit: 100 }, point)
+    t.same(range.keys, all.slice(1000, 1010), 'a range at the point')
+    t.same((await h.listAt('hl/a', { prefix: 'd25', limit: 1000 }, now)).keys.length, 100)
+  })
+
   t.test('history of acknowledged writes survives a failover', async (t) => {
     await store.createNamespace('hf/a')
     await h.setWindow('hf/a', { seconds: 3600, bytes: 1 << 30 })
