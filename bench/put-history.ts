@@ -80,6 +80,16 @@ const memory = async (w: { seconds: number; bytes: number } | undefined, ns: str
 const off = await memory(undefined, 'mem-off')
 const on = await memory({ seconds: 86_400, bytes: 1 << 30 }, 'mem-on')
 const kept = Number((await store.history!.window('mem-on')).bytes)
+// Where it goes: the log, the time index, and the keys' kept states (MEMORY USAGE, sampled whole).
+const usage = async (pattern: string) => {
+  let sum = 0
+  for (const k of (await node.keys(pattern)) as string[])
+    sum += Number(await node.call('MEMORY', 'USAGE', k, 'SAMPLES', '0'))
+  return sum
+}
+console.log(
+  `memory by structure: log ${await usage('c:{n:mem-on}:*:h*:l')} B, times ${await usage('c:{n:mem-on}:*:h*:t')} B, kept states ${await usage('c:{n:mem-on}:*:h*:k:*')} B`,
+)
 const versions = 20_000 - 1000
 console.log(
   `memory: without a window ${off} B, with ${on} B for ${versions} kept versions of ${VALUE.length + 4}-byte states (counted historyBytes ${kept}): ${((on - off) / versions).toFixed(0)} B per kept version`,

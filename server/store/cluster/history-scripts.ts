@@ -18,15 +18,20 @@
 export const HISTORY_WRITE = `
 local hist = nil
 if mv[9] then hist = base .. g .. ':h' .. (mv[10] or '0') .. ':' end
-local hkept, hbytes, htime = 0, 0, nil
+local hkept, hbytes, htime, hclock = 0, 0, nil, nil
+local hfirst = tonumber(mv[2] or '0')
+local hlast = hfirst
 local function hpad(v) return string.format('%016d', v) end
 -- The write's commit time: the master's clock, never behind the last commit's (a failover
--- may bring a clock that is behind), so times ordered by version stay ordered.
+-- may bring a clock that is behind), so times ordered by version stay ordered. One TIME call
+-- per script: hclock is the clock as read, for trimming.
 local function stamp(ver)
   if not hist then return end
+  hlast = ver
   if not htime then
     local t = redis.call('TIME')
-    htime = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+    hclock = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+    htime = hclock
     local last = tonumber(mv[11] or '0')
     if last > htime then htime = last end
   end
@@ -55,16 +60,27 @@ local function tomb(k, ver)
   redis.call('ZADD', hist .. 'd', 0, k)
   hlog(k, ver, #k, ver)
 end
--- Bounded trimming after a write: at most 16 kept states plus two for each this script kept go
--- (oldest first: superseded before the window's start, or while the bytes are past the
--- bound), and at most 8 times; the floor moves to the last superseding version dropped.
+-- Bounded trimming after a write: while the bytes are past the bound, at once; by time, when
+-- the script's versions pass a multiple of 8 (so 7 writes in 8 pay nothing for it). At most 16
+-- kept states go plus two for each this script kept (oldest first: superseded before the
+-- window's start, or while the bytes are past the bound), and at most 8 times; the floor moves
+-- to the last superseding version dropped.
 local function htrim()
   if not hist then return end
-  local t = redis.call('TIME')
-  local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-  local cut = now - tonumber(mv[9]) * 1000
   local most = tonumber(mv[13] or '0')
   local held = tonumber(mv[12] or '0') + hbytes
+  local h = {'HSET', meta, 'hy', held}
+  if htime then h[#h + 1] = 'hc'; h[#h + 1] = htime end
+  if held <= most and math.floor(hlast / 8) == math.floor(hfirst / 8) then
+    if hbytes ~= 0 or htime then redis.call(unpack(h)) end
+    return
+  end
+  local now = hclock
+  if not now then
+    local t = redis.call('TIME')
+    now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  end
+  local cut = now - tonumber(mv[9]) * 1000
   local floor = tonumber(mv[14] or '0')
   local moved = false
   local budget = 16 + 2 * hkept
@@ -104,8 +120,7 @@ local function htrim()
     end
   end
   if drop > 0 then redis.call('ZREMRANGEBYRANK', hist .. 't', 0, drop - 1) end
-  local h = {'HSET', meta, 'hy', held}
-  if htime then h[#h + 1] = 'hc'; h[#h + 1] = htime end
+  h[4] = held
   if moved then
     h[#h + 1] = 'hv'; h[#h + 1] = floor
     local at = redis.call('ZSCORE', hist .. 't', hpad(floor))
