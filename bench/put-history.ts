@@ -6,7 +6,8 @@
 // without a window, per version kept.
 //   node --import tsx bench/put-history.ts [--puts N] [--rounds R]
 // Prints Redis's own microseconds per call (INFO commandstats, usec_per_call), median of the
-// rounds, each beside the window-off figure, then the bytes per kept version.
+// rounds, each beside the window-off figure, and the PUTs a second the store made (the front
+// end's side included), then the bytes per kept version.
 import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
@@ -40,6 +41,9 @@ async function fill(ns: string, puts: number): Promise<void> {
   }
 }
 
+/** PUTs a second through the store (50 at a time, appendfsync always), per variant and round. */
+const rates: number[][] = variants.map(() => [])
+
 async function round(v: number, r: number): Promise<number> {
   const ns = `hist-${v}-${r}`
   await store.createNamespace(ns)
@@ -48,7 +52,9 @@ async function round(v: number, r: number): Promise<number> {
   // The trimming variant starts past its bound, so every measured PUT trims.
   if (w && w.bytes < 1 << 20) await fill(ns, 3000)
   await node.config('RESETSTAT')
+  const t0 = performance.now()
   await fill(ns, PUTS)
+  rates[v]!.push(PUTS / ((performance.now() - t0) / 1000))
   const info = String(await node.info('commandstats'))
   return Number(/cmdstat_evalsha:calls=\d+,usec=\d+,usec_per_call=([\d.]+)/.exec(info)?.[1])
 }
@@ -58,11 +64,15 @@ for (let r = 0; r < ROUNDS; r++)
   for (let v = 0; v < variants.length; v++) per[v]!.push(await round(v, r))
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!
 const base = median(per[0]!)
-console.log('variant | us per PUT script call (Redis) | rounds | beside off')
+const baseRate = median(rates[0]!)
+console.log(
+  'variant | us per PUT script call (Redis) | rounds | beside off | PUTs/s through the store | beside off',
+)
 for (let v = 0; v < variants.length; v++) {
   const m = median(per[v]!)
+  const rate = median(rates[v]!)
   console.log(
-    `${variants[v]![0]} | ${m.toFixed(2)} | ${per[v]!.map((x) => x.toFixed(2)).join(' / ')} | ${(m / base).toFixed(2)}x`,
+    `${variants[v]![0]} | ${m.toFixed(2)} | ${per[v]!.map((x) => x.toFixed(2)).join(' / ')} | ${(m / base).toFixed(2)}x | ${rate.toFixed(0)} | ${(rate / baseRate).toFixed(2)}x`,
   )
 }
 

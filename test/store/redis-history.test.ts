@@ -72,6 +72,16 @@ if (cluster) {
       (await h.versions('hb/a', 'k', { limit: 100 })).length < kept.length,
       "the other key's versions took the oldest places",
     )
+    // A deleted key is named in :d while its tombstone is kept, and leaves it with it.
+    await store.delete('hb/a', 'j')
+    const named = async () => (await historyKeys('hb/a')).filter((k) => k.endsWith(':d'))
+    t.equal((await named()).length, 1, 'the deleted key is named')
+    for (let i = 0; i < 20; i++) await store.put('hb/a', 'k', b(`"${'y'.repeat(97)}"`))
+    t.same(await named(), [], 'and no longer once its tombstone is pushed out')
+    t.equal(
+      await h.getAt('hb/a', 'j', { version: (await h.window('hb/a')).from.version }),
+      undefined,
+    )
   })
 
   t.test('a window bounded by time lets superseded versions go', async (t) => {

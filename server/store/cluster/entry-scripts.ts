@@ -10,7 +10,8 @@ const PRELUDE = `
 local meta = KEYS[1]
 local base = string.sub(meta, 1, -2)
 -- The fields PUT and DELETE need, read with g in one call (see PUT); hs to hv are the
--- history window's (history-scripts.ts), so a namespace without one pays only their reading.
+-- history window's (history-scripts.ts), so a namespace without one pays only their reading
+-- (absent fields), and one with a window no call more for them.
 local META = {'HMGET', meta, 'g', 'ver', 'bytes', 'fb', 'fv', 'keys', 'nx', 'sn', 'hs', 'he', 'hc', 'hy', 'hb', 'hv'}
 local mv = redis.call(unpack(META))
 local g = mv[1]
@@ -146,6 +147,8 @@ local function fresh() mv = redis.call(unpack(META)) end
 -- multiple of 32, or its bytes their bound.
 local function counted(ver, bytes, keys, fb)
   local h = {'HSET', meta, 'ver', ver, 'bytes', bytes, 'fb', fb}
+  -- The history's own fields (hy, hc, the floor) go in the same HSET.
+  htrim(h)
   if keys then h[#h + 1] = 'keys'; h[#h + 1] = keys end
   if not mv[5] then h[#h + 1] = 'fv'; h[#h + 1] = ver - 1 end
   redis.call(unpack(h))
@@ -245,7 +248,6 @@ if #drop > 2 then redis.call(unpack(drop)) end
 redis.call(unpack(f))
 redis.call('SPUBLISH', feed, '')
 counted(ver, bytes, keys, tonumber(mv[4] or '0') + #k + #v + #m)
-htrim()
 if cur then return {ver, 0} end
 return {ver, 1}
 `
@@ -280,7 +282,6 @@ if had[2] then redis.call('ZREM', exp, k) end
 redis.call('XADD', feed, ver .. '-0', 't', 'd', 'k', k)
 redis.call('SPUBLISH', feed, '')
 counted(ver, bytes, tonumber(mv[6] or '0') - 1, tonumber(mv[4] or '0') + #k)
-htrim()
 return 1
 `
 
@@ -505,10 +506,7 @@ local ver = math.max(tonumber(mv[2] or '0'), top)
 local fv = math.max(tonumber(mv[5] or '0'), top)
 redis.call('HSET', meta, 'ver', ver, 'fv', fv)
 -- History cannot tell what the copied versions superseded: it begins again at the new version.
-if hist then
-  stamp(ver)
-  redis.call('HSET', meta, 'hv', ver, 'ha', htime, 'hc', htime)
-end
+hfloor(ver)
 return ver
 `
 

@@ -12,12 +12,19 @@
 
 /**
  * Write-side history, part of the write scripts' prelude (after META is read into mv; mv[9]
- * is hs, mv[10] he, mv[11] hc, mv[12] hy, mv[13] hb, mv[14] hv). With no window (mv[9]
- * unset) every function below returns at once.
+ * is hs, mv[10] he). With no window (mv[9] unset) stamp, keep, tomb, htrim and hfloor do
+ * nothing and nothing more is read or defined; with one, the window's other fields are read
+ * once, by the first write that needs them (hm).
  */
 export const HISTORY_WRITE = `
 local hist = nil
-if mv[9] then hist = base .. g .. ':h' .. (mv[10] or '0') .. ':' end
+local function none() end
+local stamp, keep, tomb, htrim, hfloor = none, none, none, none, none
+if mv[9] then
+hist = base .. g .. ':h' .. (mv[10] or '0') .. ':'
+-- The rest of the window's fields, as META read them (they change only at the script's end).
+local function hmeta() return {mv[10], mv[11], mv[12], mv[13], mv[14]} end
+local hm = hmeta()
 local hkept, hbytes, htime, hclock = 0, 0, nil, nil
 local hfirst = tonumber(mv[2] or '0')
 local hlast = hfirst
@@ -25,14 +32,13 @@ local function hpad(v) return string.format('%016d', v) end
 -- The write's commit time: the master's clock, never behind the last commit's (a failover
 -- may bring a clock that is behind), so times ordered by version stay ordered. One TIME call
 -- per script: hclock is the clock as read, for trimming.
-local function stamp(ver)
-  if not hist then return end
+stamp = function(ver)
   hlast = ver
   if not htime then
     local t = redis.call('TIME')
     hclock = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
     htime = hclock
-    local last = tonumber(mv[11] or '0')
+    local last = tonumber(hm[2] or '0')
     if last > htime then htime = last end
   end
   redis.call('ZADD', hist .. 't', htime, hpad(ver))
@@ -44,8 +50,7 @@ local function hlog(k, n, s, ver)
 end
 -- Keeps the key's stored state (e: its v, n, x, m, or nil to read them) as superseded by the
 -- write at version ver: packed as p<n>:<x>:<#m>:<m><v>.
-local function keep(k, ver, e)
-  if not hist then return end
+keep = function(k, ver, e)
   if not e then e = redis.call('HMGET', ent .. k, 'v', 'n', 'x', 'm') end
   if not e[1] then return end
   local m = e[4] or ''
@@ -54,8 +59,7 @@ local function keep(k, ver, e)
 end
 -- A delete at version ver: the tombstone is kept too, so the key reads as absent from ver on
 -- even where an older state is kept; the key is named in :d, since the index no longer holds it.
-local function tomb(k, ver)
-  if not hist then return end
+tomb = function(k, ver)
   redis.call('ZADD', hist .. 'k:' .. k, ver, 'd' .. ver .. ':::')
   redis.call('ZADD', hist .. 'd', 0, k)
   hlog(k, ver, #k, ver)
@@ -65,28 +69,35 @@ end
 -- kept states go plus two for each this script kept (oldest first: superseded before the
 -- window's start, or while the bytes are past the bound), and at most 8 times; the floor moves
 -- to the last superseding version dropped.
-local function htrim()
-  if not hist then return end
-  local most = tonumber(mv[13] or '0')
-  local held = tonumber(mv[12] or '0') + hbytes
-  local h = {'HSET', meta, 'hy', held}
-  if htime then h[#h + 1] = 'hc'; h[#h + 1] = htime end
-  if held <= most and math.floor(hlast / 8) == math.floor(hfirst / 8) then
-    if hbytes ~= 0 or htime then redis.call(unpack(h)) end
-    return
+htrim = function(into)
+  if hkept == 0 and not htime then return end
+  local most = tonumber(hm[4] or '0')
+  local held = tonumber(hm[3] or '0') + hbytes
+  -- What it writes to the meta hash goes into the caller's HSET (into) where there is one.
+  local h = into or {'HSET', meta}
+  local function done()
+    if not into then redis.call(unpack(h)) end
   end
+  h[#h + 1] = 'hy'; h[#h + 1] = held
+  local at = #h
+  if htime then h[#h + 1] = 'hc'; h[#h + 1] = htime end
+  local turn = math.floor(hlast / 8) ~= math.floor(hfirst / 8)
+  if held <= most and not turn then return done() end
   local now = hclock
   if not now then
     local t = redis.call('TIME')
     now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
   end
   local cut = now - tonumber(mv[9]) * 1000
-  local floor = tonumber(mv[14] or '0')
+  local floor = tonumber(hm[5] or '0')
   local moved = false
   local budget = 16 + 2 * hkept
   local log = hist .. 'l'
+  -- A first page of 2: at the bound, a write's own state usually pushes out one.
+  local size = 2
   while budget > 0 do
-    local page = redis.call('XRANGE', log, '-', '+', 'COUNT', math.min(budget, 8))
+    local page = redis.call('XRANGE', log, '-', '+', 'COUNT', math.min(budget, size))
+    size = 8
     if #page == 0 then break end
     local gone = {}
     for _, en in ipairs(page) do
@@ -94,10 +105,16 @@ local function htrim()
       local k, n, s, at = f[2], f[4], tonumber(f[6]), tonumber(f[8])
       if at >= cut and held <= most then break end
       local hk = hist .. 'k:' .. k
-      redis.call('ZREMRANGEBYSCORE', hk, n, n)
-      if redis.call('EXISTS', hk) == 0 then redis.call('ZREM', hist .. 'd', k) end
-      held = held - s
       local v = tonumber(string.match(en[1], '^(%d+)'))
+      redis.call('ZREMRANGEBYSCORE', hk, n, n)
+      -- A tombstone (its own version is the one it is logged at) going: the key leaves :d
+      -- when the index has it again or nothing of it is kept (else a later delete's
+      -- tombstone, still kept, needs it there). States drop oldest first, so no later drop
+      -- can empty the key's set while one of its tombstones is kept.
+      if tonumber(n) == v and (redis.call('EXISTS', ent .. k) == 1 or redis.call('EXISTS', hk) == 0) then
+        redis.call('ZREM', hist .. 'd', k)
+      end
+      held = held - s
       if v > floor then floor, moved = v, true end
       gone[#gone + 1] = en[1]
     end
@@ -105,8 +122,10 @@ local function htrim()
     budget = budget - #gone
     if #gone < #page then break end
   end
-  -- Times: a version whose successor committed before the window's start is out of it.
-  local ts = redis.call('ZRANGE', hist .. 't', 0, 8, 'WITHSCORES')
+  -- Times (once in 8 versions): a version below the floor, or whose successor committed
+  -- before the window's start, is out of it.
+  local ts = {}
+  if turn then ts = redis.call('ZRANGE', hist .. 't', 0, 8, 'WITHSCORES') end
   local drop = 0
   for i = 1, #ts - 2, 2 do
     local v, nv, nt = tonumber(ts[i]), tonumber(ts[i + 2]), tonumber(ts[i + 3])
@@ -120,13 +139,20 @@ local function htrim()
     end
   end
   if drop > 0 then redis.call('ZREMRANGEBYRANK', hist .. 't', 0, drop - 1) end
-  h[4] = held
+  h[at] = held
   if moved then
     h[#h + 1] = 'hv'; h[#h + 1] = floor
-    local at = redis.call('ZSCORE', hist .. 't', hpad(floor))
-    if at then h[#h + 1] = 'ha'; h[#h + 1] = at end
+    local ft = redis.call('ZSCORE', hist .. 't', hpad(floor))
+    if ft then h[#h + 1] = 'ha'; h[#h + 1] = ft end
   end
-  redis.call(unpack(h))
+  done()
+end
+-- Where the versions a write made cannot be told apart from what they superseded (IMPORT):
+-- the history begins again at ver.
+hfloor = function(ver)
+  stamp(ver)
+  redis.call('HSET', meta, 'hv', ver, 'ha', htime, 'hc', htime)
+end
 end
 `
 
