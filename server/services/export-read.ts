@@ -11,8 +11,7 @@
 // than the snapshot: each key new to the window makes it sort its keys again before the next
 // page (300,000 entries, 100,000 keys in the window, pages of 1,000: 2 s read alone, 2.3 to
 // 2.9 s with a write of a key the window holds between pages, 15 to 17 s with a write of a key
-// new to it). On a store without history (Redis Cluster today) only the present is a point, as
-// History checks it.
+// new to it).
 import type { NamespaceInfo } from './accounts.js'
 import type { History } from './history.js'
 import { ApiError } from '../wire/errors.js'

@@ -1,7 +1,8 @@
 // Each namespace's history (the contract's "History and restore"): its window from its
-// account's plan, reads at a point, a key's versions and restores. Where the store keeps no
-// history (Redis Cluster, docs/redis.md) the present is the only point: historyFrom is now,
-// a past point is history_expired, and a key's versions are its current one.
+// account's plan, reads at a point, a key's versions and restores. Both stores keep history
+// (the engine's windows; Redis Cluster's, docs/redis.md "History"); a store without it would
+// have the present as its only point: historyFrom now, a past point history_expired, and a
+// key's versions its current one.
 import type { Account, Accounts, NamespaceInfo } from './accounts.js'
 import type { Namespaces } from './namespaces.js'
 import type { PlanBook } from './plans.js'

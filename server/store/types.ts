@@ -260,6 +260,10 @@ export type StoreErrorCode =
   | 'INVALID_ARGUMENT'
   /** A transaction's increment whose result would pass its op's maxBytes (err.index). */
   | 'VALUE_TOO_LARGE'
+  /** A point older than the namespace's history window (EntryHistory). */
+  | 'HISTORY_EXPIRED'
+  /** A point that names no state: malformed, in the future, above the namespace's version. */
+  | 'INVALID_POINT'
 
 /** Whether the store takes writes, and if not, why. */
 export type StoreHealth =
@@ -536,7 +540,7 @@ export interface Store extends Entries {
    * leave it out.
    */
   restore?(ns: string, rows: Restored[], version: number): Promise<void>
-  /** History windows and reads at a point, where the store has them (the embedded engine). */
+  /** History windows and reads at a point (the engine's windows; on Redis, cluster/history.ts). */
   readonly history?: EntryHistory
   /** Makes what is buffered durable (the embedded engine's interval mode). */
   flush(): Promise<void>

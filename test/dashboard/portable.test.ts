@@ -8,8 +8,7 @@ import type { Page } from 'playwright-core'
 import t from 'tap'
 import { open, shoot, signedIn, skip, v1 } from './helpers.js'
 
-/** Run again on Redis Cluster by portable-on-redis.test.ts, where history is the present only. */
-const onRedis = process.env.CAIRN_TEST_STORE !== undefined
+/** Run again on Redis Cluster by portable-on-redis.test.ts. */
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 
@@ -166,32 +165,7 @@ t.test('export, import and restore from the dashboard', { skip }, async (t) => {
     t.equal(await page.locator('.key-item').count(), 2, 'the list shows them')
   })
 
-  await t.test(
-    'on Redis, the History tab and a restore have the present only',
-    { skip: !onRedis },
-    async (t) => {
-      for (const n of [1, 2]) await put(base, key, 'source', 'doc', { value: { n } })
-      await open(page, `${base}/namespaces/source`)
-      await page.locator('.key-item[data-key="doc"]').click()
-      await page.getByRole('tab', { name: 'History' }).click()
-      const rows = page.locator('#history-list tbody tr')
-      await rows.first().waitFor()
-      t.equal(await rows.count(), 1, 'the current version only (docs/redis.md)')
-      t.match(await rows.first().textContent(), /\(current\).*\{"n":2\}/)
-      await page.getByRole('button', { name: 'Restore to a point in time' }).click()
-      await dialog
-        .getByLabel('Restore to')
-        .fill(new Date(Date.now() - 60_000).toISOString().slice(0, 19))
-      await dialog.getByRole('button', { name: 'Preview' }).click()
-      await t.resolves(
-        dialog.getByRole('alert').filter({ hasText: 'older than the history' }).waitFor(),
-        'a past point is refused, saying why',
-      )
-      await page.keyboard.press('Escape')
-    },
-  )
-
-  await t.test('a key’s History tab restores a version', { skip: onRedis }, async (t) => {
+  await t.test('a key’s History tab restores a version', async (t) => {
     for (const n of [1, 2, 3]) await put(base, key, 'source', 'doc', { value: { n } })
     await put(base, key, 'source', 'gone', { value: 'first' })
     t.equal((await v1(base, key, 'DELETE', '/source/gone')).status, 200)
@@ -231,69 +205,65 @@ t.test('export, import and restore from the dashboard', { skip }, async (t) => {
     t.equal((await v1(base, key, 'GET', '/source/gone')).status, 404, 'deleted again')
   })
 
-  await t.test(
-    'Restore to a point in time previews, writes nothing, then restores',
-    { skip: onRedis },
-    async (t) => {
-      for (let i = 0; i < 20; i++)
-        await put(base, key, 'pit', `k${String(i).padStart(2, '0')}`, { value: i })
-      // The point: the next whole second after those writes; every change below comes later.
-      const at = Math.ceil(Date.now() / 1000) * 1000
-      await sleep(at - Date.now() + 50)
-      const thenListed = (await v1(base, key, 'GET', '/pit?include=values')).body.entries
-      for (let i = 0; i < 10; i++)
-        await put(base, key, 'pit', `k${String(i).padStart(2, '0')}`, { value: `changed ${i}` })
-      for (const k of ['k10', 'k11'])
-        t.equal((await v1(base, key, 'DELETE', `/pit/${k}`)).status, 200)
-      await put(base, key, 'pit', 'later', { value: 'new' })
-      const before = await countOf(base, key, 'pit')
-      const when = new Date(at).toISOString().slice(0, 19)
+  await t.test('Restore to a point in time previews, writes nothing, then restores', async (t) => {
+    for (let i = 0; i < 20; i++)
+      await put(base, key, 'pit', `k${String(i).padStart(2, '0')}`, { value: i })
+    // The point: the next whole second after those writes; every change below comes later.
+    const at = Math.ceil(Date.now() / 1000) * 1000
+    await sleep(at - Date.now() + 50)
+    const thenListed = (await v1(base, key, 'GET', '/pit?include=values')).body.entries
+    for (let i = 0; i < 10; i++)
+      await put(base, key, 'pit', `k${String(i).padStart(2, '0')}`, { value: `changed ${i}` })
+    for (const k of ['k10', 'k11'])
+      t.equal((await v1(base, key, 'DELETE', `/pit/${k}`)).status, 200)
+    await put(base, key, 'pit', 'later', { value: 'new' })
+    const before = await countOf(base, key, 'pit')
+    const when = new Date(at).toISOString().slice(0, 19)
 
-      await open(page, `${base}/namespaces/pit`)
-      await page.getByRole('button', { name: 'Restore to a point in time' }).click()
-      await dialog.waitFor()
-      t.ok(await focusInDialog(page), 'focus is in the dialog')
-      await dialog.getByLabel('Restore to').fill(when)
-      t.equal(await dialog.getByLabel('Prefix').inputValue(), '')
-      t.ok(
-        await dialog.getByRole('button', { name: 'Restore', exact: true }).isDisabled(),
-        'Restore waits for a preview',
-      )
-      await dialog.getByRole('button', { name: 'Preview' }).click()
-      await dialog.getByRole('status').filter({ hasText: '13 keys will change' }).waitFor()
-      t.same(await countOf(base, key, 'pit'), before, 'the preview wrote nothing')
-      await page.keyboard.press('Escape')
-      await dialog.waitFor({ state: 'detached' })
-      t.same(await countOf(base, key, 'pit'), before, 'Escape applied nothing')
+    await open(page, `${base}/namespaces/pit`)
+    await page.getByRole('button', { name: 'Restore to a point in time' }).click()
+    await dialog.waitFor()
+    t.ok(await focusInDialog(page), 'focus is in the dialog')
+    await dialog.getByLabel('Restore to').fill(when)
+    t.equal(await dialog.getByLabel('Prefix').inputValue(), '')
+    t.ok(
+      await dialog.getByRole('button', { name: 'Restore', exact: true }).isDisabled(),
+      'Restore waits for a preview',
+    )
+    await dialog.getByRole('button', { name: 'Preview' }).click()
+    await dialog.getByRole('status').filter({ hasText: '13 keys will change' }).waitFor()
+    t.same(await countOf(base, key, 'pit'), before, 'the preview wrote nothing')
+    await page.keyboard.press('Escape')
+    await dialog.waitFor({ state: 'detached' })
+    t.same(await countOf(base, key, 'pit'), before, 'Escape applied nothing')
 
-      await page.getByRole('button', { name: 'Restore to a point in time' }).click()
-      await dialog.getByLabel('Restore to').fill(when)
-      await dialog.getByRole('button', { name: 'Preview' }).click()
-      await dialog.getByRole('status').filter({ hasText: '13 keys will change' }).waitFor()
-      await shoot(page, 'restore-point')
-      await dialog.getByRole('button', { name: 'Restore', exact: true }).click()
-      await dialog.getByRole('status').filter({ hasText: '13 keys restored' }).waitFor()
-      const after = await countOf(base, key, 'pit')
-      t.equal(Number(after.version) > Number(before.version), true, 'the restore wrote')
-      t.same(
-        (await v1(base, key, 'GET', '/pit?include=values')).body.entries.map(
-          (e: { key: string; value: unknown }) => [e.key, e.value],
-        ),
-        thenListed.map((e: { key: string; value: unknown }) => [e.key, e.value]),
-        'the namespace is as it was at that point',
-      )
-      const versions = (await v1(base, key, 'GET', '/pit/k00?history=1')).body.versions
-      t.same(
-        versions.map((v: { value: unknown }) => v.value),
-        [0, 'changed 0', 0],
-        'a key restored is a new write: its change stays in its history',
-      )
-      // Sent again, nothing is left to change.
-      await dialog.getByRole('button', { name: 'Preview' }).click()
-      await dialog.getByRole('status').filter({ hasText: 'No keys will change' }).waitFor()
-      await page.keyboard.press('Escape')
-    },
-  )
+    await page.getByRole('button', { name: 'Restore to a point in time' }).click()
+    await dialog.getByLabel('Restore to').fill(when)
+    await dialog.getByRole('button', { name: 'Preview' }).click()
+    await dialog.getByRole('status').filter({ hasText: '13 keys will change' }).waitFor()
+    await shoot(page, 'restore-point')
+    await dialog.getByRole('button', { name: 'Restore', exact: true }).click()
+    await dialog.getByRole('status').filter({ hasText: '13 keys restored' }).waitFor()
+    const after = await countOf(base, key, 'pit')
+    t.equal(Number(after.version) > Number(before.version), true, 'the restore wrote')
+    t.same(
+      (await v1(base, key, 'GET', '/pit?include=values')).body.entries.map(
+        (e: { key: string; value: unknown }) => [e.key, e.value],
+      ),
+      thenListed.map((e: { key: string; value: unknown }) => [e.key, e.value]),
+      'the namespace is as it was at that point',
+    )
+    const versions = (await v1(base, key, 'GET', '/pit/k00?history=1')).body.versions
+    t.same(
+      versions.map((v: { value: unknown }) => v.value),
+      [0, 'changed 0', 0],
+      'a key restored is a new write: its change stays in its history',
+    )
+    // Sent again, nothing is left to change.
+    await dialog.getByRole('button', { name: 'Preview' }).click()
+    await dialog.getByRole('status').filter({ hasText: 'No keys will change' }).waitFor()
+    await page.keyboard.press('Escape')
+  })
 
   t.same(errors, [], 'no script errors')
 })

@@ -1,6 +1,5 @@
 // A restore killed (SIGKILL) part way and sent again ends in the state at its point, on the
-// embedded engine (Redis Cluster keeps no history to restore from: contract/history.test.ts
-// covers what it answers).
+// embedded engine and (history-redis.test.ts runs it again) on Redis Cluster.
 import t from 'tap'
 import { Client, sleep } from './contract/http.js'
 import { plansFile } from '../helpers/plans.js'

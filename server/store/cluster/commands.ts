@@ -10,6 +10,7 @@ import type { Cluster } from 'ioredis'
 import { LRUCache } from 'lru-cache'
 import type { Durability } from '../../../engine/types.js'
 import * as E from './entry-scripts.js'
+import * as H from './history-scripts.js'
 import type { RedisUrl } from './connect.js'
 import { DurableWrites, type Write, toLoad } from './durable-writes.js'
 import { storeError, timedOut } from './errors.js'
@@ -39,6 +40,12 @@ const SCRIPTS: Record<string, { keys: number; lua: string }> = {
   cairnExpire: { keys: 1, lua: E.EXPIRE },
   cairnFeedRead: { keys: 1, lua: E.FEED_READ },
   cairnFeedVersion: { keys: 1, lua: E.FEED_VERSION },
+  cairnHistSet: { keys: 1, lua: H.HISTORY_SET },
+  cairnHistSweep: { keys: 1, lua: H.HISTORY_SWEEP },
+  cairnHistGet: { keys: 1, lua: H.HISTORY_GET },
+  cairnHistList: { keys: 1, lua: H.HISTORY_LIST },
+  cairnHistVersions: { keys: 1, lua: H.HISTORY_VERSIONS },
+  cairnHistWindow: { keys: 1, lua: H.HISTORY_WINDOW },
   cairnRecPut: { keys: 2, lua: R.PUT },
   cairnRecCreate: { keys: 2, lua: R.CREATE },
   cairnRecDelete: { keys: 2, lua: R.DELETE },
@@ -71,6 +78,10 @@ const LANE = new Set<ScriptName>([
   'cairnFeedRead',
   'cairnFeedVersion',
   'cairnRecList',
+  'cairnHistGet',
+  'cairnHistList',
+  'cairnHistVersions',
+  'cairnHistWindow',
 ])
 
 interface Pending extends Write {

@@ -34,6 +34,11 @@ const garbage = (ns: string, g: string) => `c:{n:${ns}}:${g}:`
 /** An entry's fields: value, version, expiry, metadata (docs/redis.md, "Entries"). */
 const FIELDS = ['v', 'n', 'x', 'm']
 
+/** Deletes a history prefix no namespace reads any more (history-scripts.ts), a chunk per call. */
+export async function sweepHistory(cmd: Commands, m: string, prefix: string): Promise<void> {
+  while ((await cmd.write('cairnHistSweep', [m, prefix])) > 0) {}
+}
+
 /** A namespace name that cannot break out of its hash tag. */
 function checkName(ns: string): void {
   if (ns === '' || /[{}]/.test(ns))
@@ -97,13 +102,16 @@ export class ClusterEntries implements Entries {
 
   async dropNamespace(ns: string): Promise<boolean> {
     checkName(ns)
-    const g = await this.cmd.write('cairnDrop', [meta(ns)])
+    const dropped = await this.cmd.write('cairnDrop', [meta(ns)])
     this.gens.delete(ns)
-    if (g === null || g === undefined) return false
-    // The meta hash is gone, so every script now refuses the namespace; its entries are
-    // garbage of a generation no later namespace of the name can reach, unlinked in chunks.
+    if (dropped === null || dropped === undefined) return false
+    const [g, hist] = dropped as [string, string]
+    // The meta hash is gone, so every script now refuses the namespace; its entries (and its
+    // history) are garbage of a generation no later namespace of the name can reach,
+    // unlinked in chunks.
     const base = garbage(ns, String(g))
     while ((await this.cmd.read('cairnSweep', [`${base}i`, `${base}x`, `${base}e:`])) > 0) {}
+    if (hist !== '') await sweepHistory(this.cmd, meta(ns), String(hist))
     return true
   }
 

@@ -3,13 +3,16 @@
 // index, the expiry index, the counts and the version counter change together or not at
 // all. KEYS[1] is always the namespace's meta hash; every other key the scripts touch is
 // named from it and its generation `g`, and shares its hash tag, so all sit in one slot.
+import { HISTORY_WRITE } from './history-scripts.js'
 
 /** Shared prelude: the namespace's key names, its change feed, and pruning of entries whose TTL has passed. */
 const PRELUDE = `
 local meta = KEYS[1]
 local base = string.sub(meta, 1, -2)
--- The fields PUT and DELETE need, read with g in one call (see PUT).
-local META = {'HMGET', meta, 'g', 'ver', 'bytes', 'fb', 'fv', 'keys', 'nx', 'sn'}
+-- The fields PUT and DELETE need, read with g in one call (see PUT); hs to hv are the
+-- history window's (history-scripts.ts), so a namespace without one pays only their reading
+-- (absent fields), and one with a window no call more for them.
+local META = {'HMGET', meta, 'g', 'ver', 'bytes', 'fb', 'fv', 'keys', 'nx', 'sn', 'hs', 'he', 'hc', 'hy', 'hb', 'hv'}
 local mv = redis.call(unpack(META))
 local g = mv[1]
 if not g then return redis.error_reply('NAMESPACE_NOT_FOUND') end
@@ -17,7 +20,7 @@ local idx = base .. g .. ':i'
 local exp = base .. g .. ':x'
 local ent = base .. g .. ':e:'
 local feed = base .. g .. ':f'
--- Open snapshots (exports, docs/redis.md "Exports"): before a key changes, each snapshot that
+${HISTORY_WRITE}-- Open snapshots (exports, docs/redis.md "Exports"): before a key changes, each snapshot that
 -- has not passed it yet keeps the key's state once (a copy of its entry, or score 1 in the
 -- snapshot's index for "absent"); the first state kept is the key's state at the snapshot's
 -- version. mv[8] ('sn') is set while any snapshot is open, so writes pay nothing otherwise.
@@ -108,8 +111,12 @@ local function trim()
 end
 -- An entry whose expiry has passed goes as a change of its own: a new version and a delete.
 local function expire(k)
+  local ver = redis.call('HINCRBY', meta, 'ver', 1)
+  stamp(ver)
+  keep(k, ver)
+  tomb(k, ver)
   forget(k)
-  note(redis.call('HINCRBY', meta, 'ver', 1), 0, 'd', k)
+  note(ver, 0, 'd', k)
 end
 -- nx in the meta hash: the namespace holds no entry with an expiry, so there is nothing
 -- to prune and the ZRANGE is skipped. Set when a prune finds the expiry set empty, dropped
@@ -140,6 +147,8 @@ local function fresh() mv = redis.call(unpack(META)) end
 -- multiple of 32, or its bytes their bound.
 local function counted(ver, bytes, keys, fb)
   local h = {'HSET', meta, 'ver', ver, 'bytes', bytes, 'fb', fb}
+  -- The history's own fields (hy, hc, the floor) go in the same HSET.
+  htrim(h)
   if keys then h[#h + 1] = 'keys'; h[#h + 1] = keys end
   if not mv[5] then h[#h + 1] = 'fv'; h[#h + 1] = ver - 1 end
   redis.call(unpack(h))
@@ -184,7 +193,9 @@ export const PUT = `${PRELUDE}
 local k, v, now, x, want, m = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4], ARGV[5], ARGV[6]
 if prune(now, 16) > 0 then fresh() end
 local e = ent .. k
-local cur, had = read(k, now, 'm')
+-- With a window, the value too: the state this write supersedes is kept (keep, below).
+local cur, had
+if hist then cur, had = read(k, now, 'm', 'v') else cur, had = read(k, now, 'm') end
 if want == '-' then
   if cur then return redis.error_reply('CONFLICT') end
 elseif want ~= '' then
@@ -194,7 +205,7 @@ if had[1] and not cur then
   -- Stored but expired: deleted as a change of its own first (as settle does).
   expire(k)
   fresh()
-  had = {false, false, false}
+  had = {false, false, false, false}
 end
 -- The most common write, in as few calls as it can be: each call costs Redis about 1.3 us,
 -- about as much as the work it does. The counters are computed from mv and written once
@@ -206,6 +217,10 @@ local bytes = tonumber(mv[3] or '0') + #v
 local keys = nil
 local a = {'HSET', e, 'v', v, 'n', ver}
 local f = {'XADD', feed, ver .. '-0', 't', 'p', 'k', k, 'v', v}
+if hist then
+  stamp(ver)
+  if cur then keep(k, ver, {had[4], had[1], had[2], had[3]}) end
+end
 if cur then
   bytes = bytes - redis.call('HSTRLEN', e, 'v')
 else
@@ -246,13 +261,21 @@ local cur, had = read(k, now)
 if want ~= '' and cur ~= want then return redis.error_reply('CONFLICT') end
 if not cur then
   -- Stored but expired: deleted as a change of its own (as settle does); no live key went.
-  if had[1] then expire(k) end
+  if had[1] then
+    expire(k)
+    htrim()
+  end
   return 0
 end
 -- Counted from mv, as PUT does (above).
 shield(k)
 local ver = tonumber(mv[2] or '0') + 1
 local bytes = tonumber(mv[3] or '0') - #k - redis.call('HSTRLEN', e, 'v')
+if hist then
+  stamp(ver)
+  keep(k, ver)
+  tomb(k, ver)
+end
 redis.call('DEL', e)
 redis.call('ZREM', idx, k)
 if had[2] then redis.call('ZREM', exp, k) end
@@ -372,6 +395,7 @@ return {tonumber(c[1]) or 0, tonumber(c[2]) or 0, due}
 export const EXPIRE = `${PRELUDE}
 prune(tonumber(ARGV[1]), 256)
 trim()
+htrim()
 local c = redis.call('HMGET', meta, 'keys', 'bytes')
 return {tonumber(c[1]) or 0, tonumber(c[2]) or 0}
 `
@@ -421,15 +445,19 @@ return 1
 `
 
 /**
- * drop: removes the meta hash and the generation's feed; returns the generation whose
- * entries are now garbage, or nil.
+ * drop: removes the meta hash and the generation's feed; returns { the generation whose
+ * entries are now garbage, the prefix of its history ('' for none) }, or nil.
  */
 export const DROP = `
-local g = redis.call('HGET', KEYS[1], 'g')
+local c = redis.call('HMGET', KEYS[1], 'g', 'hs', 'he')
+local g = c[1]
 if not g then return nil end
 redis.call('DEL', KEYS[1])
-redis.call('UNLINK', string.sub(KEYS[1], 1, -2) .. g .. ':f')
-return g
+local base = string.sub(KEYS[1], 1, -2)
+redis.call('UNLINK', base .. g .. ':f')
+local hist = ''
+if c[2] then hist = base .. g .. ':h' .. (c[3] or '0') .. ':' end
+return {g, hist}
 `
 
 /**
@@ -477,6 +505,8 @@ end
 local ver = math.max(tonumber(mv[2] or '0'), top)
 local fv = math.max(tonumber(mv[5] or '0'), top)
 redis.call('HSET', meta, 'ver', ver, 'fv', fv)
+-- History cannot tell what the copied versions superseded: it begins again at the new version.
+hfloor(ver)
 return ver
 `
 
@@ -639,8 +669,11 @@ for j, o in ipairs(ops) do
     out[j + 1] = plan[j]
   elseif kind == 'd' then
     if live(k, now) then
-      forget(k)
       ver = redis.call('HINCRBY', meta, 'ver', 1)
+      stamp(ver)
+      keep(k, ver)
+      tomb(k, ver)
+      forget(k)
       note(ver, 0, 'd', k)
       out[j + 1] = {'d', 1}
     else
@@ -653,8 +686,12 @@ for j, o in ipairs(ops) do
     else
       v, ex, md, created = plan[j][1], plan[j][2], plan[j][3], plan[j][4]
     end
-    if redis.call('EXISTS', ent .. k) == 1 then forget(k) end
     ver = redis.call('HINCRBY', meta, 'ver', 1)
+    stamp(ver)
+    if redis.call('EXISTS', ent .. k) == 1 then
+      keep(k, ver)
+      forget(k)
+    end
     store(k, v, ver, ex, md)
     note(ver, 0, 'p', k, v, ex, md)
     if kind == 'p' then
@@ -670,6 +707,7 @@ for j, o in ipairs(ops) do
 end
 out[1] = ver
 trim()
+htrim()
 return out
 `
 

@@ -13,6 +13,8 @@ const OWN: ReadonlySet<string> = new Set<StoreErrorCode>([
   'INVALID_ARGUMENT',
   'IO_ERROR',
   'VALUE_TOO_LARGE',
+  'HISTORY_EXPIRED',
+  'INVALID_POINT',
 ])
 
 export function storeError(err: unknown): Error {

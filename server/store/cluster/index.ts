@@ -9,6 +9,7 @@ import { connectCluster, parseRedisUrl } from './connect.js'
 import { ClusterEntries } from './entries.js'
 import { ClusterFeed } from './feed.js'
 import { ClusterHealth } from './health.js'
+import { ClusterHistory } from './history.js'
 import { ClusterHolds } from './holds.js'
 import { LeasedBuckets } from './leased-bucket.js'
 import { ClusterStorageTotals } from './storage-totals.js'
@@ -86,6 +87,7 @@ export async function openRedisStore(
     countRange: (ns, range) => entries.countRange(ns, range),
     snapshot: (ns, range) => entries.snapshot(ns, range),
     feed,
+    history: new ClusterHistory(cmd),
     restore: (ns, rows, version) => entries.restore(ns, rows, version),
     health: () => health.now(),
     flush: async () => {},

@@ -1,15 +1,14 @@
 // History and restore (the contract's "History and restore"), against a real server: reads at
 // a point equal what was read then, a key's versions, listings at a point whose cursor keeps
 // the point, historyFrom and historyBytes, restores (undone, and sent twice) and every error
-// code. backends.test.ts runs this file again on Redis Cluster, which keeps no history yet
-// (docs/redis.md): there the present is the only point.
+// code. backends.test.ts and history-redis.test.ts run this file again on Redis Cluster,
+// where every assertion holds the same.
 import t from 'tap'
 import { Client, sleep } from './http.js'
 import { cli } from './cli.js'
 import { freshNamespace, setup } from './setup.js'
 import { exportOf } from '../portable/export-helpers.js'
 
-const kept = !process.env.CAIRN_TEST_STORE
 const { srv, api, email } = await setup(t)
 
 /** The namespace as a listing with everything sees it now (or at a point). */
@@ -65,29 +64,19 @@ t.test('reads and listings at a point equal what was read then', async (t) => {
   await step(() => api.mustPut(ns, 'c', [4]))
   await step(() => api.mustPut(ns, 'd', null, { metadata: { m: 1 } }))
   const last = seen[seen.length - 1]!
-  for (const s of kept ? seen : [last]) {
+  for (const s of seen) {
     t.same(await reads(ns, KEYS, s.version), s.reads, `GET at version ${s.version}`)
     t.same(await state(ns, s.version), s.list, `listing at version ${s.version}`)
   }
-  if (kept) {
-    for (const s of seen) {
-      t.same(await reads(ns, KEYS, s.time), s.reads, `GET at ${s.time}`)
-      t.same(await state(ns, s.time), s.list, `listing at ${s.time}`)
-    }
-  } else {
-    const old = await api.get(`/${ns}/a?at=${seen[0]!.version}`)
-    t.equal(old.status, 410, 'Redis: a past version is history_expired')
-    t.equal(old.json.error.code, 'history_expired')
-    const then = await api.get(`/${ns}/a?at=${encodeURIComponent(seen[0]!.time)}`)
-    t.equal(then.json.error.code, 'history_expired', 'Redis: a past time is history_expired')
+  for (const s of seen) {
+    t.same(await reads(ns, KEYS, s.time), s.reads, `GET at ${s.time}`)
+    t.same(await state(ns, s.time), s.list, `listing at ${s.time}`)
   }
   const missing = await api.get(`/${ns}/zz?at=${last.version}`)
   t.equal(missing.status, 404)
   t.equal(missing.json.error.code, 'key_not_found', 'a key that did not exist then')
-  if (kept) {
-    const before = await api.get(`/${ns}/c?at=${seen[0]!.version}`)
-    t.equal(before.json.error.code, 'key_not_found', 'a key created later did not exist then')
-  }
+  const before = await api.get(`/${ns}/c?at=${seen[0]!.version}`)
+  t.equal(before.json.error.code, 'key_not_found', 'a key created later did not exist then')
 })
 
 /** An export's entry lines as a listing with everything gives them. */
@@ -156,11 +145,6 @@ t.test('a listing cursor carries its point', async (t) => {
   t.equal(first.json.version, point, "the page's version is the point's")
   await api.del(`/${ns}/k2`)
   await api.mustPut(ns, 'k15', 'new')
-  if (!kept) {
-    const next = await api.get(`/${ns}?cursor=${first.json.cursor}&limit=1`)
-    t.equal(next.json.error.code, 'history_expired', 'Redis: the point is gone once written past')
-    return
-  }
   const keys = [...first.json.keys]
   let cursor = first.json.cursor
   while (cursor) {
@@ -194,28 +178,24 @@ t.test("a key's versions, newest first, paged", async (t) => {
   const newest = { version: v4, value: 4, expiresAt: 'number' }
   t.same(
     shape,
-    kept
-      ? [
-          newest,
-          { version: v3, deleted: true },
-          { version: v2, value: 2, metadata: { n: 2 } },
-          { version: v1, value: 1 },
-        ]
-      : [newest],
-    kept ? 'every version' : 'Redis: the current version only',
+    [
+      newest,
+      { version: v3, deleted: true },
+      { version: v2, value: 2, metadata: { n: 2 } },
+      { version: v1, value: 1 },
+    ],
+    'every version',
   )
   t.notOk(all.json.cursor, 'no cursor on the last page')
-  if (kept) {
-    const got: string[] = []
-    let cursor: string | undefined
-    do {
-      const page = await api.get(`/${ns}/k?history=1&limit=1${cursor ? `&cursor=${cursor}` : ''}`)
-      t.equal(page.json.versions.length, 1)
-      got.push(page.json.versions[0].version)
-      cursor = page.json.cursor
-    } while (cursor)
-    t.same(got, [v4, v3, v2, v1], 'pages of one')
-  }
+  const got: string[] = []
+  let cursor: string | undefined
+  do {
+    const page = await api.get(`/${ns}/k?history=1&limit=1${cursor ? `&cursor=${cursor}` : ''}`)
+    t.equal(page.json.versions.length, 1)
+    got.push(page.json.versions[0].version)
+    cursor = page.json.cursor
+  } while (cursor)
+  t.same(got, [v4, v3, v2, v1], 'pages of one')
   t.equal((await api.get(`/${ns}/k?history=1&limit=0`)).json.error.code, 'invalid_limit')
   t.equal((await api.get(`/${ns}/k?history=1&cursor=nope!`)).json.error.code, 'invalid_cursor')
   t.same((await api.get(`/${ns}/never?history=1`)).json, { versions: [] })
@@ -266,12 +246,9 @@ t.test('historyFrom and historyBytes', async (t) => {
   const listed = (await api.get('/namespaces')).json.namespaces.find((n: any) => n.name === ns)
   const from = Date.parse(listed.historyFrom)
   t.ok(listed.historyFrom.endsWith('Z') && !Number.isNaN(from), 'historyFrom is ISO 8601')
-  if (kept) t.ok(from <= made, 'the history reaches back to the creation')
-  else t.ok(from >= made, 'Redis: historyFrom is the present')
+  t.ok(from <= made, 'the history reaches back to the creation')
   const usage = (await api.get('/usage')).json.namespaces.find((n: any) => n.name === ns)
-  if (kept)
-    t.ok(usage.historyBytes >= 400, `superseded versions are counted (${usage.historyBytes})`)
-  else t.equal(usage.historyBytes, 0, 'Redis keeps none')
+  t.ok(usage.historyBytes >= 400, `superseded versions are counted (${usage.historyBytes})`)
 })
 
 t.test('restore, undo, and a restore sent twice', async (t) => {
@@ -283,15 +260,6 @@ t.test('restore, undo, and a restore sent twice', async (t) => {
   await api.mustPut(ns, 'q/out', 'outside')
   const point = await current(ns)
   const atPoint = await state(ns)
-  if (!kept) {
-    const r = await api.post(`/${ns}?restore=1`, { at: point })
-    t.same(r.json, { restored: 0, version: point }, 'Redis: the present restores 0')
-    await api.mustPut(ns, 'p/a', 'changed')
-    const old = await api.post(`/${ns}?restore=1`, { at: point })
-    t.equal(old.status, 410, 'Redis: a past point is history_expired')
-    t.equal(old.json.error.code, 'history_expired')
-    return
-  }
   await api.mustPut(ns, 'p/a', 'changed', { metadata: { new: 1 } })
   await api.del(`/${ns}/p/b`)
   await api.mustPut(ns, 'p/c', 3)
@@ -362,10 +330,6 @@ t.test('a restore is counted as restore, one per started 1,000 keys', async (t) 
       .restore as number
   const was = await counted()
   const r = await api.post(`/${ns}?restore=1`, { at: before })
-  if (!kept) {
-    t.equal(r.json.error.code, 'history_expired')
-    return
-  }
   t.equal(r.json.restored, 1001)
   let now = await counted()
   for (let i = 0; i < 50 && now === was; i++) {

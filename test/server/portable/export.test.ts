@@ -266,7 +266,7 @@ t.test('the same in a namespace that keeps no history', (t) =>
   exportWhileWriting(t, { N: 20_000, window: false }),
 )
 
-t.test('an export at a past point, read while writers go on', { skip: onRedis }, (t) =>
+t.test('an export at a past point, read while writers go on', (t) =>
   exportWhileWriting(t, { N: 20_000, window: true, atStart: 'past' }),
 )
 
