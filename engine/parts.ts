@@ -30,6 +30,18 @@ export interface Namespace {
   applied: number
 }
 
+/** One entry of a write, checked and encoded, before it is staged (db.ts, commit). */
+export interface Entry {
+  n: Namespace
+  key: string
+  /** The key's length in UTF-8 bytes. */
+  keyLen: number
+  type: number
+  flags: number
+  bytes: Uint8Array | null
+  expiresAt: number
+}
+
 /** An entry staged in a group; the key directory applies it once the group is durable. */
 export interface Staged {
   nsId: number
