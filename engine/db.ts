@@ -620,7 +620,7 @@ export class Db implements DbCore {
 
   /** The version a write must be checked against (staged.ts): -1 when the key is missing. */
   latest(n: Namespace, key: string): number {
-    return latestVersion(this.keydir, n, key, this.now())
+    return latestVersion(this.keydir, n, key, this.now)
   }
 
   private latestValue(n: Namespace, key: string): unknown {

@@ -12,10 +12,15 @@ import { decodeValue } from './values.js'
  * The version a write must be checked against: the newest staged entry for the key, else
  * the index. -1 when the key is missing (deleted, or expired).
  */
-export function latestVersion(keydir: KeyDir, n: Namespace, key: string, now: number): number {
+export function latestVersion(
+  keydir: KeyDir,
+  n: Namespace,
+  key: string,
+  now: () => number,
+): number {
   const st = n.staged.size > 0 ? n.staged.get(key) : undefined
   if (st) {
-    if (st.type !== PUT || (st.expiresAt !== 0 && st.expiresAt <= now)) return -1
+    if (st.type !== PUT || (st.expiresAt !== 0 && st.expiresAt <= now())) return -1
     return st.version
   }
   const slot = keydir.liveSlot(n, key)
