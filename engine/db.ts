@@ -26,7 +26,14 @@ import {
   TableUnsure,
   writeNamespaces,
 } from './namespaces-file.js'
-import { type Entry, type Namespace, type Segment, type Staged, noteVersion } from './parts.js'
+import {
+  type Entry,
+  type EntryAt,
+  type Namespace,
+  type Segment,
+  type Staged,
+  noteVersion,
+} from './parts.js'
 import { DEL, ENTRY_HEADER, PUT, REC_HEADER, sealEntry, sealRecord } from './record.js'
 import { type Group, SegmentLog } from './segment-log.js'
 import { KeyDir } from './keydir.js'
@@ -356,7 +363,7 @@ export class Db implements DbCore {
     nsId: number,
     version: number,
     slot: number | undefined,
-    tomb: [number, number, number] | undefined,
+    tomb: EntryAt | undefined,
   ): void {
     if (this.windows.byId.size > 0) this.windows.recovering(nsId, version, slot, tomb)
   }

@@ -42,6 +42,13 @@ export interface Entry {
   expiresAt: number
 }
 
+/** Where an entry is: its segment, its offset in it, and its length. */
+export interface EntryAt {
+  seg: number
+  off: number
+  len: number
+}
+
 /** An entry staged in a group; the key directory applies it once the group is durable. */
 export interface Staged {
   nsId: number

@@ -627,7 +627,7 @@ function apply(
   const current = slot !== undefined ? db.keydir.slots.version[slot]! : (tomb?.get(key) ?? -1)
   if (version < current) return
   // A history window that has not seen this version keeps what it supersedes (windows.ts).
-  db.historyRecovering?.(nsId, version, slot, type === DEL ? [seg.id, off, len] : undefined)
+  db.historyRecovering?.(nsId, version, slot, type === DEL ? { seg: seg.id, off, len } : undefined)
   // An expired put is applied as live, as in a running index: its expiry is written (with a
   // version, and a delete for watchers) once open (see the checkpoint's load above).
   if (type === PUT) {
