@@ -32,6 +32,7 @@ import {
   type Namespace,
   type Segment,
   type Staged,
+  diskUse,
   noteVersion,
 } from './parts.js'
 import { DEL, ENTRY_HEADER, PUT, REC_HEADER, sealEntry, sealRecord } from './record.js'
@@ -832,18 +833,13 @@ export class Db implements DbCore {
 
   stats(): EngineStats {
     const { keys, liveBytes } = this.keydir.totals()
-    let diskBytes = 0
-    let live = 0
-    for (const seg of this.segments.values()) {
-      diskBytes += seg.end
-      live += seg.live
-    }
+    const { diskBytes, deadBytes } = diskUse(this.segments)
     return {
       keys,
       namespaces: this.keydir.byName.size,
       liveBytes,
       diskBytes,
-      deadBytes: Math.max(0, diskBytes - live),
+      deadBytes,
       segments: this.segments.size,
       ...this.counters,
       ...this.reads.counters,

@@ -90,6 +90,20 @@ export interface Segment {
   minVersions: Map<number, number> | null
 }
 
+/**
+ * Bytes of the log's segments (accepted writes included), and how many of them no live key
+ * points at: what stats() reports, and what decides whether compaction is due.
+ */
+export function diskUse(segments: Map<number, Segment>): { diskBytes: number; deadBytes: number } {
+  let diskBytes = 0
+  let live = 0
+  for (const seg of segments.values()) {
+    diskBytes += seg.end
+    live += seg.live
+  }
+  return { diskBytes, deadBytes: Math.max(0, diskBytes - live) }
+}
+
 /** Notes `version` of namespace `nsId` as written in `seg`. */
 export function noteVersion(seg: Segment, nsId: number, version: number): void {
   if (seg.minVersions !== null) noteMin(seg.minVersions, nsId, version)

@@ -8,6 +8,7 @@ import type { DbCore } from './db-core.js'
 import { asEngineError } from './errors.js'
 import { wantsFold } from './fold.js'
 import { io } from './io.js'
+import { diskUse } from './parts.js'
 import type { OpenOptions } from './types.js'
 import type { Windows } from './windows.js'
 
@@ -70,7 +71,9 @@ export class Upkeep {
   private garbageDue(): boolean {
     const options = this.db.options
     if (options.autoCompact === false) return false
-    const { diskBytes, deadBytes } = this.db.stats()
+    // Asked after every group that leaves the log idle: the two figures it needs, not the
+    // whole of stats() (keys, history files, counters), which the put path paid for.
+    const { diskBytes, deadBytes } = diskUse(this.db.segments)
     const ratio = options.compactionDeadRatio ?? 0.2
     const min = this.minDeadBytes()
     return deadBytes >= min && deadBytes > diskBytes * ratio && deadBytes >= this.futile + min / 4
@@ -117,7 +120,7 @@ export class Upkeep {
         if (freed > 0 && freed >= this.minDeadBytes() / 4) {
           this.futile = 0
           this.maybeCompact()
-        } else if (!db.isClosed()) this.futile = db.stats().deadBytes
+        } else if (!db.isClosed()) this.futile = diskUse(db.segments).deadBytes
         // Expired history is reclaimed with the log's garbage.
         if (!db.isClosed()) await db.windows.reclaim().catch(() => {})
         // The checkpoint names segments the pass replaced: write one that names the new ones.
