@@ -30,12 +30,22 @@ import {
 import {
   DEL,
   ENTRY_HEADER,
-  copyBytes,
   REC_HEADER,
   SEG_COMPACTED,
-  checkRecord,
-  sealEntry,
   SEG_HEADER,
+  checkRecord,
+  copyBytes,
+  entryKey,
+  entryKeyAt,
+  entryKeyLen,
+  entryLength,
+  entryNsId,
+  entryType,
+  entryVersion,
+  isCompactionOutput,
+  recordBodyLength,
+  recordCount,
+  sealEntry,
   sealRecord,
   segmentHeader,
 } from './record.js'
@@ -341,7 +351,7 @@ async function pass(db: DbCore, sc: Scratch, full: boolean): Promise<number> {
           if (keep.full) await keep.spill()
         }
         if (!r.has(p, REC_HEADER)) await r.load(p, REC_HEADER)
-        const recEnd = p + REC_HEADER + r.buf.readUInt32LE(p - r.base + 4)
+        const recEnd = p + REC_HEADER + recordBodyLength(r.buf, p - r.base)
         const fits = recEnd <= seg.written
         if (fits && !r.has(p, recEnd - p)) await r.load(p, recEnd - p)
         const buf = r.buf
@@ -355,24 +365,19 @@ async function pass(db: DbCore, sc: Scratch, full: boolean): Promise<number> {
           db.noteCorrupt()
           throw db.damaged
         }
-        const count = buf.readUInt32LE(p - b + 8)
+        const count = recordCount(buf, p - b)
         entries += count + 1
         if (history) keep.takeRecord(buf, p - b, count)
         let live = 0
         for (let i = 0, q = p + REC_HEADER; i < count; i++) {
-          const valueLen = buf.readUInt32LE(q - b + 28)
-          const len = ENTRY_HEADER + buf.readUInt16LE(q - b + 6) + valueLen
+          const len = entryLength(buf, q - b)
           const slot = at[q >>> 5]! - 1
           // Unmarked, or written again, deleted or moved during a yield: not copied.
           if (slot >= 0 && s.seg[slot] === seg.id && s.off[slot] === q && s.len[slot] === len) {
             const exp = s.expires[slot]!
             if (exp !== 0 && exp <= now) {
-              const n = db.keydir.byId.get(buf.readUInt32LE(q - b + 8))
-              if (n)
-                expired.push([
-                  n,
-                  buf.toString('utf8', q - b + ENTRY_HEADER, q - b + len - valueLen),
-                ])
+              const n = db.keydir.byId.get(entryNsId(buf, q - b))
+              if (n) expired.push([n, entryKey(buf, q - b)])
               at[q >>> 5] = EXPIRED
             } else live++
           } else at[q >>> 5] = 0
@@ -384,24 +389,24 @@ async function pass(db: DbCore, sc: Scratch, full: boolean): Promise<number> {
           for (let i = 0, q = p + REC_HEADER; i < count; i++) {
             const slot = at[q >>> 5]! - 1
             const len = s.len[slot]!
-            addCopied(o, buf, q - b, len, moved + q, slot, seg.id, q, moves)
+            addCopied(o, buf, q - b, moved + q, slot, seg.id, q, moves)
             q += len
           }
         } else if (live > 0 || left.length > 0) {
           for (let i = 0, q = p + REC_HEADER; i < count; i++) {
-            const keyLen = buf.readUInt16LE(q - b + 6)
-            const len = ENTRY_HEADER + keyLen + buf.readUInt32LE(q - b + 28)
+            const keyLen = entryKeyLen(buf, q - b)
+            const len = entryLength(buf, q - b)
             const mark = at[q >>> 5]!
             if (mark === EXPIRED) {
-              if (mayShadow(buf.readUInt32LE(q - b + 8), buf.readDoubleLE(q - b + 12)))
+              if (mayShadow(entryNsId(buf, q - b), entryVersion(buf, q - b)))
                 appendTombstone(room, buf, q - b, keyLen)
             } else if (mark > 0) {
               const o = room(REC_HEADER + len)
               const to = appendEntry(o, buf, q - b, len)
-              addCopied(o, buf, q - b, len, to, mark - 1, seg.id, q, moves)
-            } else if (buf[q - b + 4] === DEL && keepTombstone(db, buf, q - b, keyLen, mayShadow)) {
+              addCopied(o, buf, q - b, to, mark - 1, seg.id, q, moves)
+            } else if (entryType(buf, q - b) === DEL && keepTombstone(db, buf, q - b, mayShadow)) {
               const o = room(REC_HEADER + len)
-              noteEntry(o, buf, q - b, len, appendEntry(o, buf, q - b, len))
+              noteEntry(o, buf, q - b, appendEntry(o, buf, q - b, len))
             }
             q += len
           }
@@ -575,22 +580,22 @@ function keepTombstone(
   db: DbCore,
   buf: Buffer,
   q: number,
-  keyLen: number,
   mayShadow: (nsId: number, version: number) => boolean,
 ): boolean {
-  const version = buf.readDoubleLE(q + 12)
-  if (!mayShadow(buf.readUInt32LE(q + 8), version)) return false
-  const n = db.keydir.byId.get(buf.readUInt32LE(q + 8))
+  const version = entryVersion(buf, q)
+  const nsId = entryNsId(buf, q)
+  if (!mayShadow(nsId, version)) return false
+  const n = db.keydir.byId.get(nsId)
   if (!n) return false
-  const slot = n.map.get(buf.toString('utf8', q + ENTRY_HEADER, q + ENTRY_HEADER + keyLen))
+  const slot = n.map.get(entryKey(buf, q))
   return slot === undefined || db.keydir.slots.version[slot]! < version
 }
 
-/** Whether a segment is compaction output (its header's flag). */
+/** Whether a segment is compaction output (record.ts, isCompactionOutput). */
 async function madeByCompaction(seg: Segment): Promise<boolean> {
   const head = Buffer.alloc(SEG_HEADER)
-  if ((await io.read(seg.fd, head, 0, SEG_HEADER, 0)) < SEG_HEADER) return true
-  return (head.readUInt32LE(28) & SEG_COMPACTED) !== 0
+  const got = await io.read(seg.fd, head, 0, SEG_HEADER, 0)
+  return isCompactionOutput(head.subarray(0, got))
 }
 
 /** Writes a tombstone, at the expired put's version, in place of an expired put. */
@@ -603,30 +608,17 @@ function appendTombstone(
   const len = ENTRY_HEADER + keyLen
   const o = room(REC_HEADER + len)
   const at = reserve(o, REC_HEADER + len)
-  copyBytes(buf, q + ENTRY_HEADER, q + len, o.buf, at + REC_HEADER + ENTRY_HEADER)
-  const version = buf.readDoubleLE(q + 12)
-  sealEntry(o.buf, at + REC_HEADER, DEL, 0, keyLen, buf.readUInt32LE(q + 8), version, 0, 0)
+  copyBytes(buf, entryKeyAt(q), q + len, o.buf, entryKeyAt(at + REC_HEADER))
+  const version = entryVersion(buf, q)
+  sealEntry(o.buf, at + REC_HEADER, DEL, 0, keyLen, entryNsId(buf, q), version, 0, 0)
   sealRecord(o.buf, at, len, 1)
-  noteEntry(o, o.buf, at + REC_HEADER, len, o.size - len)
+  noteEntry(o, o.buf, at + REC_HEADER, o.size - len)
 }
 
 /** Adds the entry now at `at` in `o` (its bytes as in buf at q) to the output's hint. */
-function noteEntry(o: Output, buf: Buffer, q: number, len: number, at: number): void {
-  const version = buf.readDoubleLE(q + 12)
-  const nsId = buf.readUInt32LE(q + 8)
-  noteMin(o.minVersions, nsId, version)
-  o.hint.add(
-    buf[q + 4]!,
-    buf[q + 5]!,
-    buf.readUInt16LE(q + 6),
-    buf.readUInt32LE(q + 8),
-    version,
-    buf.readDoubleLE(q + 20),
-    at,
-    len,
-    buf,
-    q + ENTRY_HEADER,
-  )
+function noteEntry(o: Output, buf: Buffer, q: number, at: number): void {
+  noteMin(o.minVersions, entryNsId(buf, q), entryVersion(buf, q))
+  o.hint.add(buf, q, at)
 }
 
 /** Notes an entry copied into `o` at `at`: its hint, and the index move to make later. */
@@ -634,14 +626,13 @@ function addCopied(
   o: Output,
   buf: Buffer,
   q: number,
-  len: number,
   at: number,
   slot: number,
   fromSeg: number,
   fromOff: number,
   moves: Moves,
 ): void {
-  noteEntry(o, buf, q, len, at)
+  noteEntry(o, buf, q, at)
   moves.push(slot, fromSeg, fromOff, o.id, at)
 }
 

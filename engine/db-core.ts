@@ -4,7 +4,7 @@
 import type { EngineError } from './errors.js'
 import type { KeyDir } from './keydir.js'
 import type { NamespaceTable } from './namespaces-file.js'
-import type { Segment } from './parts.js'
+import type { EntryAt, Segment } from './parts.js'
 import type { SegmentLog } from './segment-log.js'
 import type { Durability, EngineStats } from './types.js'
 
@@ -63,6 +63,6 @@ export interface DbCore {
     nsId: number,
     version: number,
     slot: number | undefined,
-    tomb: [number, number, number] | undefined,
+    tomb: EntryAt | undefined,
   ): void
 }

@@ -1,13 +1,25 @@
-// The database: namespaces, the in-memory index, the write path with group commit, reads,
-// and the glue to recovery and compaction. engine/FORMAT.md describes the files.
-import path from 'node:path'
-import { CHECKPOINT_FILE, writeCheckpoint } from './checkpoint.js'
-import { compactAll } from './compaction.js'
-import { wantsFold } from './fold.js'
-import { LEGACY_HISTORY } from './history-file.js'
+// The database: it coordinates. Namespaces, the write path with group commit, and reads are
+// here; argument rules (arguments.ts), batches (batch.ts), staged writes (staged.ts), entry
+// reads (entry-reads.ts), expiry (expiry.ts), upkeep of compaction and checkpoints
+// (upkeep.ts) and backup (backup.ts) are in rooms of their own. engine/FORMAT.md describes
+// the files.
+import {
+  checkBounds,
+  checkDelta,
+  checkHistorySetting,
+  checkIfVersion,
+  checkKey,
+  checkListOptions,
+  checkName,
+  conflictOf,
+  expiry,
+  keyBytes,
+} from './arguments.js'
+import { copyDatabase } from './backup.js'
+import { batchEntries } from './batch.js'
 import type { CommittedChange, DbCore } from './db-core.js'
-import { EngineError, asEngineError, fail } from './errors.js'
-import { fsyncDir, io } from './io.js'
+import { EngineError, fail } from './errors.js'
+import { Expiries } from './expiry.js'
 import {
   NAMESPACES_FILE,
   type NamespaceTable,
@@ -15,19 +27,22 @@ import {
   writeNamespaces,
 } from './namespaces-file.js'
 import {
-  HISTORY_NAME,
+  type Entry,
+  type EntryAt,
   type Namespace,
   type Segment,
   type Staged,
-  hintFile,
+  diskUse,
   noteVersion,
 } from './parts.js'
-import { DEL, ENTRY_HEADER, PUT, REC_HEADER, checkEntry, sealEntry, sealRecord } from './record.js'
+import { DEL, ENTRY_HEADER, PUT, REC_HEADER, sealEntry, sealRecord } from './record.js'
 import { type Group, SegmentLog } from './segment-log.js'
-import { KeyDir, type SweepCursor } from './keydir.js'
+import { KeyDir } from './keydir.js'
+import { afterStaged, latestExpiry, latestVersion, stagedValue, unstage } from './staged.js'
+import { Upkeep } from './upkeep.js'
 import { ValueCache } from './value-cache.js'
+import { EntryReads } from './entry-reads.js'
 import { Windows } from './windows.js'
-import { WINDOWS_FILE, WINDOW_NAME } from './window-file.js'
 import type {
   BatchOp,
   BatchOptions,
@@ -49,30 +64,13 @@ import type {
   PutOptions,
   PutResult,
 } from './types.js'
-import { decodeValue, encodeValue } from './values.js'
-import { isWellFormed } from './utf8.js'
-
-const MAX_KEY_BYTES = 512
-const MAX_NAMESPACE_BYTES = 512
-
-/** One entry of a write, checked and encoded, before it is staged. */
-interface Entry {
-  n: Namespace
-  key: string
-  keyLen: number
-  type: number
-  flags: number
-  bytes: Uint8Array | null
-  expiresAt: number
-  /** Given by commit: the namespace's next version. */
-  version?: number
-}
+import { encodeValue } from './values.js'
 
 export type CommitListener = (changes: CommittedChange[]) => void
 
-function committed(n: Namespace, st: Staged, b: Buffer, keyLen: number): CommittedChange {
+function committed(n: Namespace, st: Staged): CommittedChange {
   if (st.type !== PUT) return { ns: n.name, type: 'delete', key: st.key, version: st.version }
-  const value = decodeValue(b[st.at + 5]!, b, st.at + ENTRY_HEADER + keyLen, st.at + st.len)
+  const value = stagedValue(st)
   const c: CommittedChange = { ns: n.name, type: 'put', key: st.key, version: st.version, value }
   if (st.expiresAt !== 0) c.expiresAt = st.expiresAt
   return c
@@ -95,11 +93,6 @@ export interface DbConfig {
 
 /** How often the lock is looked at while the database is open. */
 const LOCK_CHECK_MS = 2000
-/** Expiries the storage refused are tried again this often, and at most this many kept. */
-const EXPIRY_RETRY_MS = 1000
-/** How much log passes between looks at the namespaces for one that wants a fold. */
-const FOLD_LOOK_BYTES = 4 * 1024 * 1024
-const MAX_EXPIRIES_WAITING = 1_000_000
 
 export class Db implements DbCore {
   readonly dir: string
@@ -125,7 +118,7 @@ export class Db implements DbCore {
   /** `version` as of the last group made durable (a checkpoint records it). */
   appliedVersion = 0
   /** The namespaces a group being applied wrote (reused from group to group). */
-  private touched = new Set<Namespace>()
+  private readonly touched = new Set<Namespace>()
   /** Listeners for committed changes (onCommit). */
   private commitListeners: CommitListener[] = []
   /** Counts compaction passes started: a checkpoint walk that sees it change gives up. */
@@ -135,7 +128,8 @@ export class Db implements DbCore {
 
   private closed = false
   private release: () => void
-  private cache: ValueCache | null
+  /** Reads of what the index points at, through the value cache (entry-reads.ts). */
+  private readonly reads: EntryReads
   private timer: NodeJS.Timeout | null = null
   private lockTimer: NodeJS.Timeout | undefined = undefined
   private checkLock: (() => string | undefined) | undefined
@@ -152,37 +146,19 @@ export class Db implements DbCore {
     }, LOCK_CHECK_MS)
     this.lockTimer.unref()
   }
-  private compacting: Promise<void> | null = null
-  private checkpointing: Promise<boolean> | null = null
-  /** Bytes the write path has made durable, and that count when the last checkpoint began. */
-  private logBytes = 0
-  private logBytesAtCheckpoint = 0
-  /** A compaction replaced segments since the last checkpoint, which no longer applies. */
-  private checkpointStale = false
   /**
-   * A checkpoint on disk holds the whole index as of `logBytesAtCheckpoint` (open loaded one
-   * and replayed nothing after it, or this process wrote one): close need not write another
-   * when nothing was written since.
+   * A checkpoint on disk holds the whole index as of the last one written or loaded (open
+   * loaded one and replayed nothing after it, or this process wrote one): close need not
+   * write another when nothing was written since.
    */
   checkpointCurrent = false
-  private checkpointCounters = { checkpoints: 0, checkpointBytes: 0 }
-  /** `logBytes` when the namespaces were last looked at for one that wants a fold. */
-  private foldLookedAt = 0
-  /** Bytes of the checkpoint last written, or of the one open loaded; -1 until looked at. */
-  private checkpointSize = -1
-  private compactAgain = false
-  /** A full pass was asked for (by compact()) and has not started yet. */
-  private wantFull = false
+  /** When compaction passes and checkpoints run (upkeep.ts). */
+  private readonly upkeep: Upkeep
+  /** Tombstones for keys whose time ran out, and the sweep (expiry.ts). */
+  private readonly expiries: Expiries
   /** Set when compaction met a damaged record: it stops until the directory is repaired. */
   damaged: EngineError | null = null
-  private counters = {
-    compactions: 0,
-    compactedBytes: 0,
-    cacheHits: 0,
-    cacheMisses: 0,
-    corruptReads: 0,
-  }
-
+  private counters = { compactions: 0, compactedBytes: 0 }
   constructor(cfg: DbConfig) {
     this.dir = cfg.dir
     this.options = cfg.options
@@ -190,16 +166,13 @@ export class Db implements DbCore {
     this.durability = cfg.options.durability ?? 'always'
     this.segmentBytes = Math.min(cfg.options.segmentBytes ?? 64 * 1024 * 1024, 2 ** 31)
     const cacheBytes = cfg.options.cacheBytes ?? 64 * 1024 * 1024
-    this.cache = cacheBytes > 0 ? new ValueCache(cacheBytes) : null
+    const cache = cacheBytes > 0 ? new ValueCache(cacheBytes) : null
     this.log = new SegmentLog(this.dir, this.durability, this.segmentBytes, {
       applied: (g) => this.applyGroup(g),
       dropped: (g) => {
-        for (const st of g.staged) this.unstage(st)
+        for (const st of g.staged) unstage(this.keydir, st)
       },
-      idle: () => {
-        this.maybeCompact()
-        this.maybeCheckpoint()
-      },
+      idle: () => this.upkeep.idle(),
     })
     this.log.version = () => this.version
     this.log.versions = () => {
@@ -208,8 +181,17 @@ export class Db implements DbCore {
       return out
     }
     this.now = cfg.options.clock ?? Date.now
-    this.keydir = new KeyDir(this.log.segments, this.cache, this.now)
-    this.keydir.onExpired = (n, key) => this.expired(n, key)
+    this.keydir = new KeyDir(this.log.segments, cache, this.now)
+    this.reads = new EntryReads(this.dir, this.log.segments, this.keydir, cache)
+    this.upkeep = new Upkeep(this)
+    this.expiries = new Expiries({
+      keydir: this.keydir,
+      log: this.log,
+      now: this.now,
+      isClosed: () => this.closed,
+      write: (entries) => this.commit(entries, () => undefined),
+    })
+    this.keydir.onExpired = (n, key) => this.expiries.expired(n, key)
     this.windows = new Windows(this, this.now)
     this.keydir.superseding = (n, key, slot) => {
       if (this.windows.byId.size > 0) this.windows.superseding(n, key, slot)
@@ -313,8 +295,7 @@ export class Db implements DbCore {
   setHistory(ns: string, setting: HistorySetting): void {
     this.checkOpen()
     const n = this.ns(ns)
-    if (setting === null || typeof setting !== 'object')
-      fail('INVALID_ARGUMENT', 'a history window is { seconds, bytes }')
+    checkHistorySetting(setting)
     this.log.checkWritable()
     this.windows.set(n, { seconds: setting.seconds, bytes: setting.bytes })
   }
@@ -340,7 +321,7 @@ export class Db implements DbCore {
   getAt(ns: string, key: string, point: HistoryPoint): GetResult | undefined {
     this.checkOpen()
     const n = this.ns(ns)
-    if (typeof key !== 'string') fail('INVALID_ARGUMENT', 'key must be a string')
+    checkKey(key)
     return this.windows.getAt(n, key, this.windows.resolve(n, point))
   }
 
@@ -350,9 +331,7 @@ export class Db implements DbCore {
       this.checkOpen()
       const n = this.ns(ns)
       const o = opts ?? {}
-      for (const k of [o.prefix, o.start, o.end, o.after])
-        if (typeof k === 'string' && !isWellFormed(k))
-          fail('INVALID_ARGUMENT', 'prefix, start, end and after are Unicode text')
+      checkBounds([o.prefix, o.start, o.end, o.after])
       return this.windows.listAt(n, o, this.windows.resolve(n, point))
     } catch (err) {
       return Promise.reject(err)
@@ -363,21 +342,18 @@ export class Db implements DbCore {
   history(ns: string, key: string, opts?: HistoryOptions): HistoryVersion[] {
     this.checkOpen()
     const n = this.ns(ns)
-    if (typeof key !== 'string') fail('INVALID_ARGUMENT', 'key must be a string')
+    checkKey(key)
     return this.windows.history(n, key, opts ?? {})
   }
 
-  /** The namespace, for the history windows (NAMESPACE_NOT_FOUND when it is none). */
+  /** The namespace, for the history windows and batches (NAMESPACE_NOT_FOUND when none). */
   nsOf(name: string): Namespace {
     return this.ns(name)
   }
 
   /** The entry bytes a live slot points at. */
   entryOf(slot: number): Buffer {
-    const b = this.cache?.get(slot)
-    if (b !== undefined) return b
-    const s = this.keydir.slots
-    return this.readEntry(s.seg[slot]!, s.off[slot]!, s.len[slot]!)
+    return this.reads.entryOf(slot)
   }
 
   syncHistory(): Promise<void> {
@@ -388,7 +364,7 @@ export class Db implements DbCore {
     nsId: number,
     version: number,
     slot: number | undefined,
-    tomb: [number, number, number] | undefined,
+    tomb: EntryAt | undefined,
   ): void {
     if (this.windows.byId.size > 0) this.windows.recovering(nsId, version, slot, tomb)
   }
@@ -417,11 +393,9 @@ export class Db implements DbCore {
       const cur = this.latest(n, key)
       const ifVersion = opts?.ifVersion
       if (ifVersion !== undefined) {
-        if (ifVersion !== null && typeof ifVersion !== 'number') {
-          fail('INVALID_ARGUMENT', 'ifVersion must be a number or null')
-        }
+        checkIfVersion(ifVersion)
         const refused = conflictOf(key, cur, ifVersion)
-        if (refused) return this.afterStaged<PutResult>([[n, key]], refused)
+        if (refused) return afterStaged<PutResult>(this.log, [[n, key]], refused)
       }
       const e: Entry = { n, key, keyLen, type: PUT, flags, bytes, expiresAt }
       return this.commit(e, (version) => ({ version, created: cur < 0 }))
@@ -438,8 +412,8 @@ export class Db implements DbCore {
       const cur = this.latest(n, key)
       const refused =
         opts?.ifVersion === undefined ? undefined : conflictOf(key, cur, opts.ifVersion)
-      if (refused) return this.afterStaged<boolean>([[n, key]], refused)
-      if (cur < 0) return this.afterStaged<boolean>([[n, key]], false)
+      if (refused) return afterStaged<boolean>(this.log, [[n, key]], refused)
+      if (cur < 0) return afterStaged<boolean>(this.log, [[n, key]], false)
       const e: Entry = { n, key, keyLen, type: DEL, flags: 0, bytes: null, expiresAt: 0 }
       return this.commit(e, () => true)
     } catch (err) {
@@ -452,42 +426,7 @@ export class Db implements DbCore {
       this.checkOpen()
       if (!Array.isArray(ops)) fail('INVALID_ARGUMENT', 'batch takes an array of operations')
       // Everything is checked before anything is staged: all or nothing.
-      const entries: Entry[] = []
-      /** Deletes left out because the key is missing: decided, perhaps, on staged writes. */
-      const skipped: [Namespace, string][] = []
-      /** Keys this batch puts, by namespace: a later delete of one is a write. */
-      const put = new Set<string>()
-      for (const op of ops) {
-        const n = this.ns(op.ns)
-        const keyLen = keyBytes(op.key)
-        if (op.type === 'put') {
-          const expiresAt = expiry(this.now(), op.ttlMs, op.expiresAt)
-          const { flags, bytes } = encodeValue(op.value)
-          // The encoder reuses its buffer: keep a copy of this one.
-          put.add(`${n.id}/${op.key}`)
-          entries.push({
-            n,
-            key: op.key,
-            keyLen,
-            type: PUT,
-            flags,
-            bytes: Buffer.from(bytes),
-            expiresAt,
-          })
-        } else if (op.type === 'delete') {
-          // A delete of a missing key writes nothing (no version), as delete() does.
-          if (!put.has(`${n.id}/${op.key}`) && this.latest(n, op.key) < 0) {
-            skipped.push([n, op.key])
-            continue
-          }
-          entries.push({ n, key: op.key, keyLen, type: DEL, flags: 0, bytes: null, expiresAt: 0 })
-        } else {
-          fail(
-            'INVALID_ARGUMENT',
-            `unknown batch operation type ${JSON.stringify((op as BatchOp).type)}`,
-          )
-        }
-      }
+      const { entries, skipped } = batchEntries(ops, this)
       const checked: [Namespace, string][] = []
       for (const c of opts?.checks ?? []) {
         const n = this.ns(c.ns)
@@ -500,13 +439,13 @@ export class Db implements DbCore {
             'CONFLICT',
             `check failed on ${c.ns}/${c.key}: version is ${current}, expected ${c.version}`,
           )
-          return this.afterStaged<{ version: number }>(checked, refused)
+          return afterStaged<{ version: number }>(this.log, checked, refused)
         }
       }
       if (entries.length === 0) {
         const first = opts?.checks?.[0]
         const version = first ? this.ns(first.ns).applied : 0
-        return this.afterStaged<{ version: number }>([...checked, ...skipped], { version })
+        return afterStaged<{ version: number }>(this.log, [...checked, ...skipped], { version })
       }
       return this.commit(entries, (version) => ({ version }))
     } catch (err) {
@@ -519,16 +458,14 @@ export class Db implements DbCore {
       this.checkOpen()
       const n = this.ns(ns)
       const keyLen = keyBytes(key)
-      if (typeof delta !== 'number' || !Number.isFinite(delta)) {
-        fail('INVALID_ARGUMENT', 'delta must be a finite number')
-      }
+      checkDelta(delta)
       let current = 0
       let expiresAt = 0
       if (this.latest(n, key) >= 0) {
         const v = this.latestValue(n, key)
         if (typeof v !== 'number') fail('NOT_A_NUMBER', `${key} does not hold a number`)
         current = v as number
-        expiresAt = this.latestExpiry(n, key)
+        expiresAt = latestExpiry(this.keydir, n, key)
       }
       const next = current + delta
       if (!Number.isFinite(next)) fail('INVALID_ARGUMENT', 'the result is not a finite number')
@@ -583,37 +520,11 @@ export class Db implements DbCore {
   settledFor(ns: string, keys: string[]): Promise<void> {
     const n = this.keydir.byName.get(ns)
     if (n === undefined || n.staged.size === 0) return Promise.resolve()
-    return this.afterStaged<void>(
+    return afterStaged<void>(
+      this.log,
       keys.map((k) => [n, k]),
       undefined,
     )
-  }
-
-  /**
-   * An answer decided against writes still staged (a CONFLICT, a delete that found nothing),
-   * given once those are durable. Should one of them fail, this answer fails with the same
-   * error instead: what it was decided against never happened, and a failed write is seen by
-   * nothing, conditional writes included. `outcome` is a value to resolve with or an error to
-   * reject with.
-   */
-  private afterStaged<T>(keys: [Namespace, string][], outcome: T | EngineError): Promise<T> {
-    const groups = new Set<Group>()
-    for (const [n, key] of keys) {
-      const st = n.staged.size > 0 ? n.staged.get(key) : undefined
-      if (st) groups.add(st.group as Group)
-    }
-    const give = (): T => {
-      if (outcome instanceof EngineError) throw outcome
-      return outcome
-    }
-    if (groups.size === 0) {
-      try {
-        return Promise.resolve(give())
-      } catch (err) {
-        return Promise.reject(err)
-      }
-    }
-    return Promise.all([...groups].map((g) => this.log.settled(g))).then(give)
   }
 
   /** Lays one entry out at `p` in the group and stages it; returns its length. */
@@ -643,7 +554,7 @@ export class Db implements DbCore {
   private applyGroup(g: Group): void {
     const seg = g.seg
     const b = g.buf
-    this.logBytes += g.len
+    this.upkeep.wrote(g.len)
     this.appliedVersion = this.version
     const changes: CommittedChange[] | null = this.commitListeners.length > 0 ? [] : null
     const windows = this.windows
@@ -652,24 +563,12 @@ export class Db implements DbCore {
     touched.clear()
     for (const st of g.staged) {
       noteVersion(seg, st.nsId, st.version)
-      const keyLen = b.readUInt16LE(st.at + 6)
-      seg.hint?.add(
-        st.type,
-        b[st.at + 5]!,
-        keyLen,
-        st.nsId,
-        st.version,
-        st.expiresAt,
-        g.base + st.at,
-        st.len,
-        b,
-        st.at + ENTRY_HEADER,
-      )
+      seg.hint?.add(b, st.at, g.base + st.at)
       const n = this.keydir.byId.get(st.nsId)
       if (!n) continue // dropped meanwhile
       if (n.staged.get(st.key) === st) n.staged.delete(st.key)
       if (st.version > n.applied) n.applied = st.version
-      if (changes !== null) changes.push(committed(n, st, b, keyLen))
+      if (changes !== null) changes.push(committed(n, st))
       touched.add(n)
       if (st.type === PUT) {
         const live = this.keydir.setLive(
@@ -682,7 +581,7 @@ export class Db implements DbCore {
           st.expiresAt,
         )
         // What was just written is what is most likely read next (sessions, caches): keep it.
-        this.cache?.set(live, b, st.at, st.len)
+        this.reads.cache?.set(live, b, st.at, st.len)
         windows.entry(n.id, st.key, null)
       } else {
         this.keydir.remove(n, st.key)
@@ -713,91 +612,13 @@ export class Db implements DbCore {
   }
 
   /**
-   * An expiry is a write: when a key's time runs out and it leaves the index (met by a read,
-   * a sweep or compaction), a tombstone is written for it at the namespace's next version, so
-   * the change feed tells watchers and the version of every change is its own. The tombstones
-   * of one turn go as one record, after the turn (never inside another write's checks).
-   */
-  private expiries: [Namespace, string][] = []
-
-  private expired(n: Namespace, key: string): void {
-    if (this.expiries.push([n, key]) === 1) setImmediate(() => this.writeExpiries())
-  }
-
-  private writeExpiries(): void {
-    const due = this.expiries
-    this.expiries = []
-    if (this.closed) return
-    // A full disk takes a write that fits (the next one simply tries); a failing one none.
-    if (this.log.health.state === 'failed') return this.expiriesLater(due)
-    const entries: Entry[] = []
-    for (const [n, key] of due) {
-      // Dropped, written again, or already noted: nothing to say.
-      if (this.keydir.byId.get(n.id) !== n || n.map.has(key) || n.staged.has(key)) continue
-      if (entries.some((e) => e.n === n && e.key === key)) continue
-      entries.push({
-        n,
-        key,
-        keyLen: Buffer.byteLength(key),
-        type: DEL,
-        flags: 0,
-        bytes: null,
-        expiresAt: 0,
-      })
-    }
-    if (entries.length === 0) return
-    try {
-      this.commit(entries, () => undefined).catch(() => this.expiriesLater(due))
-    } catch {
-      this.expiriesLater(due)
-    }
-  }
-
-  /**
-   * Expiries the storage did not take now (a full or failing disk): written once it takes
-   * writes again, since watchers wait for their deletes. The key is gone from the index
-   * already and expired on disk too, so until then nothing but the event is missing. At
-   * most MAX_EXPIRIES_WAITING are kept; past that, the rest lose their event only.
-   */
-  private expiriesLater(due: [Namespace, string][]): void {
-    if (this.closed) return
-    for (const d of due) {
-      if (this.expiries.length >= MAX_EXPIRIES_WAITING) break
-      this.expiries.push(d)
-    }
-    if (this.expiryRetry !== undefined || this.expiries.length === 0) return
-    this.expiryRetry = setTimeout(() => {
-      this.expiryRetry = undefined
-      if (this.expiries.length > 0) this.writeExpiries()
-    }, EXPIRY_RETRY_MS)
-    this.expiryRetry.unref()
-  }
-  private expiryRetry: NodeJS.Timeout | undefined = undefined
-
-  /**
-   * Finds keys whose time has run out and lets them go (each an expiry, as above), looking at
-   * no more than `budget` keys a call: namespaces are taken in turn, and a large one is walked
-   * across calls, each going on after the last key the previous one looked at.
+   * Finds keys whose time has run out and lets them go, each an expiry written as a
+   * tombstone (expiry.ts), looking at no more than `budget` keys a call.
    */
   sweepExpired(budget: number): void {
     this.checkOpen()
-    const all = [...this.keydir.byId.values()].filter((n) => n.ttl > 0 && !n.building)
-    const now = this.now()
-    for (let k = 0; k < all.length && budget > 0; k++) {
-      const n = all[this.sweepAt % all.length]!
-      const { gone, looked, next } = this.keydir.expired(n, this.sweepFrom.get(n), budget, now)
-      budget -= looked
-      if (next === undefined) {
-        this.sweepFrom.delete(n)
-        this.sweepAt++
-      } else this.sweepFrom.set(n, next)
-      for (const key of gone) this.keydir.liveSlot(n, key)
-    }
+    this.expiries.sweep(budget)
   }
-
-  /** Which namespace the next sweep starts with, and the last key a namespace's walk saw. */
-  private sweepAt = 0
-  private sweepFrom = new WeakMap<Namespace, SweepCursor>()
 
   /** The namespace's version: that of its last durable write (0 when it has none). */
   namespaceVersion(ns: string): number {
@@ -805,47 +626,14 @@ export class Db implements DbCore {
     return this.ns(ns).applied
   }
 
-  /**
-   * A staged entry whose group failed. Its version is given back: a failure fails every group
-   * not yet acknowledged (segment-log.ts, fail), so no write staged after it survives either,
-   * and the namespace's next write takes the first version that failed. A failed write then
-   * leaves no gap in the versions, which a watch resumed after a restart would meet as
-   * history it cannot replay.
-   */
-  private unstage(st: Staged): void {
-    const n = this.keydir.byId.get(st.nsId)
-    if (n === undefined) return
-    if (n.staged.get(st.key) === st) n.staged.delete(st.key)
-    if (st.version <= n.version) n.version = st.version - 1
-  }
-
-  /**
-   * The version a write must be checked against: the newest staged entry for the key, else
-   * the index. -1 when the key is missing (deleted, or expired).
-   */
-  private latest(n: Namespace, key: string): number {
-    const st = n.staged.size > 0 ? n.staged.get(key) : undefined
-    if (st) {
-      if (st.type !== PUT || (st.expiresAt !== 0 && st.expiresAt <= this.now())) return -1
-      return st.version
-    }
-    const slot = this.keydir.liveSlot(n, key)
-    return slot < 0 ? -1 : this.keydir.slots.version[slot]!
+  /** The version a write must be checked against (staged.ts): -1 when the key is missing. */
+  latest(n: Namespace, key: string): number {
+    return latestVersion(this.keydir, n, key, this.now)
   }
 
   private latestValue(n: Namespace, key: string): unknown {
     const st = n.staged.get(key)
-    if (st) {
-      const b = st.group.buf
-      const keyLen = b.readUInt16LE(st.at + 6)
-      return decodeValue(b[st.at + 5]!, b, st.at + ENTRY_HEADER + keyLen, st.at + st.len)
-    }
-    return this.readValue(this.keydir.liveSlot(n, key))
-  }
-
-  private latestExpiry(n: Namespace, key: string): number {
-    const st = n.staged.get(key)
-    return st ? st.expiresAt : this.keydir.slots.expires[this.keydir.liveSlot(n, key)]!
+    return st ? stagedValue(st) : this.readValue(this.keydir.liveSlot(n, key))
   }
 
   /**
@@ -859,7 +647,7 @@ export class Db implements DbCore {
     const version = this.latest(n, key)
     if (version < 0) return undefined
     const value = this.latestValue(n, key)
-    const exp = this.latestExpiry(n, key)
+    const exp = latestExpiry(this.keydir, n, key)
     return exp !== 0 ? { value, version, expiresAt: exp } : { value, version }
   }
 
@@ -877,7 +665,7 @@ export class Db implements DbCore {
   getNow(ns: string, key: string): GetResult | undefined {
     this.checkOpen()
     const n = this.ns(ns)
-    if (typeof key !== 'string') fail('INVALID_ARGUMENT', 'key must be a string')
+    checkKey(key)
     const slot = this.keydir.liveSlot(n, key)
     if (slot < 0) return undefined
     const value = this.readValue(slot)
@@ -894,7 +682,7 @@ export class Db implements DbCore {
     try {
       this.checkOpen()
       const n = this.ns(ns)
-      if (typeof key !== 'string') fail('INVALID_ARGUMENT', 'key must be a string')
+      checkKey(key)
       const slot = this.keydir.liveSlot(n, key)
       if (slot < 0) return Promise.resolve(undefined)
       const s = this.keydir.slots
@@ -909,28 +697,9 @@ export class Db implements DbCore {
     }
   }
 
-  /**
-   * The value a live slot points at. The cache is keyed by slot: an entry is dropped when
-   * its slot is pointed elsewhere or freed, and compaction moves a slot only to a copy of the
-   * same bytes.
-   */
+  /** The value a live slot points at (entry-reads.ts). */
   readValue(slot: number): unknown {
-    const cache = this.cache
-    let b = cache?.get(slot)
-    if (b !== undefined) this.counters.cacheHits++
-    else {
-      b = this.readEntry(
-        this.keydir.slots.seg[slot]!,
-        this.keydir.slots.off[slot]!,
-        this.keydir.slots.len[slot]!,
-      )
-      if (cache) {
-        this.counters.cacheMisses++
-        cache.set(slot, b, 0, b.length)
-      }
-    }
-    const keyLen = b.readUInt16LE(6)
-    return decodeValue(b[5]!, b, ENTRY_HEADER + keyLen, b.length)
+    return this.reads.readValue(slot)
   }
 
   /** A pass's outputs, `bytes` of them, replaced its inputs in the manifest. */
@@ -938,28 +707,17 @@ export class Db implements DbCore {
     this.counters.compactedBytes += bytes
     this.counters.compactions++
     // The checkpoint names segments the pass replaced.
-    this.checkpointStale = true
+    this.upkeep.compacted()
   }
 
   /** Counts a read (or compaction) that met a damaged record. */
   noteCorrupt(): void {
-    this.counters.corruptReads++
+    this.reads.counters.corruptReads++
   }
 
   /** The entry's bytes, checked against its checksum: damage is named, never returned. */
   readEntry(segId: number, off: number, len: number): Buffer {
-    const seg = this.segments.get(segId)
-    if (!seg) throw new EngineError('CORRUPT', `segment ${segId} is missing`)
-    const b = Buffer.allocUnsafe(len)
-    const got = io.readSync(seg.fd, b, 0, len, off)
-    if (got !== len || checkEntry(b, 0, len) !== len) {
-      this.counters.corruptReads++
-      throw new EngineError(
-        'CORRUPT',
-        `${path.basename(seg.file)}: damaged record at offset ${off}; run \`cairn repair --data ${this.dir}\` to keep every intact record`,
-      )
-    }
-    return b
+    return this.reads.readEntry(segId, off, len)
   }
 
   list(ns: string, opts?: ListOptions): Promise<ListResult> {
@@ -985,13 +743,7 @@ export class Db implements DbCore {
     const prefix = opts?.prefix ?? ''
     const after = opts?.after
     const limit = opts?.limit ?? 1000
-    if (typeof prefix !== 'string') fail('INVALID_ARGUMENT', 'prefix must be a string')
-    if (after !== undefined && typeof after !== 'string')
-      fail('INVALID_ARGUMENT', 'after must be a string')
-    if (!isWellFormed(prefix) || (after !== undefined && !isWellFormed(after)))
-      fail('INVALID_ARGUMENT', 'prefix and after are Unicode text: one holds a lone surrogate')
-    if (!Number.isInteger(limit) || limit < 1)
-      fail('INVALID_ARGUMENT', 'limit must be a positive integer')
+    checkListOptions(prefix, after, limit)
     const res = this.keydir.scan(n, prefix, after, limit, opts?.reverse ? -1 : 1, !!opts?.json)
     res.version = n.applied
     return res
@@ -1014,34 +766,7 @@ export class Db implements DbCore {
     return this.log.health
   }
 
-  // ---- compaction ----
-
-  private maybeCompact(): void {
-    if (this.compacting || this.closed) return
-    // A pass started here rewrites only the segments with most garbage (chooseSegments).
-    if (this.garbageDue()) void this.compact({ full: false }).catch(() => {})
-  }
-
-  /** Whether enough of the disk is dead for a pass to start by itself. */
-  private garbageDue(): boolean {
-    if (this.options.autoCompact === false) return false
-    const { diskBytes, deadBytes } = this.stats()
-    const ratio = this.options.compactionDeadRatio ?? 0.2
-    const min = this.minDeadBytes()
-    return deadBytes >= min && deadBytes > diskBytes * ratio && deadBytes >= this.futile + min / 4
-  }
-
-  /**
-   * The dead bytes a pass that freed little left behind (0 after one that freed enough): what
-   * it could not free is mostly tombstones it must keep, which the next pass would only
-   * rewrite again, so one starts by itself only once garbage has grown past them.
-   */
-  private futile = 0
-
-  /** The least garbage that starts a pass by itself. */
-  private minDeadBytes(): number {
-    return this.options.compactionMinDeadBytes ?? 16 * 1024 * 1024
-  }
+  // ---- compaction and checkpoints (upkeep.ts) ----
 
   /**
    * Reclaims the space of overwritten, deleted and expired data. By default every sealed
@@ -1051,86 +776,21 @@ export class Db implements DbCore {
   compact(opts?: { full?: boolean }): Promise<void> {
     if (this.log.lockLost !== undefined)
       return Promise.reject(new EngineError('IO_ERROR', this.log.lockLost))
-    const full = opts?.full !== false
     try {
       this.checkOpen()
     } catch (err) {
       return Promise.reject(err)
     }
-    if (full) this.wantFull = true
-    if (this.compacting) {
-      // A pass already running may have started before the caller's latest writes.
-      if (full) this.compactAgain = true
-      return this.compacting
-    }
-    this.compacting = (async () => {
-      let freed = 0
-      try {
-        do {
-          this.compactAgain = false
-          const whole = this.wantFull
-          this.wantFull = false
-          await this.drain()
-          if (this.closed) return
-          if (this.damaged) throw this.damaged
-          this.compactionEpoch++
-          freed = await compactAll(this, whole).catch((err) => {
-            throw asEngineError(err, 'compaction')
-          })
-        } while (this.compactAgain && !this.closed)
-      } finally {
-        this.compacting = null
-        // Garbage written while the pass ran, or left by its choice, may call for another.
-        // Passes otherwise start only when writes pause, and a database that has just gone
-        // quiet would keep it. Only a pass that freed a good part of what starts one goes
-        // round: one that rewrote tombstones it must keep frees nothing, and would again
-        // (nor does the next write start one until garbage grows: `futile`).
-        // Started before this promise settles, so whoever waits for compaction to settle
-        // waits for it too; a caller of compact() still waits for its own pass only.
-        if (freed > 0 && freed >= this.minDeadBytes() / 4) {
-          this.futile = 0
-          this.maybeCompact()
-        } else if (!this.closed) this.futile = this.stats().deadBytes
-        // Expired history is reclaimed with the log's garbage.
-        if (!this.closed) await this.windows.reclaim().catch(() => {})
-        // The checkpoint names segments the pass replaced: write one that names the new ones.
-        this.maybeCheckpoint()
-      }
-    })()
-    return this.compacting
+    return this.upkeep.compact(opts?.full !== false)
   }
 
   isCompacting(): boolean {
-    return this.compacting !== null
+    return this.upkeep.isCompacting()
   }
 
-  // ---- checkpoints ----
-
-  /**
-   * A checkpoint in the background once the log has grown by `checkpointBytes` (and by at
-   * least the last checkpoint's size, so checkpoints never write more than the log does),
-   * or, sooner, by a sixteenth of that once a compaction has made the last one useless (not
-   * after every pass: under steady overwrites passes come often, and the next open merely
-   * replays more of the log meanwhile).
-   */
-  private maybeCheckpoint(): void {
-    if (this.checkpointing || this.compacting || this.closed) return
-    if (this.log.health.state !== 'ok') return
-    const every = this.options.checkpointBytes ?? 64 * 1024 * 1024
-    if (every <= 0) return
-    const grown = this.logBytes - this.logBytesAtCheckpoint
-    const last = this.lastCheckpointSize()
-    const due = Math.max(every, last)
-    if (grown >= (this.checkpointStale ? due / 16 : due)) return void this.checkpoint()
-    // Keys written since the open are strings in a Map and a sorted list (fold.ts): fatter
-    // than a base, and a listing of them is built string by string. A namespace with enough
-    // of them gets its checkpoint sooner, which folds them into its base, once the log has
-    // grown by the last checkpoint's size (so checkpoints still never write more than the
-    // log does). The namespaces are looked at once per FOLD_LOOK_BYTES of log, not per write.
-    if (grown < Math.max(FOLD_LOOK_BYTES, last)) return
-    if (this.logBytes - this.foldLookedAt < FOLD_LOOK_BYTES) return
-    this.foldLookedAt = this.logBytes
-    for (const n of this.keydir.byName.values()) if (wantsFold(n)) return void this.checkpoint()
+  /** Resolves once no compaction pass is running (a pass may start again at any write). */
+  compactionSettled(): Promise<void> {
+    return this.upkeep.compactionSettled()
   }
 
   /**
@@ -1140,54 +800,17 @@ export class Db implements DbCore {
    */
   async checkpoint(): Promise<boolean> {
     this.checkOpen()
-    while (this.checkpointing) await this.checkpointing
-    if (this.closed) return false
-    const bytesAtStart = this.logBytes
-    const stale = this.checkpointStale
-    this.checkpointStale = false
-    this.checkpointing = writeCheckpoint(this, false).then((ok) => {
-      this.checkpointing = null
-      if (ok) {
-        this.logBytesAtCheckpoint = bytesAtStart
-        this.checkpointCurrent = true
-      } else if (stale) this.checkpointStale = true
-      return ok
-    })
-    return this.checkpointing
+    return this.upkeep.checkpoint()
   }
 
   /** Counts a checkpoint written, and its size. */
   noteCheckpoint(bytes: number): void {
-    this.checkpointCounters.checkpoints++
-    this.checkpointCounters.checkpointBytes = bytes
-    this.checkpointSize = bytes
-  }
-
-  /**
-   * The size the next background checkpoint is measured against: that of the last one
-   * written or, before one is, of the one open loaded (a process's first checkpoint writes
-   * the whole index too).
-   */
-  private lastCheckpointSize(): number {
-    if (this.checkpointSize < 0) {
-      this.checkpointSize = 0
-      if (this.openedFrom === 'checkpoint') {
-        try {
-          this.checkpointSize = io.sizeOf(path.join(this.dir, CHECKPOINT_FILE))
-        } catch {}
-      }
-    }
-    return this.checkpointSize
+    this.upkeep.noteCheckpoint(bytes)
   }
 
   /** Checkpoints written since open, and the size of the last. */
   checkpointStats(): { checkpoints: number; checkpointBytes: number } {
-    return { ...this.checkpointCounters }
-  }
-
-  /** Resolves once no compaction pass is running (a pass may start again at any write). */
-  async compactionSettled(): Promise<void> {
-    while (this.compacting) await this.compacting.catch(() => {})
+    return this.upkeep.checkpointStats()
   }
 
   /**
@@ -1210,20 +833,16 @@ export class Db implements DbCore {
 
   stats(): EngineStats {
     const { keys, liveBytes } = this.keydir.totals()
-    let diskBytes = 0
-    let live = 0
-    for (const seg of this.segments.values()) {
-      diskBytes += seg.end
-      live += seg.live
-    }
+    const { diskBytes, deadBytes } = diskUse(this.segments)
     return {
       keys,
       namespaces: this.keydir.byName.size,
       liveBytes,
       diskBytes,
-      deadBytes: Math.max(0, diskBytes - live),
+      deadBytes,
       segments: this.segments.size,
       ...this.counters,
+      ...this.reads.counters,
       writes: this.log.counters.writes,
       fsyncs: this.log.counters.fsyncs,
       fsyncTotalMs: this.log.counters.fsyncTotalMs,
@@ -1236,41 +855,7 @@ export class Db implements DbCore {
   async backup(toDir: string): Promise<void> {
     this.checkOpen()
     await this.flush()
-    // Copied in one synchronous step, so no write or compaction swap happens half-way.
-    io.mkdirSync(toDir)
-    const copy = (from: string, name: string, bytes: number) => {
-      const src = io.openSync(from, 'r')
-      const dst = io.openSync(path.join(toDir, name), 'w')
-      try {
-        const buf = Buffer.allocUnsafe(1024 * 1024)
-        for (let off = 0; off < bytes; ) {
-          const n = io.readSync(src, buf, 0, Math.min(buf.length, bytes - off), off)
-          if (n === 0) break
-          io.writeAllSync(dst, buf, 0, n, off)
-          off += n
-        }
-        io.fsyncSync(dst)
-      } finally {
-        io.closeSync(src)
-        io.closeSync(dst)
-      }
-    }
-    for (const seg of this.segments.values()) {
-      copy(seg.file, path.basename(seg.file), seg.written)
-      const hint = path.join(this.dir, hintFile(seg.id))
-      if (!seg.hint && io.existsSync(hint)) copy(hint, hintFile(seg.id), io.sizeOf(hint))
-    }
-    // The history files, so that a copy resumes watches too.
-    for (const name of io.readdirSync(this.dir))
-      if (
-        HISTORY_NAME.test(name) ||
-        name === LEGACY_HISTORY ||
-        WINDOW_NAME.test(name) ||
-        name === WINDOWS_FILE
-      )
-        copy(path.join(this.dir, name), name, io.sizeOf(path.join(this.dir, name)))
-    writeNamespaces(toDir, this.table)
-    fsyncDir(toDir)
+    copyDatabase(this.dir, this.segments.values(), this.table, toDir)
   }
 
   /** Works in every state, a failing disk included, and always lets go of the directory. */
@@ -1279,22 +864,16 @@ export class Db implements DbCore {
     await this.drain()
     this.closed = true
     try {
-      if (this.compacting) await this.compacting.catch(() => {})
-      if (this.checkpointing) await this.checkpointing
+      await this.upkeep.settle()
       if (this.windows.reclaiming) await this.windows.reclaiming
       if (this.timer) clearInterval(this.timer)
       clearInterval(this.lockTimer)
-      clearTimeout(this.expiryRetry)
+      this.expiries.close()
       // Everything is on disk: the active segment gets its hint now, so the next open reads
       // hints only instead of scanning it.
       await this.log.close()
-      // And a checkpoint of the whole index, so the next open reads one file and replays
-      // nothing. Only on a healthy disk: otherwise the last checkpoint stays, still valid.
-      const unchanged =
-        this.checkpointCurrent &&
-        !this.checkpointStale &&
-        this.logBytes === this.logBytesAtCheckpoint
-      if (this.log.health.state === 'ok' && !unchanged) await writeCheckpoint(this, true)
+      // And a checkpoint of the whole index, so the next open replays nothing.
+      await this.upkeep.closingCheckpoint()
     } finally {
       this.windows.close()
       this.release()
@@ -1304,70 +883,4 @@ export class Db implements DbCore {
   checkOpen(): void {
     if (this.closed) throw new EngineError('CLOSED', 'the database is closed')
   }
-}
-
-/** The CONFLICT to answer unless the key is at `expected` (null: absent; `current` -1). */
-function conflictOf(
-  key: string,
-  current: number,
-  expected: number | null,
-): EngineError | undefined {
-  const now = current < 0 ? null : current
-  if (now === expected) return undefined
-  return new EngineError('CONFLICT', `${key}: version is ${now}, expected ${expected}`)
-}
-
-function checkName(ns: string): void {
-  if (typeof ns !== 'string' || ns.length === 0 || Buffer.byteLength(ns) > MAX_NAMESPACE_BYTES) {
-    fail('INVALID_ARGUMENT', `a namespace name is 1 to ${MAX_NAMESPACE_BYTES} UTF-8 bytes`)
-  }
-  // Stored as UTF-8 (NAMESPACES): a lone surrogate has no UTF-8 form, and would come back
-  // as U+FFFD, another name.
-  if (!isWellFormed(ns)) fail('INVALID_ARGUMENT', 'a namespace name holds a lone surrogate')
-}
-
-function keyBytes(key: string): number {
-  if (typeof key !== 'string') fail('INVALID_ARGUMENT', 'key must be a string')
-  const n = key.length * 3 <= MAX_KEY_BYTES ? utf8Length(key) : Buffer.byteLength(key)
-  if (n === 0 || n > MAX_KEY_BYTES)
-    fail('INVALID_ARGUMENT', `a key is 1 to ${MAX_KEY_BYTES} UTF-8 bytes, got ${n}`)
-  // Keys are kept and ordered as UTF-8: a lone surrogate has no UTF-8 form.
-  if (n !== key.length && !isWellFormed(key))
-    fail('INVALID_ARGUMENT', 'a key is Unicode text: it holds a lone surrogate')
-  return n
-}
-
-function utf8Length(s: string): number {
-  let n = 0
-  for (let i = 0; i < s.length; i++) {
-    const c = s.charCodeAt(i)
-    if (c < 0x80) n++
-    else if (c < 0x800) n += 2
-    else if (c >= 0xd800 && c < 0xdc00 && i + 1 < s.length) {
-      const d = s.charCodeAt(i + 1)
-      if (d >= 0xdc00 && d < 0xe000) {
-        n += 4
-        i++
-      } else n += 3
-    } else n += 3
-  }
-  return n
-}
-
-function expiry(now: number, ttlMs: number | undefined, expiresAt: number | undefined): number {
-  if (ttlMs !== undefined && expiresAt !== undefined)
-    fail('INVALID_ARGUMENT', 'give ttlMs or expiresAt, not both')
-  if (ttlMs !== undefined) {
-    if (typeof ttlMs !== 'number' || !Number.isFinite(ttlMs) || ttlMs <= 0) {
-      fail('INVALID_ARGUMENT', 'ttlMs must be a positive number of milliseconds')
-    }
-    return now + Math.ceil(ttlMs)
-  }
-  if (expiresAt !== undefined) {
-    if (typeof expiresAt !== 'number' || !Number.isFinite(expiresAt) || expiresAt <= 0) {
-      fail('INVALID_ARGUMENT', 'expiresAt must be milliseconds since the Unix epoch')
-    }
-    return expiresAt
-  }
-  return 0
 }

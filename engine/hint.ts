@@ -2,7 +2,18 @@
 // so opening reads a few bytes per key instead of the whole log. A hint is only a shortcut:
 // when it is missing or fails its checksum the segment itself is scanned.
 import { io } from './io.js'
-import { copyBytes, crc } from './record.js'
+import {
+  copyBytes,
+  crc,
+  entryExpiresAt,
+  entryFlags,
+  entryKeyAt,
+  entryKeyLen,
+  entryLength,
+  entryNsId,
+  entryType,
+  entryVersion,
+} from './record.js'
 
 export const HINT_MAGIC = Buffer.from('CAIRNHNT')
 /** magic(8) segId(u32) segSize(u32) count(u32) reserved(u32) baseVersion(f64); see FORMAT.md */
@@ -20,18 +31,13 @@ export class HintBuilder {
     this.buf = buf ?? Buffer.allocUnsafe(4096)
   }
 
-  add(
-    type: number,
-    flags: number,
-    keyLen: number,
-    nsId: number,
-    version: number,
-    expiresAt: number,
-    off: number,
-    len: number,
-    src: Buffer,
-    keyAt: number,
-  ): void {
+  /**
+   * Adds the entry that starts at `q` in `src` and at `off` in its segment: its fields are
+   * read from its own bytes, so no caller lists them (nor builds an object to carry them).
+   */
+  add(src: Buffer, q: number, off: number): void {
+    const keyLen = entryKeyLen(src, q)
+    const keyAt = entryKeyAt(q)
     const need = this.len + HINT_ENTRY + keyLen + 4
     if (need > this.buf.length) {
       const b = Buffer.allocUnsafe(Math.max(need, this.buf.length * 2))
@@ -40,14 +46,14 @@ export class HintBuilder {
     }
     const b = this.buf
     const at = this.len
-    b[at] = type
-    b[at + 1] = flags
+    b[at] = entryType(src, q)
+    b[at + 1] = entryFlags(src, q)
     b.writeUInt16LE(keyLen, at + 2)
-    b.writeUInt32LE(nsId, at + 4)
-    b.writeDoubleLE(version, at + 8)
-    b.writeDoubleLE(expiresAt, at + 16)
+    b.writeUInt32LE(entryNsId(src, q), at + 4)
+    b.writeDoubleLE(entryVersion(src, q), at + 8)
+    b.writeDoubleLE(entryExpiresAt(src, q), at + 16)
     b.writeUInt32LE(off, at + 24)
-    b.writeUInt32LE(len, at + 28)
+    b.writeUInt32LE(entryLength(src, q), at + 28)
     copyBytes(src, keyAt, keyAt + keyLen, b, at + HINT_ENTRY)
     this.len = at + HINT_ENTRY + keyLen
     this.count++

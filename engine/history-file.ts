@@ -15,7 +15,17 @@ import path from 'node:path'
 import type { DbCore } from './db-core.js'
 import { IO_PIECE, fsyncDirAsync, io } from './io.js'
 import { HISTORY_NAME, historyFile } from './parts.js'
-import { ENTRY_HEADER, REC_HEADER, SEG_HEADER, checkRecord, sealRecord } from './record.js'
+import {
+  REC_HEADER,
+  SEG_HEADER,
+  checkRecord,
+  entryLength,
+  entryNsId,
+  entryVersion,
+  recordBodyLength,
+  recordCount,
+  sealRecord,
+} from './record.js'
 
 /** The single file of every namespace's history, as engines before history files kept it. */
 export const LEGACY_HISTORY = 'HISTORY'
@@ -79,9 +89,9 @@ export class HistoryKeep {
   takeRecord(buf: Buffer, at: number, count: number): void {
     let q = at + REC_HEADER
     for (let i = 0; i < count; i++) {
-      const len = ENTRY_HEADER + buf.readUInt16LE(q + 6) + buf.readUInt32LE(q + 28)
-      const nsId = buf.readUInt32LE(q + 8)
-      const version = buf.readDoubleLE(q + 12)
+      const len = entryLength(buf, q)
+      const nsId = entryNsId(buf, q)
+      const version = entryVersion(buf, q)
       const n = this.db.keydir.byId.get(nsId)
       if (n !== undefined && version > n.version - KEEP_CHANGES) {
         let kept = this.byNs.get(nsId)
@@ -278,7 +288,7 @@ export function forEachRecord(buf: Buffer, each: (at: number, count: number) => 
   for (let p = SEG_HEADER; p + REC_HEADER <= buf.length; ) {
     const len = checkRecord(buf, p, buf.length)
     if (len <= 0) return
-    each(p, buf.readUInt32LE(p + 8))
+    each(p, recordCount(buf, p))
     p += len
   }
 }
@@ -307,9 +317,9 @@ function describe(text: Buffer): FileInfo {
   if (text.length === 0) return info
   info.length = SEG_HEADER
   forEachRecord(text, (at) => {
-    info.length = at + REC_HEADER + text.readUInt32LE(at + 4)
+    info.length = at + REC_HEADER + recordBodyLength(text, at)
     info.entries++
-    const v = text.readDoubleLE(at + REC_HEADER + 12)
+    const v = entryVersion(text, at + REC_HEADER)
     if (v < info.oldest) info.oldest = v
   })
   return info

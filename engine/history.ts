@@ -16,12 +16,16 @@ import { IO_PIECE, io } from './io.js'
 import { type Segment, historyFile, noteMin } from './parts.js'
 import {
   DEL,
-  ENTRY_HEADER,
   REC_HEADER,
-  SEG_COMPACTED,
   SEG_HEADER,
   checkRecord,
   entryInfo,
+  entryLength,
+  entryNsId,
+  entryValueAt,
+  entryVersion,
+  isCompactionOutput,
+  recordCount,
 } from './record.js'
 import { decodeValue } from './values.js'
 import { SLICE_MS, yieldToRequests } from './yield.js'
@@ -133,15 +137,15 @@ async function take(
   while (p + REC_HEADER <= buf.length) {
     const len = checkRecord(buf, p, buf.length)
     if (len <= 0) break
-    const count = buf.readUInt32LE(p + 8)
+    const count = recordCount(buf, p)
     let q = p + REC_HEADER
     for (let i = 0; i < count; i++) {
-      const nsId = buf.readUInt32LE(q + 8)
-      if (mins !== undefined) noteMin(mins, nsId, buf.readDoubleLE(q + 12))
+      const nsId = entryNsId(buf, q)
+      if (mins !== undefined) noteMin(mins, nsId, entryVersion(buf, q))
       // Other namespaces' entries are passed over by their header alone.
       const f = founds.get(nsId)
       if (f !== undefined) f.meet(buf, q)
-      q += ENTRY_HEADER + buf.readUInt16LE(q + 6) + buf.readUInt32LE(q + 28)
+      q += entryLength(buf, q)
     }
     p += len
     if (performance.now() - sliceAt >= SLICE_MS) {
@@ -173,8 +177,9 @@ async function readSegment(
     // recent in the segments it replaced is in the history files.
     const head = await io.read(seg.fd, buf, 0, SEG_HEADER, 0)
     if (!ours()) return 'gone'
+    // A header that did not come back whole is a failed read (the segment holds more).
     if (head < SEG_HEADER) return 'failed'
-    if (buf.readUInt32LE(28) & SEG_COMPACTED) return undefined
+    if (isCompactionOutput(buf.subarray(0, head))) return undefined
     for (let got = SEG_HEADER; got < size; ) {
       const n = await io.read(seg.fd, buf, got, Math.min(IO_PIECE, size - got), got)
       if (!ours()) return 'gone'
@@ -211,7 +216,7 @@ class Found {
 
   /** Takes the namespace's entry at buf[q] when it is after `since` and new here. */
   meet(buf: Buffer, q: number): void {
-    const version = buf.readDoubleLE(q + 12)
+    const version = entryVersion(buf, q)
     if (version < this.lowest) this.lowest = version
     if (version > this.since && !this.changes.has(version)) this.add(buf, q)
   }
@@ -220,7 +225,7 @@ class Found {
     const e = entryInfo(buf, q, q)
     const c: CommittedChange = { ns: this.ns, type: 'delete', key: e.key, version: e.version }
     if (e.type !== DEL) {
-      const start = q + ENTRY_HEADER + (e.len - ENTRY_HEADER - e.valueLen)
+      const start = entryValueAt(buf, q)
       c.type = 'put'
       c.value = decodeValue(e.flags, buf, start, start + e.valueLen)
       if (e.expiresAt !== 0) c.expiresAt = e.expiresAt

@@ -30,6 +30,25 @@ export interface Namespace {
   applied: number
 }
 
+/** One entry of a write, checked and encoded, before it is staged (db.ts, commit). */
+export interface Entry {
+  n: Namespace
+  key: string
+  /** The key's length in UTF-8 bytes. */
+  keyLen: number
+  type: number
+  flags: number
+  bytes: Uint8Array | null
+  expiresAt: number
+}
+
+/** Where an entry is: its segment, its offset in it, and its length. */
+export interface EntryAt {
+  seg: number
+  off: number
+  len: number
+}
+
 /** An entry staged in a group; the key directory applies it once the group is durable. */
 export interface Staged {
   nsId: number
@@ -69,6 +88,20 @@ export interface Segment {
    * anything.
    */
   minVersions: Map<number, number> | null
+}
+
+/**
+ * Bytes of the log's segments (accepted writes included), and how many of them no live key
+ * points at: what stats() reports, and what decides whether compaction is due.
+ */
+export function diskUse(segments: Map<number, Segment>): { diskBytes: number; deadBytes: number } {
+  let diskBytes = 0
+  let live = 0
+  for (const seg of segments.values()) {
+    diskBytes += seg.end
+    live += seg.live
+  }
+  return { diskBytes, deadBytes: Math.max(0, diskBytes - live) }
 }
 
 /** Notes `version` of namespace `nsId` as written in `seg`. */

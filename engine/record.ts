@@ -74,6 +74,76 @@ export function readSegmentHeader(b: Buffer): SegmentHeader | undefined {
   return { segId: b.readUInt32LE(12), baseVersion: b.readDoubleLE(16), flags: b.readUInt32LE(28) }
 }
 
+/**
+ * Whether a segment's header says compaction wrote it (SEG_COMPACTED). A header shorter than
+ * SEG_HEADER is never compaction output: compaction fsyncs its output whole before it names
+ * it, so only a segment the write path was starting can be that short. The one answer to the
+ * question, for recovery, compaction and the history read alike.
+ */
+export function isCompactionOutput(head: Buffer): boolean {
+  return head.length >= SEG_HEADER && (head.readUInt32LE(28) & SEG_COMPACTED) !== 0
+}
+
+/** The flags word of a segment header, as its bytes have it (damaged or not). */
+export function segmentFlags(head: Buffer): number {
+  return head.readUInt32LE(28)
+}
+
+/** The base version of a segment header, as its bytes have it (damaged or not). */
+export function segmentBaseVersion(head: Buffer): number {
+  return head.readDoubleLE(16)
+}
+
+// The fields of the entry that starts at `q` in `b`. Every reader of entry bytes goes
+// through these, so the layout above is written down here alone.
+
+export function entryType(b: Buffer, q: number): number {
+  return b[q + 4]!
+}
+export function entryFlags(b: Buffer, q: number): number {
+  return b[q + 5]!
+}
+export function entryKeyLen(b: Buffer, q: number): number {
+  return b.readUInt16LE(q + 6)
+}
+export function entryNsId(b: Buffer, q: number): number {
+  return b.readUInt32LE(q + 8)
+}
+export function entryVersion(b: Buffer, q: number): number {
+  return b.readDoubleLE(q + 12)
+}
+export function entryExpiresAt(b: Buffer, q: number): number {
+  return b.readDoubleLE(q + 20)
+}
+export function entryValueLen(b: Buffer, q: number): number {
+  return b.readUInt32LE(q + 28)
+}
+/** The whole entry's length: header, key and value. */
+export function entryLength(b: Buffer, q: number): number {
+  return ENTRY_HEADER + b.readUInt16LE(q + 6) + b.readUInt32LE(q + 28)
+}
+/** Where the entry's key starts. */
+export function entryKeyAt(q: number): number {
+  return q + ENTRY_HEADER
+}
+/** Where the entry's value starts. */
+export function entryValueAt(b: Buffer, q: number): number {
+  return q + ENTRY_HEADER + b.readUInt16LE(q + 6)
+}
+export function entryKey(b: Buffer, q: number): string {
+  return b.toString('utf8', q + ENTRY_HEADER, q + ENTRY_HEADER + b.readUInt16LE(q + 6))
+}
+
+// The fields of the record that starts at `p` in `b`.
+
+/** The length of the record's entries, after its header. */
+export function recordBodyLength(b: Buffer, p: number): number {
+  return b.readUInt32LE(p + 4)
+}
+export function recordCount(b: Buffer, p: number): number {
+  return b.readUInt32LE(p + 8)
+}
+
 /** Fills in an entry's header and checksum; key and value bytes are already in place. */
 export function sealEntry(
   b: Buffer,
@@ -119,7 +189,7 @@ export interface EntryInfo {
 /** Checks an entry in b at `at` (within `end`); its length, or -1 when damaged. */
 export function checkEntry(b: Buffer, at: number, end: number): number {
   if (at + ENTRY_HEADER > end) return -1
-  const len = ENTRY_HEADER + b.readUInt16LE(at + 6) + b.readUInt32LE(at + 28)
+  const len = entryLength(b, at)
   if (at + len > end) return -1
   if (b.readUInt32LE(at) !== crc(b, at + 4, at + len)) return -1
   return len
@@ -132,8 +202,8 @@ export function checkEntry(b: Buffer, at: number, end: number): number {
 export function checkRecord(b: Buffer, at: number, end: number): number {
   if (at + REC_HEADER > end) return -1
   if (b.readUInt32LE(at) !== crc(b, at + 4, at + 12)) return -1
-  const length = b.readUInt32LE(at + 4)
-  const count = b.readUInt32LE(at + 8)
+  const length = recordBodyLength(b, at)
+  const count = recordCount(b, at)
   const stop = at + REC_HEADER + length
   if (count === 0 || stop > end) return -1
   let p = at + REC_HEADER
@@ -147,14 +217,14 @@ export function checkRecord(b: Buffer, at: number, end: number): number {
 
 /** Reads the fields of a checked entry. */
 export function entryInfo(b: Buffer, at: number, fileOff: number): EntryInfo {
-  const keyLen = b.readUInt16LE(at + 6)
-  const valueLen = b.readUInt32LE(at + 28)
+  const keyLen = entryKeyLen(b, at)
+  const valueLen = entryValueLen(b, at)
   return {
-    type: b[at + 4],
-    flags: b[at + 5],
-    nsId: b.readUInt32LE(at + 8),
-    version: b.readDoubleLE(at + 12),
-    expiresAt: b.readDoubleLE(at + 20),
+    type: entryType(b, at),
+    flags: entryFlags(b, at),
+    nsId: entryNsId(b, at),
+    version: entryVersion(b, at),
+    expiresAt: entryExpiresAt(b, at),
     off: fileOff,
     len: ENTRY_HEADER + keyLen + valueLen,
     key: b.toString('utf8', at + ENTRY_HEADER, at + ENTRY_HEADER + keyLen),

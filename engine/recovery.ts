@@ -38,8 +38,8 @@ import {
   type EntryInfo,
   PUT,
   REC_HEADER,
-  SEG_COMPACTED,
   SEG_HEADER,
+  isCompactionOutput,
   readSegmentHeader,
 } from './record.js'
 import { type Dropped, isZero, scanSegment } from './segment-scan.js'
@@ -121,7 +121,7 @@ export function recover(db: DbCore, repair: boolean): { dropped: Dropped[]; kept
   // names as still being written (the write path had moved on while its last groups were
   // in flight). Every other segment was complete. Repair, and a directory from before
   // manifests, trust only the newest.
-  const writable = ids.filter((id) => !sealedIds.has(id) && !isCompactionOutput(dir, id))
+  const writable = ids.filter((id) => !sealedIds.has(id) && !madeByCompaction(dir, id))
   const newest = writable.at(-1) ?? -1
   const inFlight = new Set(manifest?.writing ?? [])
   const torn = new Set(
@@ -311,7 +311,7 @@ function fromCheckpoint(db: DbCore, ck: Checkpoint, x: Found): number {
   // does not name holds copies at old versions, whose tombstones it may not hold.
   for (const id of x.ids) {
     if (rows.has(id)) continue
-    if (id < maxCovered || isCompactionOutput(dir, id)) return -1
+    if (id < maxCovered || madeByCompaction(dir, id)) return -1
   }
   // Every entry points inside a segment it checked.
   for (let i = 0; i < ck.count; i++) {
@@ -569,14 +569,12 @@ function zerosFrom(file: string, at: number): boolean {
   }
 }
 
-function isCompactionOutput(dir: string, id: number): boolean {
+/** Whether the segment's header says compaction wrote it (record.ts, isCompactionOutput). */
+function madeByCompaction(dir: string, id: number): boolean {
   const fd = io.openSync(path.join(dir, segmentFile(id)), 'r')
   try {
     const b = Buffer.alloc(SEG_HEADER)
-    return (
-      io.readSync(fd, b, 0, SEG_HEADER, 0) === SEG_HEADER &&
-      (b.readUInt32LE(28) & SEG_COMPACTED) !== 0
-    )
+    return isCompactionOutput(b.subarray(0, io.readSync(fd, b, 0, SEG_HEADER, 0)))
   } finally {
     io.closeSync(fd)
   }
@@ -629,7 +627,7 @@ function apply(
   const current = slot !== undefined ? db.keydir.slots.version[slot]! : (tomb?.get(key) ?? -1)
   if (version < current) return
   // A history window that has not seen this version keeps what it supersedes (windows.ts).
-  db.historyRecovering?.(nsId, version, slot, type === DEL ? [seg.id, off, len] : undefined)
+  db.historyRecovering?.(nsId, version, slot, type === DEL ? { seg: seg.id, off, len } : undefined)
   // An expired put is applied as live, as in a running index: its expiry is written (with a
   // version, and a delete for watchers) once open (see the checkpoint's load above).
   if (type === PUT) {
@@ -655,10 +653,7 @@ function hintFor(
   baseVersion: number,
 ): Buffer {
   const h = new HintBuilder()
-  for (const e of entries) {
-    const keyLen = Buffer.byteLength(e.key)
-    h.add(e.type, e.flags, keyLen, e.nsId, e.version, e.expiresAt, e.off, e.len, buf, e.off + 32)
-  }
+  for (const e of entries) h.add(buf, e.off, e.off)
   return h.finish(id, size, baseVersion)
 }
 

@@ -11,7 +11,14 @@ import {
   SEG_COMPACTED,
   checkRecord,
   entryInfo,
+  entryKey,
+  entryKeyLen,
+  entryLength,
+  entryNsId,
   readSegmentHeader,
+  recordCount,
+  segmentBaseVersion,
+  segmentFlags,
   segmentHeader,
 } from './record.js'
 import { SEGMENT_NAME } from './parts.js'
@@ -30,14 +37,10 @@ function legibleKeys(buf: Buffer, from: number, to: number): { nsId: number; key
   const out: { nsId: number; key: string }[] = []
   let q = from + REC_HEADER
   while (q + ENTRY_HEADER <= to && out.length < 1000) {
-    const keyLen = buf.readUInt16LE(q + 6)
-    const valueLen = buf.readUInt32LE(q + 28)
+    const keyLen = entryKeyLen(buf, q)
     if (keyLen === 0 || keyLen > 512 || q + ENTRY_HEADER + keyLen > to) break
-    out.push({
-      nsId: buf.readUInt32LE(q + 8),
-      key: buf.toString('utf8', q + ENTRY_HEADER, q + ENTRY_HEADER + keyLen),
-    })
-    q += ENTRY_HEADER + keyLen + valueLen
+    out.push({ nsId: entryNsId(buf, q), key: entryKey(buf, q) })
+    q += entryLength(buf, q)
   }
   return out
 }
@@ -95,7 +98,7 @@ export function scanSegment(
   while (p < end) {
     const n = checkRecord(buf, p, end)
     if (n > 0) {
-      const count = buf.readUInt32LE(p + 8)
+      const count = recordCount(buf, p)
       let q = p + REC_HEADER
       for (let i = 0; i < count; i++) {
         const e = entryInfo(buf, q, q)
@@ -155,8 +158,8 @@ function rebuildHeader(name: string, buf: Buffer): boolean {
   const id = SEGMENT_NAME.exec(name)?.[1]
   if (id === undefined || buf.length < SEG_HEADER + REC_HEADER + ENTRY_HEADER) return false
   if (findNextRecord(buf, SEG_HEADER, buf.length) < 0) return false
-  const base = buf.readDoubleLE(16)
-  const flags = buf.readUInt32LE(28)
+  const base = segmentBaseVersion(buf)
+  const flags = segmentFlags(buf)
   segmentHeader(
     Number(id),
     Number.isInteger(base) && base >= 0 ? base : 0,

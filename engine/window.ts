@@ -11,7 +11,19 @@
 import path from 'node:path'
 import { EngineError } from './errors.js'
 import { io } from './io.js'
-import { DEL, ENTRY_HEADER, checkEntry, copyBytes } from './record.js'
+import {
+  DEL,
+  checkEntry,
+  copyBytes,
+  entryExpiresAt,
+  entryFlags,
+  entryKey,
+  entryLength,
+  entryNsId,
+  entryType,
+  entryValueAt,
+  entryVersion,
+} from './record.js'
 import { compareKeys } from './utf8.js'
 import type { ValueCache } from './value-cache.js'
 import { decodeValue } from './values.js'
@@ -163,10 +175,10 @@ export class Window {
     nextCid = (nextCid + 1) % CIDS
     this.pendingItems.push({
       key,
-      version: src.readDoubleLE(at + 12),
-      type: src[at + 4]!,
-      flags: src[at + 5]!,
-      expiresAt: src.readDoubleLE(at + 20),
+      version: entryVersion(src, at),
+      type: entryType(src, at),
+      flags: entryFlags(src, at),
+      expiresAt: entryExpiresAt(src, at),
       off: this.pendingLen,
       len,
       cid: nextCid,
@@ -202,10 +214,7 @@ export class Window {
 
   /** One commit's record of whole entries (each a buffer of its own). */
   append(version: number, at: number, entries: Buffer[]): void {
-    for (const e of entries) {
-      const keyLen = e.readUInt16LE(6)
-      this.add(e.toString('utf8', ENTRY_HEADER, ENTRY_HEADER + keyLen), e, 0, e.length)
-    }
+    for (const e of entries) this.add(entryKey(e, 0), e, 0, e.length)
     this.commit(version, at)
   }
 
@@ -347,7 +356,7 @@ export class Window {
   /** A kept version's value, read from the file (or the cache) and checked. */
   value(it: Kept): unknown {
     let b = this.cache?.get(it.cid)
-    if (b === undefined || b.readUInt32LE(8) !== this.nsId || b.readDoubleLE(12) !== it.version) {
+    if (b === undefined || entryNsId(b, 0) !== this.nsId || entryVersion(b, 0) !== it.version) {
       b = Buffer.allocUnsafe(it.len)
       const got = io.readSync(this.fd, b, 0, it.len, it.off)
       if (got !== it.len || checkEntry(b, 0, it.len) !== it.len)
@@ -357,8 +366,7 @@ export class Window {
         )
       this.cache?.set(it.cid, b, 0, it.len)
     }
-    const keyLen = b.readUInt16LE(6)
-    return decodeValue(b[5]!, b, ENTRY_HEADER + keyLen, it.len)
+    return decodeValue(entryFlags(b, 0), b, entryValueAt(b, 0), it.len)
   }
 
   sync(): void {
@@ -465,15 +473,14 @@ export class Window {
 /** The entry at buf[q] as kept at file offset `fileOff` (q by default). */
 function keptAt(buf: Buffer, q: number, fileOff = q): Kept {
   nextCid = (nextCid + 1) % CIDS
-  const keyLen = buf.readUInt16LE(q + 6)
   return {
-    key: buf.toString('utf8', q + ENTRY_HEADER, q + ENTRY_HEADER + keyLen),
-    version: buf.readDoubleLE(q + 12),
-    type: buf[q + 4]!,
-    flags: buf[q + 5]!,
-    expiresAt: buf.readDoubleLE(q + 20),
+    key: entryKey(buf, q),
+    version: entryVersion(buf, q),
+    type: entryType(buf, q),
+    flags: entryFlags(buf, q),
+    expiresAt: entryExpiresAt(buf, q),
     off: fileOff,
-    len: ENTRY_HEADER + keyLen + buf.readUInt32LE(q + 28),
+    len: entryLength(buf, q),
     cid: nextCid,
   }
 }

@@ -5,7 +5,7 @@ import path from 'node:path'
 import type { DbCore } from './db-core.js'
 import { EngineError, fail } from './errors.js'
 import { io } from './io.js'
-import type { Namespace } from './parts.js'
+import type { EntryAt, Namespace } from './parts.js'
 import { DEL, PUT } from './record.js'
 import type {
   GetResult,
@@ -62,7 +62,7 @@ export class Windows {
   /** Values of kept versions recently read. */
   private readonly cache = new ValueCache(16 * 1024 * 1024)
   /** What recovery found superseded by writes the windows had not seen (a crash). */
-  private recovered = new Map<number, [number, number, number][]>()
+  private recovered = new Map<number, EntryAt[]>()
 
   constructor(
     private readonly db: WindowHost,
@@ -93,12 +93,7 @@ export class Windows {
    * (or a tombstone, `tomb`): when the window has not seen that version, what it supersedes
    * is kept now (read once recovery is done).
    */
-  recovering(
-    nsId: number,
-    version: number,
-    slot: number | undefined,
-    tomb?: [number, number, number],
-  ): void {
+  recovering(nsId: number, version: number, slot: number | undefined, tomb?: EntryAt): void {
     const w = this.byId.get(nsId)
     if (w === undefined || w.floorVersion < 0 || version <= w.lastVersion) return
     let list = this.recovered.get(nsId)
@@ -107,7 +102,7 @@ export class Windows {
       this.recovered.set(nsId, list)
     }
     const s = this.db.keydir.slots
-    if (slot !== undefined) list.push([s.seg[slot]!, s.off[slot]!, s.len[slot]!])
+    if (slot !== undefined) list.push({ seg: s.seg[slot]!, off: s.off[slot]!, len: s.len[slot]! })
     if (tomb !== undefined) list.push(tomb)
   }
 
@@ -138,7 +133,7 @@ export class Windows {
       const found = this.recovered.get(id)
       if (n.applied > w.lastVersion || found !== undefined) {
         const entries: Buffer[] = []
-        for (const [seg, off, len] of found ?? []) {
+        for (const { seg, off, len } of found ?? []) {
           try {
             entries.push(this.db.readEntry(seg, off, len))
           } catch {}

@@ -406,7 +406,7 @@ t.test(
     }
     t.ok(logged > 4 * 1024 * 1024, `${logged} bytes logged, against a ${loaded}-byte checkpoint`)
     await sleep(200)
-    const running = (db as unknown as { checkpointing: unknown }).checkpointing
+    const running = (db as unknown as { upkeep: { checkpointing: unknown } }).upkeep.checkpointing
     t.equal(running, null, 'no checkpoint started')
     t.equal(db.checkpointStats().checkpoints, 0, 'none written')
   },
