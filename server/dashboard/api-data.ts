@@ -13,7 +13,6 @@ import { parsePutBody } from '../wire/json-body.js'
 import { expirySeconds } from '../wire/expiry.js'
 import { decodeKey } from '../wire/keys.js'
 import { parsePatchBody, patchOp } from '../wire/patch-body.js'
-import { ServiceError } from '../services/service-error.js'
 import type { Caller } from './guard.js'
 import { type Reply, type Req, jsonReply, readJson } from '../http/pipeline.js'
 
@@ -150,7 +149,7 @@ export class DataApi {
     const prefix = req.query.get('prefix') ?? ''
     if (prefix === '') throw new ApiError('invalid_prefix')
     if (readJson(req).confirm !== prefix)
-      throw new ServiceError(400, 'invalid_request', 'Type the prefix again to confirm.')
+      throw new ApiError(400, 'invalid_request', 'Type the prefix again to confirm.')
     return jsonReply(200, { deleted: await this.ctx.data.deletePrefix(info, prefix).catch(gone) })
   }
 }
