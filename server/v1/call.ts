@@ -22,6 +22,7 @@ import { apiErrorOf, storeCode } from '../services/store-errors.js'
 import { Repeats } from '../log.js'
 import { EXPOSE, allowOrigin } from './cors.js'
 import type { Entry } from '../store/types.js'
+import type { Refusal } from './refusal.js'
 import { OP } from '../services/usage.js'
 
 /** An unread body is read and dropped up to this size before an early answer; past it, cut off. */
@@ -224,6 +225,11 @@ export class Call {
       this.res.endWithoutBody()
     })
     this.finish(status, 0)
+  }
+
+  /** Answers a check's refusal (refusal.ts). */
+  refuse(r: Refusal): void {
+    this.fail(r.code, r.message)
   }
 
   fail(code: ErrorCode, message?: string, extra = '', close = false, index?: number): void {

@@ -1,11 +1,12 @@
 // GET, PUT and DELETE /v1/{namespace}/{key}. A value is stored as its JSON text and read
 // back as bytes, so the response body is `{"value":` + the stored text + `}` with no
 // parsing or re-serialising on the way.
-import type { NamespaceInfo } from '../services/accounts.js'
+import type { ApiKey, NamespaceInfo } from '../services/accounts.js'
 import type { HttpRequest } from '../http/uws.js'
 import type { Plan } from '../services/plans.js'
 import type { Entry } from '../store/types.js'
-import { acceptsJson, readRequestBody } from './body.js'
+import { readRequestBody, typeRefusal } from './body.js'
+import { type Refusal, refusal } from './refusal.js'
 import type { Call } from './call.js'
 import { type Tags, matches, parseTags } from '../wire/conditions.js'
 import { type PutBody, parsePutBody } from '../wire/json-body.js'
@@ -23,44 +24,31 @@ const META = Buffer.from(',"metadata":')
 const NULL = Buffer.from('null')
 const CLOSE = Buffer.from('}')
 
-/** The key of an Entry route, or undefined after answering 400 invalid_key. */
-export function keyOf(call: Call, parsed: Parsed): string | undefined {
-  const key = decodeKey(parsed.rawKey)
-  if (key === undefined) {
-    call.fail(
-      'invalid_key',
-      'A key is 1 to 512 bytes of UTF-8 after percent-decoding, without control characters or "." and ".." segments.',
-    )
-  }
-  return key
-}
+/** The refusal of an Entry route's key that does not decode (wire/keys.ts decodeKey). */
+export const INVALID_KEY = refusal(
+  'invalid_key',
+  'A key is 1 to 512 bytes of UTF-8 after percent-decoding, without control characters or "." and ".." segments.',
+)
+const READ_ONLY = refusal('forbidden', 'This API key may only read.')
 
-export function canUse(call: Call, ns: string, write: boolean): boolean {
-  const k = call.key!
-  if ((write && !k.canWrite) || !k.allows(ns)) {
-    call.fail(
-      'forbidden',
-      write && !k.canWrite
-        ? 'This API key may only read.'
-        : `This API key may not use namespace "${ns}".`,
-    )
-    return false
-  }
-  return true
+/** The 403 for an API key that may not use the namespace (or write, when `write`). */
+export function useRefusal(k: ApiKey, ns: string, write: boolean): Refusal | undefined {
+  if (write && !k.canWrite) return READ_ONLY
+  if (!k.allows(ns)) return refusal('forbidden', `This API key may not use namespace "${ns}".`)
+  return undefined
 }
 
 const etag = (version: number) => `"${version}"`
 
 /**
- * Answers 404 namespace_not_found, and says so, when the account's snapshot tells at once that
- * the namespace is missing: a request with a body is refused before the body is read. Where
- * the store must be asked the body is read first (uWebSockets.js hands a body's chunks only to
- * a reader registered before the handler returns), and withNamespace refuses it after.
+ * The 404 namespace_not_found when the account's snapshot tells at once that the namespace is
+ * missing: a request with a body is refused before the body is read. Where the store must be
+ * asked the body is read first (uWebSockets.js hands a body's chunks only to a reader
+ * registered before the handler returns), and withNamespace refuses it after.
  */
-export function missingNow(call: Call, ns: string): boolean {
-  if (call.ctx.accounts.namespace(call.account!, ns)) return false
-  call.fail('namespace_not_found', noSuchNamespace(ns))
-  return true
+export function missingRefusal(call: Call, ns: string): Refusal | undefined {
+  if (call.ctx.accounts.namespace(call.account!, ns)) return undefined
+  return refusal('namespace_not_found', noSuchNamespace(ns))
 }
 
 /** What a write to one key (PUT, PATCH) has checked before its body is read. */
@@ -77,13 +65,22 @@ export interface WriteTarget {
  */
 export function writeTarget(call: Call, req: HttpRequest, parsed: Parsed): WriteTarget | undefined {
   const ns = parsed.ns
-  if (!canUse(call, ns, true)) return undefined
-  const key = keyOf(call, parsed)
-  if (key === undefined || !acceptsJson(call, req)) return undefined
-  const ifMatch = parseTags(req.getHeader('if-match'))
-  const ifNoneMatch = parseTags(req.getHeader('if-none-match'))
-  if (missingNow(call, ns)) return undefined
-  return { ns, key, ifMatch, ifNoneMatch }
+  const key = decodeKey(parsed.rawKey)
+  const refused =
+    useRefusal(call.key!, ns, true) ??
+    (key === undefined ? INVALID_KEY : undefined) ??
+    typeRefusal(req) ??
+    missingRefusal(call, ns)
+  if (refused !== undefined) {
+    call.refuse(refused)
+    return undefined
+  }
+  return {
+    ns,
+    key: key!,
+    ifMatch: parseTags(req.getHeader('if-match')),
+    ifNoneMatch: parseTags(req.getHeader('if-none-match')),
+  }
 }
 
 /**
@@ -117,18 +114,19 @@ export function prefetch(call: Call, parsed: Parsed): void {
 
 export function getEntry(call: Call, req: HttpRequest, parsed: Parsed): void {
   const ns = parsed.ns
-  if (!canUse(call, ns, false)) return
-  const key = keyOf(call, parsed)
-  if (key === undefined) return
+  const key = decodeKey(parsed.rawKey)
+  const refused = useRefusal(call.key!, ns, false) ?? (key === undefined ? INVALID_KEY : undefined)
+  if (refused !== undefined) return call.refuse(refused)
   const inm = req.getHeader('if-none-match')
   // ?metadata=1 asks for the metadata beside the value.
   const raw = req.getQuery()
   const q = raw === undefined || raw === '' ? undefined : parseQuery(raw)
   if (q !== undefined && !(q instanceof URLSearchParams))
     return call.fail('invalid_request', q.message)
-  if (q !== undefined && (q.has('at') || q.get('history') === '1')) return getPast(call, parsed, q)
+  if (q !== undefined && (q.has('at') || q.get('history') === '1'))
+    return getPast(call, key!, ns, q)
   const meta = q?.get('metadata') === '1'
-  withNamespace(call, ns, (info) => readEntry(call, info, key, inm, meta))
+  withNamespace(call, ns, (info) => readEntry(call, info, key!, inm, meta))
 }
 
 function readEntry(call: Call, info: NamespaceInfo, key: string, inm: string, meta: boolean): void {
@@ -192,13 +190,20 @@ export function putEntry(call: Call, req: HttpRequest, parsed: Parsed, plan: Pla
     withNamespace(call, ns, (info) =>
       call.applyLater(() =>
         call.ctx.data
-          .put(call.account!, info, key, parsedBody.value, {
-            ttl: parsedBody.ttl,
-            expiresAt: parsedBody.expiresAt,
-            ifMatch,
-            ifNoneMatch,
-            metadata: parsedBody.metadata,
-          })
+          .put(
+            call.account!,
+            info,
+            key,
+            parsedBody.value,
+            {
+              ttl: parsedBody.ttl,
+              expiresAt: parsedBody.expiresAt,
+              ifMatch,
+              ifNoneMatch,
+              metadata: parsedBody.metadata,
+            },
+            plan,
+          )
           .then(
             (r) => {
               const v = String(r.version)
@@ -217,14 +222,14 @@ export function putEntry(call: Call, req: HttpRequest, parsed: Parsed, plan: Pla
 
 export function deleteEntry(call: Call, req: HttpRequest, parsed: Parsed): void {
   const ns = parsed.ns
-  if (!canUse(call, ns, true)) return
-  const key = keyOf(call, parsed)
-  if (key === undefined) return
+  const key = decodeKey(parsed.rawKey)
+  const refused = useRefusal(call.key!, ns, true) ?? (key === undefined ? INVALID_KEY : undefined)
+  if (refused !== undefined) return call.refuse(refused)
   const ifMatch = parseTags(req.getHeader('if-match'))
   const ifNoneMatch = parseTags(req.getHeader('if-none-match'))
   withNamespace(call, ns, (info) =>
     call.applyLater(() =>
-      call.ctx.data.delete(info, key, ifMatch, ifNoneMatch).then(
+      call.ctx.data.delete(info, key!, ifMatch, ifNoneMatch).then(
         (deleted) => {
           if (!deleted) return call.fail('key_not_found')
           call.send(200, '{"deleted":true}')

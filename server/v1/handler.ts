@@ -19,7 +19,7 @@ import type { Plan } from '../services/plans.js'
 import { defer } from './deferred.js'
 import { prefetch } from './entries.js'
 import { type Parsed, Route, parsePath } from './paths.js'
-import { ROUTES, operation } from './routes.js'
+import { type Operation, ROUTES, operation } from './routes.js'
 
 const BEARER = /^bearer\s+(\S+)\s*$/i
 /** How often a key's last-used time is refreshed: finer would mean more writes, not more use. */
@@ -48,13 +48,15 @@ export function v1Handler(ctx: Context): (res: HttpResponse, req: HttpRequest) =
     const route = parsed.route
     const preflight = method === 'options'
     const origin = req.getHeader('origin')
+    // The route table is read once: the operation goes down with the request.
+    const op = operation(route, method)
     const call = new Call(
       ctx,
       res,
       requestId(req.getHeader('x-request-id')),
       // A preflight carries its CORS answer in headers of its own.
       preflight ? '' : origin,
-      preflight ? R.preflight : (operation(route, method)?.metric ?? R.unmatched),
+      preflight ? R.preflight : (op?.metric ?? R.unmatched),
     )
     if (asked === 'head') call.headOnly = true
     if ((method === 'put' || method === 'post' || method === 'patch') && refusedFraming(call, req))
@@ -72,7 +74,6 @@ export function v1Handler(ctx: Context): (res: HttpResponse, req: HttpRequest) =
       if (ctx.config.corsOrigins !== '*') lines += '\r\nVary: Origin'
       return call.empty(204, lines)
     }
-    const op = operation(route, method)
     if (op === undefined) {
       const allow = ROUTES[route].allow
       return call.fail(
@@ -93,6 +94,7 @@ export function v1Handler(ctx: Context): (res: HttpResponse, req: HttpRequest) =
         req,
         parsed,
         method,
+        op,
         secret,
         key,
         now,
@@ -102,7 +104,7 @@ export function v1Handler(ctx: Context): (res: HttpResponse, req: HttpRequest) =
     const frozen = defer(call, req, method, ctx)
     const p: Parsed = { route: parsed.route, ns: parsed.ns, rawKey: parsed.rawKey }
     key.then(
-      (k) => authenticated(call, frozen, p, method, secret, k, now, newBucket()),
+      (k) => authenticated(call, frozen, p, method, op, secret, k, now, newBucket()),
       (err) => call.error(err),
     )
   }
@@ -112,6 +114,7 @@ export function v1Handler(ctx: Context): (res: HttpResponse, req: HttpRequest) =
     req: HttpRequest,
     parsed: Parsed,
     method: string,
+    op: Operation,
     secret: string,
     key: ApiKey | undefined,
     now: number,
@@ -140,20 +143,20 @@ export function v1Handler(ctx: Context): (res: HttpResponse, req: HttpRequest) =
     call.secret = secret
     call.account = account
     if (now - key.lastUsedMs >= LAST_USED_STEP_MS) ctx.accounts.touch(key, now)
-    const op = operation(route, method)!
     call.op = op.usage
     if (route === Route.Keys || route === Route.Entry || route === Route.Namespace)
       call.ns = parsed.ns
+    // The plan is read once: the operation and the data service use this one (plans.ts).
     const plan = ctx.plans.get(account.rec.plan)
     const b = takeAccountToken(ctx.store.limiter, account.id, plan, now, out)
-    if (!(b instanceof Promise)) return admitted(call, req, parsed, method, plan, b, now)
+    if (!(b instanceof Promise)) return admitted(call, req, parsed, op, plan, b, now)
     // The bucket's answer and a read are awaited together: one round trip, not two.
     if (route === Route.Entry && method === 'get') prefetch(call, parsed)
     const frozen = defer(call, req, method, ctx)
     const p: Parsed =
       frozen === req ? parsed : { route: parsed.route, ns: parsed.ns, rawKey: parsed.rawKey }
     b.then(
-      (got) => admitted(call, frozen, p, method, plan, got, now),
+      (got) => admitted(call, frozen, p, op, plan, got, now),
       (err) => call.error(err),
     )
   }
@@ -162,13 +165,12 @@ export function v1Handler(ctx: Context): (res: HttpResponse, req: HttpRequest) =
     call: Call,
     req: HttpRequest,
     parsed: Parsed,
-    method: string,
+    op: Operation,
     plan: Plan,
     bucket: Bucket,
     now: number,
   ): void {
     if (call.done) return
-    const route = parsed.route
     const account = call.account!
     if (bucket.limit >= 0) {
       call.limit = bucket.limit
@@ -181,7 +183,7 @@ export function v1Handler(ctx: Context): (res: HttpResponse, req: HttpRequest) =
     if (refused !== null)
       return call.fail(refused.code, refused.message, `\r\nRetry-After: ${refused.retryAfter}`)
 
-    operation(route, method)!.run(call, req, parsed, plan)
+    op.run(call, req, parsed, plan)
   }
 
   return handle

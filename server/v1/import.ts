@@ -20,7 +20,7 @@ import { type ImportEntry, type LineFault, importLine } from '../wire/import-lin
 import { type KeyRange, rangeFault } from '../wire/range.js'
 import { closeRequested } from './body.js'
 import type { Call } from './call.js'
-import { canUse, missingNow } from './entries.js'
+import { missingRefusal, useRefusal } from './entries.js'
 import type { NamespaceInfo } from '../services/accounts.js'
 import type { Parsed } from './paths.js'
 import { runTransaction } from './transaction.js'
@@ -106,7 +106,8 @@ function importNamespace(
 ): void {
   call.op = OP.import
   const ns = parsed.ns
-  if (!canUse(call, ns, true)) return
+  const refused = useRefusal(call.key!, ns, true)
+  if (refused !== undefined) return call.refuse(refused)
   const type = req.getHeader('content-type')
   if (type !== '' && !NDJSON.test(type))
     return call.fail(
@@ -123,7 +124,8 @@ function importNamespace(
   }
   const fault = rangeFault(range)
   if (fault !== undefined) return call.fail('invalid_range', fault)
-  if (missingNow(call, ns)) return
+  const missing = missingRefusal(call, ns)
+  if (missing !== undefined) return call.refuse(missing)
   const closing = closeRequested(req.getHeader('connection'))
   const declared = req.getHeader('content-length')
   if (declared !== '' && Number(declared) > MAX_IMPORT_BYTES)

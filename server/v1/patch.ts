@@ -23,7 +23,7 @@ export function patchEntry(call: Call, req: HttpRequest, parsed: Parsed, plan: P
     }
     withNamespace(call, ns, (info) =>
       call.applyLater(() =>
-        call.ctx.data.patch(call.account!, info, op, ifMatch, ifNoneMatch).then(
+        call.ctx.data.patch(call.account!, info, op, ifMatch, ifNoneMatch, plan).then(
           (r) => {
             const v = String(r.version)
             call.send(
