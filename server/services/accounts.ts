@@ -66,7 +66,7 @@ export class Accounts {
     private plans: PlanBook,
   ) {
     this.records = store.records
-    this.shared = !store.soleWriter
+    this.shared = !store.supports.soleWriter
     const ttl = this.shared ? { ttl: REFRESH_MS } : {}
     this.byId = new LRUCache({ max: CACHE_MAX, ...ttl })
     this.bySecret = new LRUCache({ max: CACHE_MAX, ...ttl })

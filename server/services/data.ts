@@ -39,7 +39,7 @@ function txFailure(err: unknown): unknown {
   return apiErrorOf(err)
 }
 
-/** What metadata adds to a namespace's bytes as the store counts them (Store.metadataOverhead). */
+/** What metadata adds to a namespace's bytes as the store counts them (StoreSupports.metadataOverhead). */
 function metadataBytes(m: Buffer | null | undefined, overhead: number): number {
   return overhead < 0 || !m ? 0 : m.length + overhead
 }
@@ -145,7 +145,7 @@ export class Data {
       if (o.ifMatch !== undefined || o.ifNoneMatch !== undefined) ifVersion = v ?? null
     } else if (fast !== undefined) ifVersion = fast
     else if (o.ifNoneMatch === '*') ifVersion = null
-    const md = metadataBytes(o.metadata, this.store.metadataOverhead)
+    const md = metadataBytes(o.metadata, this.store.supports.metadataOverhead)
     const delta = Buffer.byteLength(key) + json.length + md - oldBytes
     const settle =
       quota !== null ? await this.checkQuota(account, plan, quota, delta, 'write') : none
@@ -241,7 +241,7 @@ export class Data {
     let settle = none
     let adds = 0
     if (quota !== null) {
-      adds = ops.reduce((sum, op) => sum + mostAdded(op, this.store.metadataOverhead), 0)
+      adds = ops.reduce((sum, op) => sum + mostAdded(op, this.store.supports.metadataOverhead), 0)
       const what = ops.some((op) => op.op === 'patch') ? 'change' : 'transaction'
       if (adds > 0) settle = await this.checkQuota(account, plan, quota, adds, what)
     }
@@ -297,7 +297,7 @@ export class Data {
 
   /** What metadata adds to a namespace's bytes, as this store counts it. */
   metadataBytes(m: Buffer | undefined): number {
-    return metadataBytes(m, this.store.metadataOverhead)
+    return metadataBytes(m, this.store.supports.metadataOverhead)
   }
 
   /**

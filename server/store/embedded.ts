@@ -135,8 +135,7 @@ function embeddedStore(db: Db, records: EmbeddedRecords): Store {
   sweeper.unref()
   return {
     kind: 'embedded',
-    soleWriter: true,
-    metadataOverhead: METADATA_HEAD,
+    supports: { soleWriter: true, metadataOverhead: METADATA_HEAD },
     records,
     limiter: new MemoryLimiter(),
     admin: {

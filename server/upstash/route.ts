@@ -56,7 +56,7 @@ interface Asked {
 
 export function upstashHandler(ctx: Context): (res: HttpResponse, req: HttpRequest) => void {
   const bucket: Bucket = newBucket()
-  const shared = !ctx.store.soleWriter
+  const shared = !ctx.store.supports.soleWriter
 
   function handle(res: HttpResponse, req: HttpRequest): void {
     const method = req.getMethod()

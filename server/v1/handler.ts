@@ -38,7 +38,7 @@ export function v1Handler(ctx: Context): (res: HttpResponse, req: HttpRequest) =
   const parsed: Parsed = { route: Route.NotFound, ns: '', rawKey: '' }
   const bucket: Bucket = newBucket()
 
-  const shared = !ctx.store.soleWriter
+  const shared = !ctx.store.supports.soleWriter
 
   function handle(res: HttpResponse, req: HttpRequest): void {
     const asked = req.getMethod()
