@@ -5,7 +5,6 @@
 // operation talks to storage through the Store seam.
 import type { Context } from '../context.js'
 import { ERRORS } from '../wire/errors.js'
-import { requestAddress } from '../http/address.js'
 import { requestId } from '../http/request-id.js'
 import type { HttpRequest, HttpResponse } from '../http/uws.js'
 import type { ApiKey } from '../services/accounts.js'
@@ -13,6 +12,7 @@ import { type Bucket, newBucket, takeAccountToken } from '../services/limits.js'
 import { quotaRefusal } from './quota.js'
 import { R } from '../metrics.js'
 import { refusedFraming } from './body.js'
+import { BEARER, admitBucket, identify, refuseUnknownKey } from './admission.js'
 import { Call } from './call.js'
 import { ALLOW_HEADERS, MAX_AGE, allowOrigin } from './cors.js'
 import type { Plan } from '../services/plans.js'
@@ -20,10 +20,6 @@ import { defer } from './deferred.js'
 import { prefetch } from './entries.js'
 import { type Parsed, Route, parsePath } from './paths.js'
 import { type Operation, ROUTES, operation } from './routes.js'
-
-const BEARER = /^bearer\s+(\S+)\s*$/i
-/** How often a key's last-used time is refreshed: finer would mean more writes, not more use. */
-const LAST_USED_STEP_MS = 60_000
 
 function apiKeyOf(req: HttpRequest): string {
   const k = req.getHeader('x-api-key')
@@ -123,26 +119,18 @@ export function v1Handler(ctx: Context): (res: HttpResponse, req: HttpRequest) =
     if (call.done) return
     const route = parsed.route
     if (key === undefined) {
-      const b = ctx.badKeys.take(requestAddress(call.res, req, ctx.config.trustProxy), now)
-      if (!b.ok) {
-        return call.fail(
-          'rate_limited',
-          'Too many requests with missing or wrong API keys from this address.',
-          `\r\nRetry-After: ${b.retryAfter}`,
-        )
-      }
-      return call.fail(
-        'unauthorized',
+      return refuseUnknownKey(
+        ctx,
+        call,
+        req,
+        now,
         secret === ''
           ? 'Send an API key in the x-api-key header (or Authorization: Bearer).'
           : ERRORS.unauthorized.message,
       )
     }
     const account = key.account
-    call.key = key
-    call.secret = secret
-    call.account = account
-    if (now - key.lastUsedMs >= LAST_USED_STEP_MS) ctx.accounts.touch(key, now)
+    identify(ctx, call, key, secret, now)
     call.op = op.usage
     if (route === Route.Keys || route === Route.Entry || route === Route.Namespace)
       call.ns = parsed.ns
@@ -172,13 +160,7 @@ export function v1Handler(ctx: Context): (res: HttpResponse, req: HttpRequest) =
   ): void {
     if (call.done) return
     const account = call.account!
-    if (bucket.limit >= 0) {
-      call.limit = bucket.limit
-      call.remaining = bucket.remaining
-      call.reset = bucket.reset
-    }
-    if (!bucket.ok)
-      return call.fail('rate_limited', undefined, `\r\nRetry-After: ${bucket.retryAfter}`)
+    if (!admitBucket(call, bucket)) return
     const refused = quotaRefusal(ctx, account, plan, 1, now)
     if (refused !== null)
       return call.fail(refused.code, refused.message, `\r\nRetry-After: ${refused.retryAfter}`)

@@ -13,6 +13,7 @@ import { missingRefusal, useRefusal, withNamespace } from './entries.js'
 import { txBodyLimit } from '../wire/body-limits.js'
 import type { Parsed } from './paths.js'
 import { resultText } from './tx-results.js'
+import { showBucket } from './admission.js'
 
 export function runTransaction(call: Call, req: HttpRequest, parsed: Parsed, plan: Plan): void {
   const ns = parsed.ns
@@ -67,11 +68,7 @@ export function runTransaction(call: Call, req: HttpRequest, parsed: Parsed, pla
       if (extra <= 0) return go()
       const out: Bucket = newBucket()
       const admitted = (b: Bucket) => {
-        if (b.limit >= 0) {
-          call.limit = b.limit
-          call.remaining = b.remaining
-          call.reset = b.reset
-        }
+        showBucket(call, b)
         if (!b.ok) {
           call.count = 1
           return call.fail(
