@@ -162,7 +162,8 @@ export class Data {
     } catch (err) {
       settle(0)
       if (isConflict(err)) throw new ApiError('precondition_failed')
-      if (isGone(err)) throw new ApiError('namespace_not_found')
+      // Dropped while the body arrived: said as withNamespace says it (v1/entries.ts).
+      if (isGone(err)) throw new ApiError('namespace_not_found', noSuchNamespace(info.name))
       throw err
     }
   }

@@ -3,7 +3,7 @@
 // emptied by deleting it.
 import type { HttpRequest } from '../http/uws.js'
 import type { Call } from './call.js'
-import { useRefusal, withNamespace } from './entries.js'
+import { useRefusal, withNamespace } from './checks.js'
 import type { Parsed } from './paths.js'
 import { parseQuery } from '../wire/query.js'
 

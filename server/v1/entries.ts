@@ -1,12 +1,11 @@
 // GET, PUT and DELETE /v1/{namespace}/{key}. A value is stored as its JSON text and read
 // back as bytes, so the response body is `{"value":` + the stored text + `}` with no
 // parsing or re-serialising on the way.
-import type { ApiKey, NamespaceInfo } from '../services/accounts.js'
+import type { NamespaceInfo } from '../services/accounts.js'
 import type { HttpRequest } from '../http/uws.js'
 import type { Plan } from '../services/plans.js'
 import type { Entry } from '../store/types.js'
 import { readRequestBody, typeRefusal } from './body.js'
-import { type Refusal, refusal } from './refusal.js'
 import type { Call } from './call.js'
 import { type Tags, matches, parseTags } from '../wire/conditions.js'
 import { type PutBody, parsePutBody } from '../wire/json-body.js'
@@ -17,6 +16,7 @@ import { bodyLimit } from '../wire/body-limits.js'
 import type { Parsed } from './paths.js'
 import { noSuchNamespace } from '../wire/errors.js'
 import { getPast } from './history.js'
+import { INVALID_KEY, useRefusal, withNamespace } from './checks.js'
 
 const HEAD = Buffer.from('{"value":')
 const TAIL = 0x7d // }
@@ -24,32 +24,7 @@ const META = Buffer.from(',"metadata":')
 const NULL = Buffer.from('null')
 const CLOSE = Buffer.from('}')
 
-/** The refusal of an Entry route's key that does not decode (wire/keys.ts decodeKey). */
-export const INVALID_KEY = refusal(
-  'invalid_key',
-  'A key is 1 to 512 bytes of UTF-8 after percent-decoding, without control characters or "." and ".." segments.',
-)
-const READ_ONLY = refusal('forbidden', 'This API key may only read.')
-
-/** The 403 for an API key that may not use the namespace (or write, when `write`). */
-export function useRefusal(k: ApiKey, ns: string, write: boolean): Refusal | undefined {
-  if (write && !k.canWrite) return READ_ONLY
-  if (!k.allows(ns)) return refusal('forbidden', `This API key may not use namespace "${ns}".`)
-  return undefined
-}
-
 const etag = (version: number) => `"${version}"`
-
-/**
- * The 404 namespace_not_found when the account's snapshot tells at once that the namespace is
- * missing: a request with a body is refused before the body is read. Where the store must be
- * asked the body is read first (uWebSockets.js hands a body's chunks only to a reader
- * registered before the handler returns), and withNamespace refuses it after.
- */
-export function missingRefusal(call: Call, ns: string): Refusal | undefined {
-  if (call.ctx.accounts.namespace(call.account!, ns)) return undefined
-  return refusal('namespace_not_found', noSuchNamespace(ns))
-}
 
 /** What a write to one key (PUT, PATCH) has checked before its body is read. */
 export interface WriteTarget {
@@ -57,6 +32,12 @@ export interface WriteTarget {
   key: string
   ifMatch: Tags | undefined
   ifNoneMatch: Tags | undefined
+  /**
+   * The namespace, when the account's snapshot had it: the write goes to it without a second
+   * look once the body is in (a namespace dropped meanwhile is refused by the store, and
+   * Data.put answers as withNamespace would). Undefined when the store had to be asked.
+   */
+  info: NamespaceInfo | undefined
 }
 
 /**
@@ -69,10 +50,14 @@ export function writeTarget(call: Call, req: HttpRequest, parsed: Parsed): Write
   const refused =
     useRefusal(call.key!, ns, true) ??
     (key === undefined ? INVALID_KEY : undefined) ??
-    typeRefusal(req) ??
-    missingRefusal(call, ns)
+    typeRefusal(req)
   if (refused !== undefined) {
     call.refuse(refused)
+    return undefined
+  }
+  const found = call.ctx.accounts.namespace(call.account!, ns)
+  if (found === undefined) {
+    call.fail('namespace_not_found', noSuchNamespace(ns))
     return undefined
   }
   return {
@@ -80,22 +65,8 @@ export function writeTarget(call: Call, req: HttpRequest, parsed: Parsed): Write
     key: key!,
     ifMatch: parseTags(req.getHeader('if-match')),
     ifNoneMatch: parseTags(req.getHeader('if-none-match')),
+    info: found instanceof Promise ? undefined : found,
   }
-}
-
-/**
- * Calls `next` with the caller's namespace (at once when the account's snapshot has it),
- * or answers 404 namespace_not_found.
- */
-export function withNamespace(call: Call, ns: string, next: (info: NamespaceInfo) => void): void {
-  const found = call.ctx.accounts.namespace(call.account!, ns)
-  const go = (info: NamespaceInfo | undefined) => {
-    if (info === undefined) return call.fail('namespace_not_found', noSuchNamespace(ns))
-    next(info)
-  }
-  if (!(found instanceof Promise)) return go(found)
-  call.async()
-  found.then(go, (err) => call.error(err))
 }
 
 /**
@@ -178,7 +149,7 @@ function answerGet(call: Call, got: Entry | undefined, inm: string, meta: boolea
 export function putEntry(call: Call, req: HttpRequest, parsed: Parsed, plan: Plan): void {
   const target = writeTarget(call, req, parsed)
   if (target === undefined) return
-  const { ns, key, ifMatch, ifNoneMatch } = target
+  const { ns, key, ifMatch, ifNoneMatch, info: known } = target
   const max = plan.maxValueBytes
   readRequestBody(call, req, bodyLimit(plan), (body) => {
     let parsedBody: PutBody
@@ -187,7 +158,7 @@ export function putEntry(call: Call, req: HttpRequest, parsed: Parsed, plan: Pla
     } catch (err) {
       return call.error(err)
     }
-    withNamespace(call, ns, (info) =>
+    const write = (info: NamespaceInfo) =>
       call.applyLater(() =>
         call.ctx.data
           .put(
@@ -215,8 +186,9 @@ export function putEntry(call: Call, req: HttpRequest, parsed: Parsed, plan: Pla
             },
             (err) => call.error(err),
           ),
-      ),
-    )
+      )
+    if (known !== undefined) write(known)
+    else withNamespace(call, ns, write)
   })
 }
 

@@ -11,7 +11,7 @@ import type { ExportedEntry, RangeSnapshot } from '../store/types.js'
 import { expirySeconds } from '../wire/expiry.js'
 import type { KeyRange } from '../wire/range.js'
 import type { Call } from './call.js'
-import { withNamespace } from './entries.js'
+import { withNamespace } from './checks.js'
 import type { Parsed } from './paths.js'
 
 /** Entries per counted request. */

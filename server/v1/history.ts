@@ -11,7 +11,7 @@ import { POINT_HELP, parsePoint } from '../wire/point.js'
 import { ApiError } from '../wire/errors.js'
 import { readRequestBody, typeRefusal } from './body.js'
 import type { Call } from './call.js'
-import { missingRefusal, useRefusal, withNamespace } from './entries.js'
+import { missingRefusal, useRefusal, withNamespace } from './checks.js'
 import type { Parsed } from './paths.js'
 
 const LIMIT = /^[1-9][0-9]{0,3}$/

@@ -20,7 +20,7 @@ import { type ImportEntry, type LineFault, importLine } from '../wire/import-lin
 import { type KeyRange, rangeFault } from '../wire/range.js'
 import { closeRequested } from './body.js'
 import type { Call } from './call.js'
-import { missingRefusal, useRefusal } from './entries.js'
+import { missingRefusal, useRefusal } from './checks.js'
 import type { NamespaceInfo } from '../services/accounts.js'
 import type { Parsed } from './paths.js'
 import { runTransaction } from './transaction.js'
