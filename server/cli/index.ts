@@ -10,7 +10,7 @@ import { SERVER_FILE, TOKEN_FILE, serve } from '../app.js'
 import { ConfigError, parseArgs, serveConfig } from '../config.js'
 import { createLogger, errFields } from '../log.js'
 import { DEFAULT_PLANS_FILE, PlanBook, PlanError } from '../services/plans.js'
-import { ServiceError } from '../services/service-error.js'
+import { ApiError } from '../wire/errors.js'
 import { openServices } from '../services/index.js'
 import { Billing, type StripeSettings } from '../services/billing/index.js'
 import { type RepairReport, repairData } from '../store/embedded.js'
@@ -107,7 +107,7 @@ async function viaServer(
   try {
     info = JSON.parse(fs.readFileSync(path.join(dataDir, SERVER_FILE), 'utf8'))
   } catch {
-    throw new ServiceError(
+    throw new ApiError(
       503,
       'server_unknown',
       `${dataDir} is in use, but ${SERVER_FILE} does not say by which server.`,
@@ -125,7 +125,7 @@ async function viaServer(
   )
   const body = (await res.json()) as any
   if (!res.ok)
-    throw new ServiceError(
+    throw new ApiError(
       res.status,
       body?.error?.code ?? 'error',
       body?.error?.message ?? res.statusText,
@@ -222,7 +222,7 @@ async function repairCommand(dataDir: string, json: boolean): Promise<number> {
     report = await repairData(dataDir)
   } catch (err) {
     if ((err as { code?: string }).code !== 'LOCKED') throw err
-    throw new ServiceError(
+    throw new ApiError(
       409,
       'locked',
       `${dataDir} is in use by a running server; stop it, then run cairn repair again.`,
@@ -262,7 +262,7 @@ async function migrateCommand(flags: Map<string, string>): Promise<number> {
     )
   } catch (err) {
     if ((err as { code?: string }).code !== 'LOCKED') throw err
-    throw new ServiceError(
+    throw new ApiError(
       409,
       'locked',
       `${dir} is in use by a running server; stop it, then migrate.`,
@@ -362,7 +362,7 @@ async function main(argv: string[]): Promise<number> {
       : await directly({ dataDir, store }, plansFile, command, args, stripeSettings(flags)).catch(
           (err) => {
             if ((err as { code?: string }).code !== 'LOCKED') throw err
-            throw new ServiceError(
+            throw new ApiError(
               409,
               'locked',
               `${dataDir} is held by a server this command cannot reach (no live server in ${SERVER_FILE}); is it running as another user?`,
@@ -379,7 +379,7 @@ main(process.argv.slice(2)).then(
   },
   (err) => {
     const known =
-      err instanceof ServiceError ||
+      err instanceof ApiError ||
       err instanceof ConfigError ||
       err instanceof PlanError ||
       err instanceof UsageError

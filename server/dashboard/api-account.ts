@@ -3,7 +3,7 @@ import type { Context } from '../context.js'
 import { meters } from '../services/billing/meter.js'
 import { isLive } from '../services/billing/subscription.js'
 import type { Plan } from '../services/plans.js'
-import { ServiceError } from '../services/service-error.js'
+import { ApiError } from '../wire/errors.js'
 import { usageReport } from '../services/usage-report.js'
 import type { Caller } from './guard.js'
 import { type Reply, type Req, jsonReply, readJson } from '../http/pipeline.js'
@@ -68,9 +68,9 @@ export class AccountApi {
     const id = readJson(req).plan
     const plan =
       typeof id === 'string' && this.ctx.plans.has(id) ? this.ctx.plans.get(id) : undefined
-    if (!plan) throw new ServiceError(400, 'invalid_plan', 'There is no such plan.')
+    if (!plan) throw new ApiError(400, 'invalid_plan', 'There is no such plan.')
     if (!this.switchable(plan)) {
-      throw new ServiceError(
+      throw new ApiError(
         403,
         'plan_not_self_serve',
         `The ${plan.name} plan is switched on by the operator; the plan page says how to ask.`,
@@ -78,7 +78,7 @@ export class AccountApi {
     }
     const s = c.account.rec.stripe
     if (this.ctx.billing !== undefined && s?.subscriptionId !== undefined && isLive(s.status))
-      throw new ServiceError(
+      throw new ApiError(
         409,
         'already_subscribed',
         'This account pays for its plan through Stripe: change or cancel it in the billing portal.',

@@ -4,7 +4,7 @@ import { cancelForDeletion } from '../services/billing/cancel.js'
 import { storageFault } from '../services/storage-faults.js'
 import { checkNewPassword, normalizeEmail } from '../services/accounts.js'
 import type { Context } from '../context.js'
-import { ServiceError } from '../services/service-error.js'
+import { ApiError } from '../wire/errors.js'
 import type { Caller } from './guard.js'
 import { type Reply, type Req, jsonReply, readJson } from '../http/pipeline.js'
 import {
@@ -115,7 +115,7 @@ export class AuthApi {
     const body = readJson(req)
     const email = caller.account.rec.email
     if (typeof body.confirm !== 'string' || body.confirm.trim().toLowerCase() !== email)
-      throw new ServiceError(400, 'invalid_request', 'Type your email address to confirm.')
+      throw new ApiError(400, 'invalid_request', 'Type your email address to confirm.')
     const account = await this.recheck(caller, body.password)
     if (this.ctx.billing !== undefined) await cancelForDeletion(this.ctx.billing.stripe, account)
     await this.ctx.deleteAccount(account.id)
@@ -146,11 +146,7 @@ export class AuthApi {
       throw err
     }
     if (!account)
-      throw new ServiceError(
-        401,
-        'unauthorized',
-        'That email and password do not match an account.',
-      )
+      throw new ApiError(401, 'unauthorized', 'That email and password do not match an account.')
     this.perAddressEmail.reset(pair)
     this.perAddress.undo(req.ip)
     this.known.set(pair, true)
@@ -167,8 +163,7 @@ export class AuthApi {
       this.perSession.undo(key)
       throw err
     })
-    if (!account)
-      throw new ServiceError(403, 'wrong_password', 'Your current password is not right.')
+    if (!account) throw new ApiError(403, 'wrong_password', 'Your current password is not right.')
     this.perSession.reset(key)
     return account
   }
@@ -192,9 +187,9 @@ export class AuthApi {
   }
 }
 
-function tooMany(seconds: number): ServiceError {
+function tooMany(seconds: number): ApiError {
   const minutes = Math.ceil(seconds / 60)
-  return new ServiceError(
+  return new ApiError(
     429,
     'rate_limited',
     `Too many attempts. Try again in ${minutes} minute${minutes === 1 ? '' : 's'}.`,

@@ -4,7 +4,7 @@ import type { Context } from '../context.js'
 import type { Billing } from '../services/billing/index.js'
 import { meters } from '../services/billing/meter.js'
 import { MAX_CAP_CENTS } from '../services/billing/spend.js'
-import { ServiceError } from '../services/service-error.js'
+import { ApiError } from '../wire/errors.js'
 import type { Caller } from './guard.js'
 import { type Reply, type Req, jsonReply, readJson } from '../http/pipeline.js'
 import { redirect } from './pages.js'
@@ -25,7 +25,7 @@ export class BillingApi {
     const id = readJson(req).plan
     const plan =
       typeof id === 'string' && this.ctx.plans.has(id) ? this.ctx.plans.get(id) : undefined
-    if (!plan) throw new ServiceError(400, 'invalid_plan', 'There is no such plan.')
+    if (!plan) throw new ApiError(400, 'invalid_plan', 'There is no such plan.')
     const url = await this.billing.checkout.start(c.account, plan, siteOrigin(req))
     return jsonReply(200, { url })
   }
@@ -38,7 +38,7 @@ export class BillingApi {
     const cents: unknown = readJson(req).cents
     const plan = this.ctx.plans.get(c.account.rec.plan)
     if (!meters(c.account, plan) || plan.meteredCentsPerThousand === null)
-      throw new ServiceError(
+      throw new ApiError(
         409,
         'not_metered',
         'A spending cap is for an account subscribed to a metered plan.',
@@ -52,7 +52,7 @@ export class BillingApi {
         cents <= MAX_CAP_CENTS
       )
     )
-      throw new ServiceError(
+      throw new ApiError(
         400,
         'invalid_request',
         `The cap is a whole number of cents from 0 to ${MAX_CAP_CENTS}, or null for none.`,

@@ -12,7 +12,6 @@ import { encodeCursor, walkOf } from '../wire/cursor.js'
 import { parsePutBody } from '../wire/json-body.js'
 import { expirySeconds } from '../wire/expiry.js'
 import { parsePatchBody, patchOp } from '../wire/patch-body.js'
-import { ServiceError } from '../services/service-error.js'
 import type { Caller } from './guard.js'
 import { keyParam } from './key-param.js'
 import { type Reply, type Req, jsonReply, readJson } from '../http/pipeline.js'
@@ -132,7 +131,7 @@ export class DataApi {
     const prefix = req.query.get('prefix') ?? ''
     if (prefix === '') throw new ApiError('invalid_prefix')
     if (readJson(req).confirm !== prefix)
-      throw new ServiceError(400, 'invalid_request', 'Type the prefix again to confirm.')
+      throw new ApiError(400, 'invalid_request', 'Type the prefix again to confirm.')
     return jsonReply(200, { deleted: await this.ctx.data.deletePrefix(info, prefix).catch(gone) })
   }
 }

@@ -2,7 +2,6 @@
 // the rules (names, the plan's count), the same ones /v1 applies.
 import type { Context } from '../context.js'
 import { ApiError, noSuchNamespace } from '../wire/errors.js'
-import { ServiceError } from '../services/service-error.js'
 import type { Caller } from './guard.js'
 import { type Reply, type Req, jsonReply, readJson } from '../http/pipeline.js'
 
@@ -21,7 +20,7 @@ export class NamespacesApi {
   async drop(req: Req, c: Caller): Promise<Reply> {
     const name = req.params[0]!
     if (readJson(req).confirm !== name)
-      throw new ServiceError(400, 'invalid_request', 'Type the namespace name to confirm.')
+      throw new ApiError(400, 'invalid_request', 'Type the namespace name to confirm.')
     if (!(await this.ctx.namespaces.drop(c.account, name)))
       throw new ApiError('namespace_not_found', noSuchNamespace(name))
     return jsonReply(200, { deleted: true })

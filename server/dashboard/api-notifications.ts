@@ -3,7 +3,7 @@
 import { LRUCache } from 'lru-cache'
 import type { Context } from '../context.js'
 import { type Reply, type Req, jsonReply, readJson } from '../http/pipeline.js'
-import { ServiceError } from '../services/service-error.js'
+import { ApiError } from '../wire/errors.js'
 import type { Caller } from './guard.js'
 
 /** One test delivery per account per this long, per front end: a button cannot flood the outbox. */
@@ -31,22 +31,17 @@ export class NotificationsApi {
   async test(_req: Req, c: Caller): Promise<Reply> {
     const id = c.account.id
     if ((await this.ctx.webhooks.get(id)) === null)
-      throw new ServiceError(404, 'no_webhook', 'Save a webhook URL first.')
+      throw new ApiError(404, 'no_webhook', 'Save a webhook URL first.')
     if (this.tested.has(id))
-      throw new ServiceError(
-        429,
-        'rate_limited',
-        'A test was sent a moment ago; wait a few seconds.',
-        {
-          'Retry-After': String(TEST_EVERY_MS / 1000),
-        },
-      )
+      throw new ApiError(429, 'rate_limited', 'A test was sent a moment ago; wait a few seconds.', {
+        'Retry-After': String(TEST_EVERY_MS / 1000),
+      })
     const queued = await this.ctx.webhooks.notify(id, {
       type: 'webhook.test',
       account: id,
       at: new Date().toISOString(),
     })
-    if (!queued) throw new ServiceError(404, 'no_webhook', 'Save a webhook URL first.')
+    if (!queued) throw new ApiError(404, 'no_webhook', 'Save a webhook URL first.')
     this.tested.set(id, true)
     return jsonReply(202, { queued: true })
   }

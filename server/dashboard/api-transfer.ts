@@ -11,7 +11,6 @@ import { jsonReply } from '../http/pipeline.js'
 import { exportFileName, streamExport } from '../services/exports.js'
 import { type ImportRefusal, ImportSpool, MAX_IMPORT_BYTES } from '../services/import-spool.js'
 import { secondsToMidnight } from '../services/limits.js'
-import { ServiceError } from '../services/service-error.js'
 import { OP } from '../services/usage.js'
 import { bodyLimit } from '../wire/body-limits.js'
 import { ApiError, ERRORS } from '../wire/errors.js'
@@ -43,7 +42,7 @@ export class TransferApi {
     // link on another site would carry the cookie, SameSite=Lax, and spend the quota).
     checkSameOrigin(req)
     if (req.method === 'HEAD')
-      throw new ServiceError(405, 'method_not_allowed', 'An export streams its body: send GET.', {
+      throw new ApiError(405, 'method_not_allowed', 'An export streams its body: send GET.', {
         Allow: 'GET',
       })
     const ctx = this.ctx

@@ -7,7 +7,6 @@ import type { Context } from '../context.js'
 import { ApiError } from '../wire/errors.js'
 import { apiErrorOf } from '../services/store-errors.js'
 import type { Reply, Req } from '../http/pipeline.js'
-import { ServiceError } from '../services/service-error.js'
 import { OP } from '../services/usage.js'
 import { type Refusal, WatchSession } from '../services/watch-session.js'
 import { SseSink } from '../http/watch-sse.js'
@@ -25,11 +24,11 @@ export class WatchApi {
     // pages may open one (the cookie alone does not say where the request came from).
     checkSameOrigin(req)
     if (req.method === 'HEAD')
-      throw new ServiceError(405, 'method_not_allowed', WATCH_HEAD, {
+      throw new ApiError(405, 'method_not_allowed', WATCH_HEAD, {
         Allow: 'GET',
       })
     const since = sinceOf(req.headers['last-event-id']!, req.query.get('since'))
-    if (since === null) throw new ServiceError(400, 'invalid_request', BAD_SINCE)
+    if (since === null) throw new ApiError(400, 'invalid_request', BAD_SINCE)
     const prefix = req.query.get('prefix') ?? ''
     const ctx = this.ctx
     const account = c.account

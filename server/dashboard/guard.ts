@@ -4,7 +4,7 @@
 // a CORS preflight, which the dashboard never grants).
 import type { Account } from '../services/accounts.js'
 import type { Context } from '../context.js'
-import { ServiceError } from '../services/service-error.js'
+import { ApiError } from '../wire/errors.js'
 import type { Req } from '../http/pipeline.js'
 import {
   PRE_SESSION_COOKIE,
@@ -20,7 +20,7 @@ export interface Caller {
   account: Account
 }
 
-const crossSite = () => new ServiceError(403, 'forbidden', 'Cross-site requests are not allowed.')
+const crossSite = () => new ApiError(403, 'forbidden', 'Cross-site requests are not allowed.')
 
 /** A state-changing call must come from a page of this very site. */
 export function checkSameOrigin(req: Req): void {
@@ -52,7 +52,7 @@ export async function currentCaller(
 export function checkCsrf(req: Req, caller: Caller | undefined): void {
   const expected = caller ? caller.session.csrf : req.cookies[PRE_SESSION_COOKIE]
   if (!sameToken(req.headers['x-csrf-token'], expected)) {
-    throw new ServiceError(
+    throw new ApiError(
       403,
       'csrf_failed',
       'The page is out of date or the request came from another site. Reload the page and try again.',

@@ -4,7 +4,7 @@
 import type { Context } from '../context.js'
 import type { TemplatedApp } from '../http/uws.js'
 import { newBucket, takeAccountToken } from '../services/limits.js'
-import { ServiceError } from '../services/service-error.js'
+import { ApiError } from '../wire/errors.js'
 import { AccountApi } from './api-account.js'
 import { NotificationsApi } from './api-notifications.js'
 import { queuedHashes } from '../services/password-hasher.js'
@@ -61,7 +61,7 @@ export function mountDashboard(app: TemplatedApp, ctx: Context): void {
     try {
       const caller = await currentCaller(req, ctx, sessions)
       checkSameOrigin(req)
-      if (!caller) throw new ServiceError(401, 'unauthorized', 'Please log in.')
+      if (!caller) throw new ApiError(401, 'unauthorized', 'Please log in.')
       return bodyLimit(ctx.plans.get(caller.account.rec.plan))
     } catch (err) {
       return errorReply(err)
@@ -82,7 +82,7 @@ export function mountDashboard(app: TemplatedApp, ctx: Context): void {
         newBucket(),
       )
       if (!b.ok)
-        throw new ServiceError(
+        throw new ApiError(
           429,
           'rate_limited',
           `The ${plan.id} plan's request rate is used up for the moment; try again in a few seconds.`,
@@ -101,7 +101,7 @@ export function mountDashboard(app: TemplatedApp, ctx: Context): void {
       try {
         const caller = await currentCaller(req, ctx, sessions)
         if (method !== 'get') checkSameOrigin(req)
-        if (!caller) throw new ServiceError(401, 'unauthorized', 'Please log in.')
+        if (!caller) throw new ApiError(401, 'unauthorized', 'Please log in.')
         if (method !== 'get') checkCsrf(req, caller)
         return await handler(req, caller)
       } catch (err) {
@@ -194,7 +194,7 @@ export function mountDashboard(app: TemplatedApp, ctx: Context): void {
     try {
       const caller = await currentCaller(req, ctx, sessions)
       checkSameOrigin(req)
-      if (!caller) throw new ServiceError(401, 'unauthorized', 'Please log in.')
+      if (!caller) throw new ApiError(401, 'unauthorized', 'Please log in.')
       checkCsrf(req, caller)
       return transfer.importSink(req, caller)
     } catch (err) {

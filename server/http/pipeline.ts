@@ -1,6 +1,6 @@
 // The request pipeline of the dashboard and the operator endpoint over uWebSockets.js: one
-// place for bodies (read whole, up to a limit), framing checks, errors (ServiceError,
-// ApiError and storage faults become the contract's error body; anything else a logged
+// place for bodies (read whole, up to a limit), framing checks, errors (ApiError
+// and storage faults become the contract's error body; anything else a logged
 // 500), in-flight accounting and the shutdown drain, and metrics. A uWS request object dies
 // when the synchronous handler returns, so everything a handler may need later (headers,
 // cookies, the client address, the body) is copied into a plain Req first; the Reply is
@@ -9,7 +9,6 @@
 import type { Context } from '../context.js'
 import { ApiError } from '../wire/errors.js'
 import { R, ROUTES } from '../metrics.js'
-import { ServiceError } from '../services/service-error.js'
 import { storageFault } from '../services/storage-faults.js'
 import { apiErrorOf } from '../services/store-errors.js'
 import { jsonContentType } from '../wire/content-type.js'
@@ -151,17 +150,17 @@ export function fail(status: number, code: string, message: string, extra: Parti
 export function errorReply(thrown: unknown): Reply {
   // A store's refusal (a namespace dropped meanwhile, a condition) means what it means on /v1.
   const err = apiErrorOf(thrown)
-  if (err instanceof ServiceError || err instanceof ApiError)
+  if (err instanceof ApiError)
     return fail(err.status, err.code, err.message, { headers: err.headers })
   const fault = storageFault(err)
   if (fault) return fail(fault.status, fault.code, fault.message, { headers: fault.headers })
   throw err
 }
 
-/** The body as a JSON object; ServiceError when it is not one. */
+/** The body as a JSON object; ApiError when it is not one. */
 export function readJson(req: Req): Record<string, unknown> {
   if (!jsonContentType(req.headers['content-type']!)) {
-    throw new ServiceError(
+    throw new ApiError(
       415,
       'unsupported_media_type',
       'Send JSON with Content-Type: application/json.',
@@ -171,10 +170,10 @@ export function readJson(req: Req): Record<string, unknown> {
   try {
     body = JSON.parse(req.body.toString('utf8') || '{}')
   } catch {
-    throw new ServiceError(400, 'invalid_json', 'The request body is not valid JSON.')
+    throw new ApiError(400, 'invalid_json', 'The request body is not valid JSON.')
   }
   if (typeof body !== 'object' || body === null || Array.isArray(body))
-    throw new ServiceError(400, 'invalid_request', 'The request body must be a JSON object.')
+    throw new ApiError(400, 'invalid_request', 'The request body must be a JSON object.')
   return body as Record<string, unknown>
 }
 

@@ -4,7 +4,7 @@ import type { Accounts, KeyOptions, Permission } from '../services/accounts.js'
 import type { SessionStore } from '../services/sessions.js'
 import type { Namespaces } from '../services/namespaces.js'
 import type { PlanBook } from '../services/plans.js'
-import { ServiceError } from '../services/service-error.js'
+import { ApiError } from '../wire/errors.js'
 import type { Store } from '../store/types.js'
 
 export interface AdminServices {
@@ -56,7 +56,7 @@ function keyOptions(a: AdminArgs): KeyOptions {
 /** The embedded engine's maintenance, or a 400 saying that Redis does its own. */
 function embeddedOnly(store: Store, command: string) {
   if (store.admin === undefined)
-    throw new ServiceError(
+    throw new ApiError(
       400,
       'not_supported',
       `"${command}" is for the embedded engine; on Redis, use Redis's own tools (docs/scale-out.md).`,
@@ -115,7 +115,7 @@ export async function runAdmin(
       const admin = embeddedOnly(svc.store, 'backup')
       const to = str(a.to)
       if (!to)
-        throw new ServiceError(
+        throw new ApiError(
           400,
           'invalid_request',
           'Give the directory to write the backup to (--to DIR).',
@@ -136,7 +136,7 @@ export async function runAdmin(
     }
     case 'billing.flush': {
       if (svc.billing === undefined)
-        throw new ServiceError(
+        throw new ApiError(
           400,
           'not_supported',
           'Stripe is off: give --stripe-secret-key and --stripe-webhook-secret (or CAIRN_STRIPE_SECRET_KEY and CAIRN_STRIPE_WEBHOOK_SECRET).',
@@ -144,6 +144,6 @@ export async function runAdmin(
       return { sent: await svc.billing.meter.flush() }
     }
     default:
-      throw new ServiceError(404, 'unknown_command', `There is no command "${command}".`)
+      throw new ApiError(404, 'unknown_command', `There is no command "${command}".`)
   }
 }

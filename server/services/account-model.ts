@@ -1,6 +1,6 @@
 // What an account is: its record, its API keys' records, what the outside sees of them,
 // and the rules their fields follow. Accounts (accounts.ts) keeps them in the store.
-import { ServiceError } from './service-error.js'
+import { ApiError } from '../wire/errors.js'
 
 export type Permission = 'read' | 'read-write'
 
@@ -123,18 +123,17 @@ const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/
 export const NAMESPACE_NAME = /^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/
 
 export function normalizeEmail(email: unknown): string {
-  if (typeof email !== 'string')
-    throw new ServiceError(400, 'invalid_email', 'Give an email address.')
+  if (typeof email !== 'string') throw new ApiError(400, 'invalid_email', 'Give an email address.')
   const e = email.trim().toLowerCase()
   if (e.length > 254 || !EMAIL.test(e)) {
-    throw new ServiceError(400, 'invalid_email', 'That does not look like an email address.')
+    throw new ApiError(400, 'invalid_email', 'That does not look like an email address.')
   }
   return e
 }
 
 export function checkNewPassword(password: unknown): string {
   if (typeof password !== 'string' || password.length < 8 || password.length > 200) {
-    throw new ServiceError(400, 'invalid_password', 'A password is 8 to 200 characters long.')
+    throw new ApiError(400, 'invalid_password', 'A password is 8 to 200 characters long.')
   }
   return password
 }
@@ -152,7 +151,7 @@ export function checkKeyOptions(opts: KeyOptions): {
 } {
   const name = (opts.name ?? 'default').trim()
   if (!name || name.length > 64 || /[\u0000-\u001f\u007f]/.test(name)) {
-    throw new ServiceError(
+    throw new ApiError(
       400,
       'invalid_key_name',
       'A key name is 1 to 64 characters, no control characters.',
@@ -160,7 +159,7 @@ export function checkKeyOptions(opts: KeyOptions): {
   }
   const permission = opts.permission ?? 'read-write'
   if (permission !== 'read' && permission !== 'read-write') {
-    throw new ServiceError(400, 'invalid_permission', 'permission is "read" or "read-write".')
+    throw new ApiError(400, 'invalid_permission', 'permission is "read" or "read-write".')
   }
   let namespaces: string[] | null = null
   if (opts.namespaces != null) {
@@ -169,7 +168,7 @@ export function checkKeyOptions(opts: KeyOptions): {
       opts.namespaces.length === 0 ||
       opts.namespaces.length > 100
     ) {
-      throw new ServiceError(
+      throw new ApiError(
         400,
         'invalid_namespace',
         'Limit a key to 1 to 100 namespaces, or to none (all).',
@@ -177,7 +176,7 @@ export function checkKeyOptions(opts: KeyOptions): {
     }
     for (const n of opts.namespaces) {
       if (typeof n !== 'string' || !NAMESPACE_NAME.test(n)) {
-        throw new ServiceError(400, 'invalid_namespace', `"${String(n)}" is not a namespace name.`)
+        throw new ApiError(400, 'invalid_namespace', `"${String(n)}" is not a namespace name.`)
       }
     }
     namespaces = [...new Set(opts.namespaces)]

@@ -30,7 +30,7 @@ import {
   newApiKey,
   newId,
 } from './secrets.js'
-import { ServiceError } from './service-error.js'
+import { ApiError } from '../wire/errors.js'
 import { userNamespace } from '../store/names.js'
 import type { Records, Store } from '../store/types.js'
 import { Claims } from './claims.js'
@@ -66,7 +66,7 @@ export class Accounts {
     private plans: PlanBook,
   ) {
     this.records = store.records
-    this.shared = !store.soleWriter
+    this.shared = !store.supports.soleWriter
     const ttl = this.shared ? { ttl: REFRESH_MS } : {}
     this.byId = new LRUCache({ max: CACHE_MAX, ...ttl })
     this.bySecret = new LRUCache({ max: CACHE_MAX, ...ttl })
@@ -193,11 +193,11 @@ export class Accounts {
     return id === undefined ? undefined : this.get(id)
   }
 
-  /** The account for an email, or a 404 ServiceError. */
+  /** The account for an email, or a 404 ApiError. */
   async require(email: unknown): Promise<Account> {
     const a = await this.find(normalizeEmail(email))
     if (!a)
-      throw new ServiceError(404, 'account_not_found', `There is no account for ${String(email)}.`)
+      throw new ApiError(404, 'account_not_found', `There is no account for ${String(email)}.`)
     return a
   }
 
@@ -240,9 +240,9 @@ export class Accounts {
       opts.password === undefined || opts.password === null ? null : checkNewPassword(opts.password)
     const plan = opts.plan ?? this.plans.defaultId
     if (!this.plans.has(plan))
-      throw new ServiceError(400, 'invalid_plan', `There is no plan "${plan}".`)
+      throw new ApiError(400, 'invalid_plan', `There is no plan "${plan}".`)
     const exists = () =>
-      new ServiceError(409, 'account_exists', 'An account with that email already exists.')
+      new ApiError(409, 'account_exists', 'An account with that email already exists.')
     return this.signingUp.hold(email, exists, () => this.createNew(email, password, plan, exists))
   }
 
@@ -260,7 +260,7 @@ export class Accounts {
     email: string,
     password: string | null,
     plan: string,
-    exists: () => ServiceError,
+    exists: () => ApiError,
   ): Promise<{ account: AccountView; apiKey: NewKey }> {
     const claimed = await this.records.get<string>('email', email)
     if (claimed !== undefined && !(await this.emailLeftover(claimed))) throw exists()
@@ -342,7 +342,7 @@ export class Accounts {
 
   async setPlan(account: Account, plan: string): Promise<void> {
     if (!this.plans.has(plan))
-      throw new ServiceError(400, 'invalid_plan', `There is no plan "${plan}".`)
+      throw new ApiError(400, 'invalid_plan', `There is no plan "${plan}".`)
     await this.save(account, { ...account.rec, plan })
   }
 
@@ -360,7 +360,7 @@ export class Accounts {
     const rec = change(now)
     if (rec === now) return now
     if (rec.plan !== now.plan && !this.plans.has(rec.plan))
-      throw new ServiceError(400, 'invalid_plan', `There is no plan "${rec.plan}".`)
+      throw new ApiError(400, 'invalid_plan', `There is no plan "${rec.plan}".`)
     await this.save(account, rec)
     return rec
   }
@@ -396,7 +396,7 @@ export class Accounts {
     // email's removal below cannot take the new account's claim with it.
     const email = account.rec.email
     const busy = () =>
-      new ServiceError(409, 'busy', 'That account is being changed; try again shortly.')
+      new ApiError(409, 'busy', 'That account is being changed; try again shortly.')
     await this.signingUp.hold(email, busy, () => this.removeNow(account))
   }
 
@@ -496,7 +496,7 @@ export class Accounts {
     }
     if (res !== 'created') {
       await this.records.delete('keyhash', made.rec.hash).catch(() => {})
-      throw new ServiceError(
+      throw new ApiError(
         403,
         'key_quota_exceeded',
         `An account holds at most ${MAX_KEYS_PER_ACCOUNT} keys.`,
@@ -511,11 +511,7 @@ export class Accounts {
         ? await this.records.get<KeyRecord>('key', keyRecordId(account.id, keyId))
         : undefined
     if (!rec)
-      throw new ServiceError(
-        404,
-        'key_not_found',
-        `There is no key ${String(keyId)} on this account.`,
-      )
+      throw new ApiError(404, 'key_not_found', `There is no key ${String(keyId)} on this account.`)
     return rec
   }
 

@@ -5,7 +5,7 @@ import type { Account, Accounts, NamespaceInfo } from './accounts.js'
 import { ApiError, noSuchNamespace } from '../wire/errors.js'
 import { apiErrorOf, isConflict, isGone } from './store-errors.js'
 import type { Namespaces } from './namespaces.js'
-import type { PlanBook } from './plans.js'
+import type { Plan, PlanBook } from './plans.js'
 import { storageFault } from './storage-faults.js'
 import type {
   Entry,
@@ -39,7 +39,7 @@ function txFailure(err: unknown): unknown {
   return apiErrorOf(err)
 }
 
-/** What metadata adds to a namespace's bytes as the store counts them (Store.metadataOverhead). */
+/** What metadata adds to a namespace's bytes as the store counts them (StoreSupports.metadataOverhead). */
 function metadataBytes(m: Buffer | null | undefined, overhead: number): number {
   return overhead < 0 || !m ? 0 : m.length + overhead
 }
@@ -118,8 +118,8 @@ export class Data {
     key: string,
     json: Buffer,
     o: WriteOptions,
+    plan: Plan = this.plans.get(account.rec.plan),
   ): Promise<Written> {
-    const plan = this.plans.get(account.rec.plan)
     let ifVersion: number | null | undefined
     let oldBytes = -1
     const quota = plan.maxStorageBytes
@@ -145,9 +145,10 @@ export class Data {
       if (o.ifMatch !== undefined || o.ifNoneMatch !== undefined) ifVersion = v ?? null
     } else if (fast !== undefined) ifVersion = fast
     else if (o.ifNoneMatch === '*') ifVersion = null
-    const md = metadataBytes(o.metadata, this.store.metadataOverhead)
+    const md = metadataBytes(o.metadata, this.store.supports.metadataOverhead)
     const delta = Buffer.byteLength(key) + json.length + md - oldBytes
-    const settle = quota !== null ? await this.checkQuota(account, quota, delta, 'write') : none
+    const settle =
+      quota !== null ? await this.checkQuota(account, plan, quota, delta, 'write') : none
     try {
       const done = await this.store.put(info.storeName, key, json, {
         ttlMs: o.ttl !== undefined ? o.ttl * 1000 : undefined,
@@ -161,7 +162,8 @@ export class Data {
     } catch (err) {
       settle(0)
       if (isConflict(err)) throw new ApiError('precondition_failed')
-      if (isGone(err)) throw new ApiError('namespace_not_found')
+      // Dropped while the body arrived: said as withNamespace says it (v1/entries.ts).
+      if (isGone(err)) throw new ApiError('namespace_not_found', noSuchNamespace(info.name))
       throw err
     }
   }
@@ -225,8 +227,12 @@ export class Data {
    * A transaction (also PATCH's one op). The storage quota is checked against what its puts
    * add, as a PUT's is; the store applies all or nothing.
    */
-  async transact(account: Account, info: NamespaceInfo, ops: TxOp[]): Promise<Transacted> {
-    const plan = this.plans.get(account.rec.plan)
+  async transact(
+    account: Account,
+    info: NamespaceInfo,
+    ops: TxOp[],
+    plan: Plan = this.plans.get(account.rec.plan),
+  ): Promise<Transacted> {
     // An increment's result is a value like any other: at most the plan's largest.
     if (plan.maxValueBytes !== null)
       for (const op of ops)
@@ -236,9 +242,9 @@ export class Data {
     let settle = none
     let adds = 0
     if (quota !== null) {
-      adds = ops.reduce((sum, op) => sum + mostAdded(op, this.store.metadataOverhead), 0)
+      adds = ops.reduce((sum, op) => sum + mostAdded(op, this.store.supports.metadataOverhead), 0)
       const what = ops.some((op) => op.op === 'patch') ? 'change' : 'transaction'
-      if (adds > 0) settle = await this.checkQuota(account, quota, adds, what)
+      if (adds > 0) settle = await this.checkQuota(account, plan, quota, adds, what)
     }
     try {
       const done = await this.store.transact(info.storeName, ops)
@@ -292,7 +298,7 @@ export class Data {
 
   /** What metadata adds to a namespace's bytes, as this store counts it. */
   metadataBytes(m: Buffer | undefined): number {
-    return metadataBytes(m, this.store.metadataOverhead)
+    return metadataBytes(m, this.store.supports.metadataOverhead)
   }
 
   /**
@@ -305,6 +311,7 @@ export class Data {
    */
   private async checkQuota(
     account: Account,
+    plan: Plan,
     quota: number,
     delta: number,
     what: string,
@@ -325,20 +332,26 @@ export class Data {
       if (got === 'ok') return (added) => totals.settle(account.id, holder, added)
       used ??= await this.namespaces.storageBytes(account, true)
       // Writes under way elsewhere count too: the total said is at least past the quota.
-      throw this.overQuota(account, quota, Math.max(used + delta, quota + 1), what)
+      throw this.overQuota(account, plan, quota, Math.max(used + delta, quota + 1), what)
     }
     let used = await this.namespaces.storageBytes(account)
     if (used + delta > quota) used = await this.namespaces.storageBytes(account, true)
-    if (used + delta > quota) throw this.overQuota(account, quota, used + delta, what)
+    if (used + delta > quota) throw this.overQuota(account, plan, quota, used + delta, what)
     return none
   }
 
-  private overQuota(account: Account, quota: number, total: number, what: string): ApiError {
+  private overQuota(
+    account: Account,
+    plan: Plan,
+    quota: number,
+    total: number,
+    what: string,
+  ): ApiError {
     // The refusal stands whether or not its alert can be recorded, and does not wait for it.
     for (const fn of this.refusedHooks) Promise.resolve(fn(account, total)).catch(() => {})
     return new ApiError(
       'storage_quota_exceeded',
-      `This ${what} would bring the account to ${total} bytes; the ${this.plans.get(account.rec.plan).id} plan allows ${quota}.`,
+      `This ${what} would bring the account to ${total} bytes; the ${plan.id} plan allows ${quota}.`,
     )
   }
 
@@ -385,6 +398,7 @@ export class Data {
     op: TxOp & { op: 'patch' },
     ifMatch: Tags | undefined,
     ifNoneMatch: Tags | undefined,
+    plan: Plan = this.plans.get(account.rec.plan),
   ): Promise<{ version: number; value?: bigint; created?: boolean }> {
     const ops: TxOp[] = [op]
     if (ifMatch !== undefined) {
@@ -401,7 +415,7 @@ export class Data {
       ops.unshift({ op: 'check', key: op.key, version: v ?? null })
     }
     try {
-      const done = await this.transact(account, info, ops)
+      const done = await this.transact(account, info, ops, plan)
       return done.results[ops.length - 1] as { version: number; value?: bigint; created?: boolean }
     } catch (err) {
       // One op as the caller sees it: the error needs no index.

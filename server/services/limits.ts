@@ -2,9 +2,8 @@
 // rate up to its burst, kept by the store, so front ends on one store share it; each client
 // address has a small bucket for requests with missing or wrong keys, so guessing keys is
 // slow and cheap to refuse.
-import { LRUCache } from 'lru-cache'
 import type { Plan } from './plans.js'
-import { takeToken } from '../store/token-bucket.js'
+import { TokenBuckets } from '../store/token-bucket.js'
 import type { Bucket, Limiter } from '../store/types.js'
 
 export type { Bucket }
@@ -53,7 +52,7 @@ export function secondsToMidnight(now: number): number {
  * evicted that way comes back with a full bucket, no more than a new address would have.
  */
 export class AddressLimiter {
-  private buckets: LRUCache<string, { tokens: number; refilledAt: number }>
+  private buckets: TokenBuckets
   private scratch: Bucket = newBucket()
 
   constructor(
@@ -62,22 +61,17 @@ export class AddressLimiter {
     max = ADDRESSES_MAX,
   ) {
     // A bucket left alone this long has refilled: forgetting it changes nothing.
-    this.buckets = new LRUCache({ max, ttl: Math.ceil((burst / perSecond) * 1000) })
+    this.buckets = new TokenBuckets(max, Math.ceil((burst / perSecond) * 1000))
   }
 
   /** Counts one request from `address`; the result says whether to refuse it with 429. */
   take(address: string, now: number): Bucket {
-    let b = this.buckets.get(address)
-    if (!b) {
-      b = { tokens: -1, refilledAt: now }
-      this.buckets.set(address, b)
-    }
-    return takeToken(b, this.perSecond, this.burst, now, this.scratch)
+    return this.buckets.take(address, this.perSecond, this.burst, now, this.scratch)
   }
 
   /** Drops buckets that have refilled (the server calls this every few seconds). */
   prune(): void {
-    this.buckets.purgeStale()
+    this.buckets.prune()
   }
 
   get size(): number {

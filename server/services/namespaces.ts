@@ -80,7 +80,7 @@ export class Namespaces {
   }
 
   async list(account: Account): Promise<NamespaceRow[]> {
-    if (!this.store.soleWriter) await this.accounts.readNamespaces(account)
+    if (!this.store.supports.soleWriter) await this.accounts.readNamespaces(account)
     return Promise.all(
       [...account.namespaces.values()]
         .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
@@ -97,7 +97,7 @@ export class Namespaces {
    * make writes elsewhere fail or wait.
    */
   async storageBytes(account: Account, fresh = false): Promise<number> {
-    const shared = !this.store.soleWriter
+    const shared = !this.store.supports.soleWriter
     const kept = shared && !fresh ? this.totals.get(account.id) : undefined
     if (kept !== undefined && Date.now() - kept.at < TOTAL_MS) return kept.bytes
     const at = Date.now()
@@ -140,7 +140,7 @@ export class Namespaces {
       new ApiError('namespace_exists', `A namespace named "${name}" already exists.`)
     // Only where this process is the only writer is the snapshot sure to be current: on a
     // shared store another front end may have dropped it, and the record's create decides.
-    if (this.store.soleWriter && account.namespaces.has(name)) throw exists()
+    if (this.store.supports.soleWriter && account.namespaces.has(name)) throw exists()
     const id = `${account.id}/${name}`
     return this.creating.hold(id, exists, () => this.createNew(account, name, id, exists))
   }
@@ -195,7 +195,7 @@ export class Namespaces {
   /** Whether a namespace record is a leftover: its store namespace is missing (see above). */
   private async leftover(id: string, storeName: string): Promise<boolean> {
     if ((await this.store.namespaceCounts(storeName)) !== undefined) return false
-    if (this.store.soleWriter) return true
+    if (this.store.supports.soleWriter) return true
     const rec = await this.store.records.get<{ createdAt: string }>('namespace', id)
     return rec !== undefined && Date.now() - Date.parse(rec.createdAt) > LEFTOVER_MS
   }

@@ -4,7 +4,7 @@
 // synchronously inside one worker thread of its own, and at most MAX_QUEUED hashes wait for
 // it; past that a request is refused at once (429) instead of queueing without bound.
 import { Worker } from 'node:worker_threads'
-import { ServiceError } from './service-error.js'
+import { ApiError } from '../wire/errors.js'
 
 /** Hashes waiting or running; more are refused, so a flood costs a refusal, not a queue. */
 export const MAX_QUEUED = 16
@@ -58,11 +58,11 @@ export interface ScryptParams {
   maxmem: number
 }
 
-/** scrypt in the hashing worker; ServiceError 429 when MAX_QUEUED hashes are already waiting. */
+/** scrypt in the hashing worker; ApiError 429 when MAX_QUEUED hashes are already waiting. */
 export function scryptInWorker(password: string, salt: Buffer, o: ScryptParams): Promise<Buffer> {
   if (jobs.size >= MAX_QUEUED) {
     return Promise.reject(
-      new ServiceError(429, 'rate_limited', 'Too many log-ins at once; try again in a moment.', {
+      new ApiError(429, 'rate_limited', 'Too many log-ins at once; try again in a moment.', {
         'Retry-After': '1',
       }),
     )

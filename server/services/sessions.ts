@@ -45,7 +45,10 @@ export class SessionStore {
 
   constructor(store: Store) {
     this.records = store.records
-    this.cache = new LRUCache({ max: CACHE_MAX, ...(store.soleWriter ? {} : { ttl: REFRESH_MS }) })
+    this.cache = new LRUCache({
+      max: CACHE_MAX,
+      ...(store.supports.soleWriter ? {} : { ttl: REFRESH_MS }),
+    })
   }
 
   /** A new session; `cookie` is the value for the session cookie. */

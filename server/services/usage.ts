@@ -470,7 +470,7 @@ export class Usage {
     const c = new DayCounters(accountId, d)
     const live = this.counters.get(accountId)
     const here = d === today && live !== undefined && live.day === d ? live : undefined
-    if (here?.loaded && this.store.soleWriter) {
+    if (here?.loaded && this.store.supports.soleWriter) {
       c.total.set(here.total)
       for (const [f, n] of here.extra) c.extra.set(f, n)
       return c

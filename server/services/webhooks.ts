@@ -17,7 +17,7 @@ import net from 'node:net'
 import type { Logger } from '../log.js'
 import type { Store } from '../store/types.js'
 import type { Accounts } from './accounts.js'
-import { ServiceError } from './service-error.js'
+import { ApiError } from '../wire/errors.js'
 import {
   WebhookUrlError,
   checkWebhookHost,
@@ -92,7 +92,7 @@ export class Webhooks {
       await checkWebhookHost(url, this.opts.allowPrivate)
     } catch (err) {
       if (err instanceof WebhookUrlError)
-        throw new ServiceError(400, 'invalid_webhook_url', err.message)
+        throw new ApiError(400, 'invalid_webhook_url', err.message)
       throw err
     }
     const hook: Hook = {

@@ -3,11 +3,10 @@
 // engine namespaces one to one; records live in the engine's system namespaces (records.ts
 // here), and token buckets in memory (a restart starts them full, as a new front end would).
 import fs from 'node:fs'
-import { LRUCache } from 'lru-cache'
 import { type RepairReport, open, repair } from '../../engine/index.js'
 import type { Db } from '../../engine/index.js'
 import type { Durability, ListResult } from '../../engine/types.js'
-import { takeToken } from './token-bucket.js'
+import { TokenBuckets } from './token-bucket.js'
 import { EmbeddedRecords } from './embedded-records.js'
 import { reconcileNamespaces } from './embedded-reconcile.js'
 import { EmbeddedFeed } from './embedded-feed.js'
@@ -17,7 +16,6 @@ import { transact } from './embedded-tx.js'
 import { embeddedHistory } from './embedded-history.js'
 import { METADATA_HEAD, hasMetadata, metadataText, valueText, wrap } from './envelope.js'
 import type {
-  Bucket,
   EngineTuning,
   Entry,
   Limiter,
@@ -29,21 +27,6 @@ import type {
 
 /** Accounts whose buckets are held at most; an evicted one comes back full (docs/configuration.md). */
 const BUCKETS_MAX = 100_000
-
-class MemoryLimiter implements Limiter {
-  private buckets = new LRUCache<string, { tokens: number; refilledAt: number }>({
-    max: BUCKETS_MAX,
-  })
-
-  take(id: string, rate: number, burst: number, now: number, out: Bucket, cost = 1): Bucket {
-    let b = this.buckets.get(id)
-    if (b === undefined) {
-      b = { tokens: -1, refilledAt: now }
-      this.buckets.set(id, b)
-    }
-    return takeToken(b, rate, burst, now, out, cost)
-  }
-}
 
 export async function openEmbeddedStore(
   dir: string,
@@ -135,10 +118,9 @@ function embeddedStore(db: Db, records: EmbeddedRecords): Store {
   sweeper.unref()
   return {
     kind: 'embedded',
-    soleWriter: true,
-    metadataOverhead: METADATA_HEAD,
+    supports: { soleWriter: true, metadataOverhead: METADATA_HEAD },
     records,
-    limiter: new MemoryLimiter(),
+    limiter: new TokenBuckets(BUCKETS_MAX) satisfies Limiter,
     admin: {
       compact: (opts) => db.compact(opts),
       backup: (to) => db.backup(to),

@@ -507,9 +507,21 @@ export interface StoreAdmin {
   stats(): EngineStats
 }
 
-export interface Store extends Entries {
-  readonly kind: 'embedded' | 'redis'
-  /** Whether this process is the store's only writer (the embedded engine holds a lock). */
+/**
+ * What a backend is, in the manner of abstract-level's `db.supports`: the facts the services
+ * branch on that no operation's presence tells. Operations a backend may lack stay optional
+ * members of Store (`getNow?`, `listNow?`, `restore?`, `holds?`, `storageTotals?`,
+ * `readLane?`, `history?`) and are not repeated here as booleans: the compiler makes every
+ * caller check the member itself, and a flag beside it could say yes while the member is
+ * missing. What ties the two is a rule the shared suite checks (test/store/suite/supports.ts):
+ * `holds` and `storageTotals` are there exactly when the store is not its sole writer.
+ */
+export interface StoreSupports {
+  /**
+   * This process is the store's only writer (the embedded engine holds a lock): what the
+   * process keeps in memory (accounts, namespaces, sessions, usage) is the truth, never stale.
+   * Otherwise other front ends write too, and counts across them live in the store.
+   */
   readonly soleWriter: boolean
   /**
    * Bytes an entry's metadata adds to its namespace's count, beyond the metadata's own
@@ -517,6 +529,12 @@ export interface Store extends Entries {
    * when metadata is not counted at all (Redis: keys plus values only).
    */
   readonly metadataOverhead: number
+}
+
+export interface Store extends Entries {
+  readonly kind: 'embedded' | 'redis'
+  /** What this backend is (see StoreSupports). */
+  readonly supports: StoreSupports
   readonly records: Records
   readonly limiter: Limiter
   /** Holds counted across front ends; absent where one process is the only writer. */

@@ -74,7 +74,7 @@ export function tryFast(
     if (!validKey(key) || (plan.maxValueBytes !== null && value.length > plan.maxValueBytes))
       return false
     call.applyLater(() =>
-      data.put(call.account!, info, key, value, {}).then(
+      data.put(call.account!, info, key, value, {}, plan).then(
         (w) => answer(call, ask, OK, w.version),
         (err) => failed(call, ask, err),
       ),

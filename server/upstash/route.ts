@@ -3,7 +3,6 @@
 // daily quota -> the body -> the commands (each one a request for usage, the rate limit
 // and the quota) -> the answer. Everything goes through the services and the Store seam.
 import type { Context } from '../context.js'
-import { requestAddress } from '../http/address.js'
 import { ignoreAbort } from '../http/cork-room.js'
 import { endBody } from '../http/held-body.js'
 import { requestId } from '../http/request-id.js'
@@ -16,6 +15,7 @@ import { OP } from '../services/usage.js'
 import { readRequestBody, refusedFraming } from '../v1/body.js'
 import { MAX_AGE, allowOrigin } from '../v1/cors.js'
 import { defer } from '../v1/deferred.js'
+import { BEARER, admitBucket, identify, refuseUnknownKey, showBucket } from '../v1/admission.js'
 import { txBodyLimit } from '../wire/body-limits.js'
 import { parseCommand, parseCommands, pathCommand } from './args.js'
 import { UpstashCall } from './call.js'
@@ -25,8 +25,6 @@ import { ALLOW, type UpstashPath, parseUpstashPath } from './paths.js'
 import { type Reply, errorText, resultText } from './reply.js'
 import { type Target, mayWrite, runMulti, runOne, runPipeline } from './run.js'
 
-const BEARER = /^bearer\s+(\S+)\s*$/i
-const LAST_USED_STEP_MS = 60_000
 /** The headers @upstash/redis sends, for a browser's preflight. */
 export const UPSTASH_ALLOW_HEADERS =
   'authorization, content-type, upstash-encoding, upstash-sync-token, upstash-telemetry-runtime, upstash-telemetry-platform, upstash-telemetry-sdk, upstash-telemetry-retry, x-api-key, x-request-id'
@@ -56,7 +54,7 @@ interface Asked {
 
 export function upstashHandler(ctx: Context): (res: HttpResponse, req: HttpRequest) => void {
   const bucket: Bucket = newBucket()
-  const shared = !ctx.store.soleWriter
+  const shared = !ctx.store.supports.soleWriter
 
   function handle(res: HttpResponse, req: HttpRequest): void {
     const method = req.getMethod()
@@ -119,26 +117,19 @@ export function upstashHandler(ctx: Context): (res: HttpResponse, req: HttpReque
   ): void {
     if (call.done) return
     if (key === undefined) {
-      const b = ctx.badKeys.take(requestAddress(call.res, req, ctx.config.trustProxy), now)
-      if (!b.ok)
-        return call.fail(
-          'rate_limited',
-          'Too many requests with missing or wrong API keys from this address.',
-          `\r\nRetry-After: ${b.retryAfter}`,
-        )
-      return call.fail(
-        'unauthorized',
+      return refuseUnknownKey(
+        ctx,
+        call,
+        req,
+        now,
         secret === ''
           ? 'Send a Cairn API key as Authorization: Bearer <key> (the Upstash token).'
           : 'The API key is unknown or revoked.',
       )
     }
     const account = key.account
-    call.key = key
-    call.secret = secret
-    call.account = account
+    identify(ctx, call, key, secret, now)
     call.op = OP.upstash
-    if (now - key.lastUsedMs >= LAST_USED_STEP_MS) ctx.accounts.touch(key, now)
     const ns = asked.path.ns
     // Its commands count to the namespace too (GET /usage's namespaces).
     call.ns = ns
@@ -153,14 +144,6 @@ export function upstashHandler(ctx: Context): (res: HttpResponse, req: HttpReque
     )
   }
 
-  function limits(call: UpstashCall, b: Bucket): void {
-    if (b.limit >= 0) {
-      call.limit = b.limit
-      call.remaining = b.remaining
-      call.reset = b.reset
-    }
-  }
-
   function admitted(
     call: UpstashCall,
     req: HttpRequest,
@@ -170,8 +153,7 @@ export function upstashHandler(ctx: Context): (res: HttpResponse, req: HttpReque
     now: number,
   ): void {
     if (call.done) return
-    limits(call, b)
-    if (!b.ok) return call.fail('rate_limited', undefined, `\r\nRetry-After: ${b.retryAfter}`)
+    if (!admitBucket(call, b)) return
     const account = call.account!
     if (
       plan.requestsPerDay !== null &&
@@ -240,7 +222,7 @@ export function upstashHandler(ctx: Context): (res: HttpResponse, req: HttpReque
     const extra = Math.min(n, plan.burst ?? n) - 1
     if (extra <= 0) return go()
     const got = (b: Bucket) => {
-      limits(call, b)
+      showBucket(call, b)
       if (!b.ok) {
         call.count = 1
         return call.fail(

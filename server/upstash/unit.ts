@@ -193,7 +193,7 @@ export class Unit {
   async commit(): Promise<void> {
     const ops = this.ops()
     if (ops.length === 0) return
-    const done = await this.data.transact(this.account, this.info, ops)
+    const done = await this.data.transact(this.account, this.info, ops, this.plan)
     this.version = done.version
   }
 }

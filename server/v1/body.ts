@@ -8,6 +8,7 @@ import { bodyFraming } from '../http/framing.js'
 import type { HttpRequest } from '../http/uws.js'
 import { jsonContentType } from '../wire/content-type.js'
 import { type Call, keepNothing } from './call.js'
+import { type Refusal, refusal } from './refusal.js'
 
 const DISCARD_MAX = 64 * 1024 * 1024
 
@@ -118,13 +119,12 @@ export function readRequestBody(
   )
 }
 
-/** True when the body is JSON (any charset) or untyped; otherwise answers 415 and returns false. */
-export function acceptsJson(call: Call, req: HttpRequest): boolean {
+/** The 415 for a body that is neither JSON (any charset) nor untyped; undefined when it is. */
+export function typeRefusal(req: HttpRequest): Refusal | undefined {
   const type = req.getHeader('content-type')
-  if (jsonContentType(type)) return true
-  call.fail(
+  if (jsonContentType(type)) return undefined
+  return refusal(
     'unsupported_media_type',
     `Content-Type ${JSON.stringify(type.slice(0, 100))} is not accepted: send Content-Type: application/json (or none).`,
   )
-  return false
 }

@@ -10,7 +10,7 @@
 // configuration, versions and counters are numbers.
 import type { Account, ApiKey } from '../services/accounts.js'
 import type { Context } from '../context.js'
-import { ApiError, type ErrorCode, errorStatus, errorText } from '../wire/errors.js'
+import { type ErrorCode, errorStatus, errorText, isContractError } from '../wire/errors.js'
 import { statusLine } from '../http/status.js'
 import type { HttpResponse } from '../http/uws.js'
 import { ROUTES } from '../metrics.js'
@@ -22,6 +22,7 @@ import { apiErrorOf, storeCode } from '../services/store-errors.js'
 import { Repeats } from '../log.js'
 import { EXPOSE, allowOrigin } from './cors.js'
 import type { Entry } from '../store/types.js'
+import type { Refusal } from './refusal.js'
 import { OP } from '../services/usage.js'
 
 /** An unread body is read and dropped up to this size before an early answer; past it, cut off. */
@@ -226,6 +227,11 @@ export class Call {
     this.finish(status, 0)
   }
 
+  /** Answers a check's refusal (refusal.ts). */
+  refuse(r: Refusal): void {
+    this.fail(r.code, r.message)
+  }
+
   fail(code: ErrorCode, message?: string, extra = '', close = false, index?: number): void {
     if (this.done || this.aborted) return
     if (this.unreadBody) {
@@ -259,11 +265,14 @@ export class Call {
     return errorText(code, message, index)
   }
 
-  /** Answers for anything thrown below a handler: ApiError as itself, the rest as a 500. */
+  /**
+   * Answers for anything thrown below a handler: an ApiError with a code of the contract's
+   * table as itself, the rest as a 500 (a dashboard's code on /v1 is a bug, logged).
+   */
   error(thrown: unknown): void {
     // Storage refusing for a reason the caller can act on is not a server error.
     const err = apiErrorOf(thrown)
-    if (err instanceof ApiError)
+    if (isContractError(err))
       return this.fail(err.code, err.message, headerLines(err.headers), false, err.index)
     const code = storeCode(err)
     const fault = storageFault(err)

@@ -3,13 +3,14 @@
 // emptied by deleting it.
 import type { HttpRequest } from '../http/uws.js'
 import type { Call } from './call.js'
-import { canUse, withNamespace } from './entries.js'
+import { useRefusal, withNamespace } from './checks.js'
 import type { Parsed } from './paths.js'
 import { parseQuery } from '../wire/query.js'
 
 export function deleteByPrefix(call: Call, req: HttpRequest, parsed: Parsed): void {
   const ns = parsed.ns
-  if (!canUse(call, ns, true)) return
+  const refused = useRefusal(call.key!, ns, true)
+  if (refused !== undefined) return call.refuse(refused)
   const q = parseQuery(req.getQuery() ?? '')
   if (!(q instanceof URLSearchParams))
     return call.fail(q.name === 'prefix' ? 'invalid_prefix' : 'invalid_request', q.message)

@@ -5,7 +5,7 @@ import type { NamespaceInfo } from '../services/accounts.js'
 import type { HttpRequest } from '../http/uws.js'
 import type { Plan } from '../services/plans.js'
 import type { Entry } from '../store/types.js'
-import { acceptsJson, readRequestBody } from './body.js'
+import { readRequestBody, typeRefusal } from './body.js'
 import type { Call } from './call.js'
 import { type Tags, matches, parseTags } from '../wire/conditions.js'
 import { type PutBody, parsePutBody } from '../wire/json-body.js'
@@ -16,6 +16,7 @@ import { bodyLimit } from '../wire/body-limits.js'
 import type { Parsed } from './paths.js'
 import { noSuchNamespace } from '../wire/errors.js'
 import { getPast } from './history.js'
+import { INVALID_KEY, useRefusal, withNamespace } from './checks.js'
 
 const HEAD = Buffer.from('{"value":')
 const TAIL = 0x7d // }
@@ -23,45 +24,7 @@ const META = Buffer.from(',"metadata":')
 const NULL = Buffer.from('null')
 const CLOSE = Buffer.from('}')
 
-/** The key of an Entry route, or undefined after answering 400 invalid_key. */
-export function keyOf(call: Call, parsed: Parsed): string | undefined {
-  const key = decodeKey(parsed.rawKey)
-  if (key === undefined) {
-    call.fail(
-      'invalid_key',
-      'A key is 1 to 512 bytes of UTF-8 after percent-decoding, without control characters or "." and ".." segments.',
-    )
-  }
-  return key
-}
-
-export function canUse(call: Call, ns: string, write: boolean): boolean {
-  const k = call.key!
-  if ((write && !k.canWrite) || !k.allows(ns)) {
-    call.fail(
-      'forbidden',
-      write && !k.canWrite
-        ? 'This API key may only read.'
-        : `This API key may not use namespace "${ns}".`,
-    )
-    return false
-  }
-  return true
-}
-
 const etag = (version: number) => `"${version}"`
-
-/**
- * Answers 404 namespace_not_found, and says so, when the account's snapshot tells at once that
- * the namespace is missing: a request with a body is refused before the body is read. Where
- * the store must be asked the body is read first (uWebSockets.js hands a body's chunks only to
- * a reader registered before the handler returns), and withNamespace refuses it after.
- */
-export function missingNow(call: Call, ns: string): boolean {
-  if (call.ctx.accounts.namespace(call.account!, ns)) return false
-  call.fail('namespace_not_found', noSuchNamespace(ns))
-  return true
-}
 
 /** What a write to one key (PUT, PATCH) has checked before its body is read. */
 export interface WriteTarget {
@@ -69,6 +32,12 @@ export interface WriteTarget {
   key: string
   ifMatch: Tags | undefined
   ifNoneMatch: Tags | undefined
+  /**
+   * The namespace, when the account's snapshot had it: the write goes to it without a second
+   * look once the body is in (a namespace dropped meanwhile is refused by the store, and
+   * Data.put answers as withNamespace would). Undefined when the store had to be asked.
+   */
+  info: NamespaceInfo | undefined
 }
 
 /**
@@ -77,28 +46,27 @@ export interface WriteTarget {
  */
 export function writeTarget(call: Call, req: HttpRequest, parsed: Parsed): WriteTarget | undefined {
   const ns = parsed.ns
-  if (!canUse(call, ns, true)) return undefined
-  const key = keyOf(call, parsed)
-  if (key === undefined || !acceptsJson(call, req)) return undefined
-  const ifMatch = parseTags(req.getHeader('if-match'))
-  const ifNoneMatch = parseTags(req.getHeader('if-none-match'))
-  if (missingNow(call, ns)) return undefined
-  return { ns, key, ifMatch, ifNoneMatch }
-}
-
-/**
- * Calls `next` with the caller's namespace (at once when the account's snapshot has it),
- * or answers 404 namespace_not_found.
- */
-export function withNamespace(call: Call, ns: string, next: (info: NamespaceInfo) => void): void {
-  const found = call.ctx.accounts.namespace(call.account!, ns)
-  const go = (info: NamespaceInfo | undefined) => {
-    if (info === undefined) return call.fail('namespace_not_found', noSuchNamespace(ns))
-    next(info)
+  const key = decodeKey(parsed.rawKey)
+  const refused =
+    useRefusal(call.key!, ns, true) ??
+    (key === undefined ? INVALID_KEY : undefined) ??
+    typeRefusal(req)
+  if (refused !== undefined) {
+    call.refuse(refused)
+    return undefined
   }
-  if (!(found instanceof Promise)) return go(found)
-  call.async()
-  found.then(go, (err) => call.error(err))
+  const found = call.ctx.accounts.namespace(call.account!, ns)
+  if (found === undefined) {
+    call.fail('namespace_not_found', noSuchNamespace(ns))
+    return undefined
+  }
+  return {
+    ns,
+    key: key!,
+    ifMatch: parseTags(req.getHeader('if-match')),
+    ifNoneMatch: parseTags(req.getHeader('if-none-match')),
+    info: found instanceof Promise ? undefined : found,
+  }
 }
 
 /**
@@ -117,18 +85,19 @@ export function prefetch(call: Call, parsed: Parsed): void {
 
 export function getEntry(call: Call, req: HttpRequest, parsed: Parsed): void {
   const ns = parsed.ns
-  if (!canUse(call, ns, false)) return
-  const key = keyOf(call, parsed)
-  if (key === undefined) return
+  const key = decodeKey(parsed.rawKey)
+  const refused = useRefusal(call.key!, ns, false) ?? (key === undefined ? INVALID_KEY : undefined)
+  if (refused !== undefined) return call.refuse(refused)
   const inm = req.getHeader('if-none-match')
   // ?metadata=1 asks for the metadata beside the value.
   const raw = req.getQuery()
   const q = raw === undefined || raw === '' ? undefined : parseQuery(raw)
   if (q !== undefined && !(q instanceof URLSearchParams))
     return call.fail('invalid_request', q.message)
-  if (q !== undefined && (q.has('at') || q.get('history') === '1')) return getPast(call, parsed, q)
+  if (q !== undefined && (q.has('at') || q.get('history') === '1'))
+    return getPast(call, key!, ns, q)
   const meta = q?.get('metadata') === '1'
-  withNamespace(call, ns, (info) => readEntry(call, info, key, inm, meta))
+  withNamespace(call, ns, (info) => readEntry(call, info, key!, inm, meta))
 }
 
 function readEntry(call: Call, info: NamespaceInfo, key: string, inm: string, meta: boolean): void {
@@ -180,7 +149,7 @@ function answerGet(call: Call, got: Entry | undefined, inm: string, meta: boolea
 export function putEntry(call: Call, req: HttpRequest, parsed: Parsed, plan: Plan): void {
   const target = writeTarget(call, req, parsed)
   if (target === undefined) return
-  const { ns, key, ifMatch, ifNoneMatch } = target
+  const { ns, key, ifMatch, ifNoneMatch, info: known } = target
   const max = plan.maxValueBytes
   readRequestBody(call, req, bodyLimit(plan), (body) => {
     let parsedBody: PutBody
@@ -189,16 +158,23 @@ export function putEntry(call: Call, req: HttpRequest, parsed: Parsed, plan: Pla
     } catch (err) {
       return call.error(err)
     }
-    withNamespace(call, ns, (info) =>
+    const write = (info: NamespaceInfo) =>
       call.applyLater(() =>
         call.ctx.data
-          .put(call.account!, info, key, parsedBody.value, {
-            ttl: parsedBody.ttl,
-            expiresAt: parsedBody.expiresAt,
-            ifMatch,
-            ifNoneMatch,
-            metadata: parsedBody.metadata,
-          })
+          .put(
+            call.account!,
+            info,
+            key,
+            parsedBody.value,
+            {
+              ttl: parsedBody.ttl,
+              expiresAt: parsedBody.expiresAt,
+              ifMatch,
+              ifNoneMatch,
+              metadata: parsedBody.metadata,
+            },
+            plan,
+          )
           .then(
             (r) => {
               const v = String(r.version)
@@ -210,21 +186,22 @@ export function putEntry(call: Call, req: HttpRequest, parsed: Parsed, plan: Pla
             },
             (err) => call.error(err),
           ),
-      ),
-    )
+      )
+    if (known !== undefined) write(known)
+    else withNamespace(call, ns, write)
   })
 }
 
 export function deleteEntry(call: Call, req: HttpRequest, parsed: Parsed): void {
   const ns = parsed.ns
-  if (!canUse(call, ns, true)) return
-  const key = keyOf(call, parsed)
-  if (key === undefined) return
+  const key = decodeKey(parsed.rawKey)
+  const refused = useRefusal(call.key!, ns, true) ?? (key === undefined ? INVALID_KEY : undefined)
+  if (refused !== undefined) return call.refuse(refused)
   const ifMatch = parseTags(req.getHeader('if-match'))
   const ifNoneMatch = parseTags(req.getHeader('if-none-match'))
   withNamespace(call, ns, (info) =>
     call.applyLater(() =>
-      call.ctx.data.delete(info, key, ifMatch, ifNoneMatch).then(
+      call.ctx.data.delete(info, key!, ifMatch, ifNoneMatch).then(
         (deleted) => {
           if (!deleted) return call.fail('key_not_found')
           call.send(200, '{"deleted":true}')

@@ -9,7 +9,7 @@ import { OP } from '../services/usage.js'
 import type { HistoryPoint } from '../store/types.js'
 import type { KeyRange } from '../wire/range.js'
 import type { Call } from './call.js'
-import { withNamespace } from './entries.js'
+import { withNamespace } from './checks.js'
 import type { Parsed } from './paths.js'
 
 export function countRange(call: Call, parsed: Parsed, range: KeyRange): void {

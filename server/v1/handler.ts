@@ -5,7 +5,6 @@
 // operation talks to storage through the Store seam.
 import type { Context } from '../context.js'
 import { ERRORS } from '../wire/errors.js'
-import { requestAddress } from '../http/address.js'
 import { requestId } from '../http/request-id.js'
 import type { HttpRequest, HttpResponse } from '../http/uws.js'
 import type { ApiKey } from '../services/accounts.js'
@@ -13,17 +12,14 @@ import { type Bucket, newBucket, takeAccountToken } from '../services/limits.js'
 import { quotaRefusal } from './quota.js'
 import { R } from '../metrics.js'
 import { refusedFraming } from './body.js'
+import { BEARER, admitBucket, identify, refuseUnknownKey } from './admission.js'
 import { Call } from './call.js'
 import { ALLOW_HEADERS, MAX_AGE, allowOrigin } from './cors.js'
 import type { Plan } from '../services/plans.js'
 import { defer } from './deferred.js'
 import { prefetch } from './entries.js'
 import { type Parsed, Route, parsePath } from './paths.js'
-import { ROUTES, operation } from './routes.js'
-
-const BEARER = /^bearer\s+(\S+)\s*$/i
-/** How often a key's last-used time is refreshed: finer would mean more writes, not more use. */
-const LAST_USED_STEP_MS = 60_000
+import { type Operation, ROUTES, operation } from './routes.js'
 
 function apiKeyOf(req: HttpRequest): string {
   const k = req.getHeader('x-api-key')
@@ -38,7 +34,7 @@ export function v1Handler(ctx: Context): (res: HttpResponse, req: HttpRequest) =
   const parsed: Parsed = { route: Route.NotFound, ns: '', rawKey: '' }
   const bucket: Bucket = newBucket()
 
-  const shared = !ctx.store.soleWriter
+  const shared = !ctx.store.supports.soleWriter
 
   function handle(res: HttpResponse, req: HttpRequest): void {
     const asked = req.getMethod()
@@ -48,13 +44,15 @@ export function v1Handler(ctx: Context): (res: HttpResponse, req: HttpRequest) =
     const route = parsed.route
     const preflight = method === 'options'
     const origin = req.getHeader('origin')
+    // The route table is read once: the operation goes down with the request.
+    const op = operation(route, method)
     const call = new Call(
       ctx,
       res,
       requestId(req.getHeader('x-request-id')),
       // A preflight carries its CORS answer in headers of its own.
       preflight ? '' : origin,
-      preflight ? R.preflight : (operation(route, method)?.metric ?? R.unmatched),
+      preflight ? R.preflight : (op?.metric ?? R.unmatched),
     )
     if (asked === 'head') call.headOnly = true
     if ((method === 'put' || method === 'post' || method === 'patch') && refusedFraming(call, req))
@@ -72,7 +70,6 @@ export function v1Handler(ctx: Context): (res: HttpResponse, req: HttpRequest) =
       if (ctx.config.corsOrigins !== '*') lines += '\r\nVary: Origin'
       return call.empty(204, lines)
     }
-    const op = operation(route, method)
     if (op === undefined) {
       const allow = ROUTES[route].allow
       return call.fail(
@@ -93,6 +90,7 @@ export function v1Handler(ctx: Context): (res: HttpResponse, req: HttpRequest) =
         req,
         parsed,
         method,
+        op,
         secret,
         key,
         now,
@@ -102,7 +100,7 @@ export function v1Handler(ctx: Context): (res: HttpResponse, req: HttpRequest) =
     const frozen = defer(call, req, method, ctx)
     const p: Parsed = { route: parsed.route, ns: parsed.ns, rawKey: parsed.rawKey }
     key.then(
-      (k) => authenticated(call, frozen, p, method, secret, k, now, newBucket()),
+      (k) => authenticated(call, frozen, p, method, op, secret, k, now, newBucket()),
       (err) => call.error(err),
     )
   }
@@ -112,6 +110,7 @@ export function v1Handler(ctx: Context): (res: HttpResponse, req: HttpRequest) =
     req: HttpRequest,
     parsed: Parsed,
     method: string,
+    op: Operation,
     secret: string,
     key: ApiKey | undefined,
     now: number,
@@ -120,40 +119,32 @@ export function v1Handler(ctx: Context): (res: HttpResponse, req: HttpRequest) =
     if (call.done) return
     const route = parsed.route
     if (key === undefined) {
-      const b = ctx.badKeys.take(requestAddress(call.res, req, ctx.config.trustProxy), now)
-      if (!b.ok) {
-        return call.fail(
-          'rate_limited',
-          'Too many requests with missing or wrong API keys from this address.',
-          `\r\nRetry-After: ${b.retryAfter}`,
-        )
-      }
-      return call.fail(
-        'unauthorized',
+      return refuseUnknownKey(
+        ctx,
+        call,
+        req,
+        now,
         secret === ''
           ? 'Send an API key in the x-api-key header (or Authorization: Bearer).'
           : ERRORS.unauthorized.message,
       )
     }
     const account = key.account
-    call.key = key
-    call.secret = secret
-    call.account = account
-    if (now - key.lastUsedMs >= LAST_USED_STEP_MS) ctx.accounts.touch(key, now)
-    const op = operation(route, method)!
+    identify(ctx, call, key, secret, now)
     call.op = op.usage
     if (route === Route.Keys || route === Route.Entry || route === Route.Namespace)
       call.ns = parsed.ns
+    // The plan is read once: the operation and the data service use this one (plans.ts).
     const plan = ctx.plans.get(account.rec.plan)
     const b = takeAccountToken(ctx.store.limiter, account.id, plan, now, out)
-    if (!(b instanceof Promise)) return admitted(call, req, parsed, method, plan, b, now)
+    if (!(b instanceof Promise)) return admitted(call, req, parsed, op, plan, b, now)
     // The bucket's answer and a read are awaited together: one round trip, not two.
     if (route === Route.Entry && method === 'get') prefetch(call, parsed)
     const frozen = defer(call, req, method, ctx)
     const p: Parsed =
       frozen === req ? parsed : { route: parsed.route, ns: parsed.ns, rawKey: parsed.rawKey }
     b.then(
-      (got) => admitted(call, frozen, p, method, plan, got, now),
+      (got) => admitted(call, frozen, p, op, plan, got, now),
       (err) => call.error(err),
     )
   }
@@ -162,26 +153,19 @@ export function v1Handler(ctx: Context): (res: HttpResponse, req: HttpRequest) =
     call: Call,
     req: HttpRequest,
     parsed: Parsed,
-    method: string,
+    op: Operation,
     plan: Plan,
     bucket: Bucket,
     now: number,
   ): void {
     if (call.done) return
-    const route = parsed.route
     const account = call.account!
-    if (bucket.limit >= 0) {
-      call.limit = bucket.limit
-      call.remaining = bucket.remaining
-      call.reset = bucket.reset
-    }
-    if (!bucket.ok)
-      return call.fail('rate_limited', undefined, `\r\nRetry-After: ${bucket.retryAfter}`)
+    if (!admitBucket(call, bucket)) return
     const refused = quotaRefusal(ctx, account, plan, 1, now)
     if (refused !== null)
       return call.fail(refused.code, refused.message, `\r\nRetry-After: ${refused.retryAfter}`)
 
-    operation(route, method)!.run(call, req, parsed, plan)
+    op.run(call, req, parsed, plan)
   }
 
   return handle

@@ -10,9 +10,9 @@ import { parseJsonObject } from '../wire/json-body.js'
 import { POINT_HELP, parsePoint } from '../wire/point.js'
 import { ApiError } from '../wire/errors.js'
 import { type KeyRange, rangeFault } from '../wire/range.js'
-import { acceptsJson, readRequestBody } from './body.js'
+import { readRequestBody, typeRefusal } from './body.js'
 import type { Call } from './call.js'
-import { canUse, keyOf, missingNow, withNamespace } from './entries.js'
+import { missingRefusal, useRefusal, withNamespace } from './checks.js'
 import type { Parsed } from './paths.js'
 
 const LIMIT = /^[1-9][0-9]{0,3}$/
@@ -36,10 +36,7 @@ function decodeVersionCursor(c: string): number | undefined {
 }
 
 /** GET /{ns}/{key} with `at` or `history=1` (entries.ts hands it over). */
-export function getPast(call: Call, parsed: Parsed, q: URLSearchParams): void {
-  const ns = parsed.ns
-  const key = keyOf(call, parsed)
-  if (key === undefined) return
+export function getPast(call: Call, key: string, ns: string, q: URLSearchParams): void {
   if (q.get('history') === '1') return listVersions(call, ns, key, q)
   const point = pointOf(call, q.get('at')!)
   if (point === undefined) return
@@ -101,8 +98,8 @@ function listVersions(call: Call, ns: string, key: string, q: URLSearchParams): 
 export function restoreNamespace(call: Call, req: HttpRequest, parsed: Parsed, _plan: Plan): void {
   const ns = parsed.ns
   call.op = OP.restore
-  if (!canUse(call, ns, true)) return
-  if (!acceptsJson(call, req) || missingNow(call, ns)) return
+  const refused = useRefusal(call.key!, ns, true) ?? typeRefusal(req) ?? missingRefusal(call, ns)
+  if (refused !== undefined) return call.refuse(refused)
   readRequestBody(call, req, BODY_LIMIT, (body) => {
     let point: HistoryPoint | undefined
     const range: KeyRange = { prefix: '', start: '', end: '' }

@@ -12,7 +12,7 @@ import { ERRORS, lineErrorText } from '../wire/errors.js'
 import { type KeyRange, rangeFault } from '../wire/range.js'
 import { closeRequested } from './body.js'
 import type { Call } from './call.js'
-import { canUse, missingNow } from './entries.js'
+import { missingRefusal, useRefusal } from './checks.js'
 import type { NamespaceInfo } from '../services/accounts.js'
 import type { Parsed } from './paths.js'
 import { runTransaction } from './transaction.js'
@@ -39,7 +39,8 @@ function importNamespace(
 ): void {
   call.op = OP.import
   const ns = parsed.ns
-  if (!canUse(call, ns, true)) return
+  const unusable = useRefusal(call.key!, ns, true)
+  if (unusable !== undefined) return call.refuse(unusable)
   const type = req.getHeader('content-type')
   if (type !== '' && !NDJSON.test(type))
     return call.fail(
@@ -56,7 +57,8 @@ function importNamespace(
   }
   const fault = rangeFault(range)
   if (fault !== undefined) return call.fail('invalid_range', fault)
-  if (missingNow(call, ns)) return
+  const missing = missingRefusal(call, ns)
+  if (missing !== undefined) return call.refuse(missing)
   const closing = closeRequested(req.getHeader('connection'))
   const declared = req.getHeader('content-length')
   if (declared !== '' && Number(declared) > MAX_IMPORT_BYTES)

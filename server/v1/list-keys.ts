@@ -11,7 +11,7 @@ import { parseQuery } from '../wire/query.js'
 import { rangeFault } from '../wire/range.js'
 import { countRange, exportRange } from './export.js'
 import type { Call } from './call.js'
-import { canUse, withNamespace } from './entries.js'
+import { useRefusal, withNamespace } from './checks.js'
 import type { Parsed } from './paths.js'
 import { watchChanges } from './watch.js'
 import { listingPoint, pointOf } from './history.js'
@@ -40,7 +40,8 @@ function includeOf(text: string | null): string | undefined {
 
 export function listKeys(call: Call, req: HttpRequest, parsed: Parsed, plan: Plan): void {
   const ns = parsed.ns
-  if (!canUse(call, ns, false)) return
+  const refused = useRefusal(call.key!, ns, false)
+  if (refused !== undefined) return call.refuse(refused)
   const q = parseQuery(req.getQuery() ?? '')
   if (!(q instanceof URLSearchParams))
     return call.fail(q.name === 'cursor' ? 'invalid_cursor' : 'invalid_request', q.message)

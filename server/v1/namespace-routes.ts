@@ -2,7 +2,7 @@
 import { ApiError, noSuchNamespace } from '../wire/errors.js'
 import type { HttpRequest } from '../http/uws.js'
 import { validNamespaceName } from '../services/namespaces.js'
-import { acceptsJson, readRequestBody } from './body.js'
+import { readRequestBody, typeRefusal } from './body.js'
 import type { Call } from './call.js'
 import { parseJsonObject } from '../wire/json-body.js'
 import type { Parsed } from './paths.js'
@@ -36,7 +36,8 @@ export function listNamespaces(call: Call): void {
 
 export function createNamespace(call: Call, req: HttpRequest): void {
   if (!call.key!.canWrite) return call.fail('forbidden', 'This API key may only read.')
-  if (!acceptsJson(call, req)) return
+  const refused = typeRefusal(req)
+  if (refused !== undefined) return call.refuse(refused)
   readRequestBody(call, req, BODY_LIMIT, (body) => {
     let name: unknown
     try {

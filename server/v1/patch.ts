@@ -6,7 +6,8 @@ import type { TxOp } from '../store/types.js'
 import { parsePatchBody, patchOp } from '../wire/patch-body.js'
 import { readRequestBody } from './body.js'
 import type { Call } from './call.js'
-import { withNamespace, writeTarget } from './entries.js'
+import { writeTarget } from './entries.js'
+import { withNamespace } from './checks.js'
 import { bodyLimit } from '../wire/body-limits.js'
 import type { Parsed } from './paths.js'
 
@@ -23,7 +24,7 @@ export function patchEntry(call: Call, req: HttpRequest, parsed: Parsed, plan: P
     }
     withNamespace(call, ns, (info) =>
       call.applyLater(() =>
-        call.ctx.data.patch(call.account!, info, op, ifMatch, ifNoneMatch).then(
+        call.ctx.data.patch(call.account!, info, op, ifMatch, ifNoneMatch, plan).then(
           (r) => {
             const v = String(r.version)
             call.send(

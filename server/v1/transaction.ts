@@ -7,19 +7,19 @@ import type { HttpRequest } from '../http/uws.js'
 import type { Plan } from '../services/plans.js'
 import type { Bucket } from '../store/types.js'
 import { parseTxBody } from '../wire/tx-body.js'
-import { acceptsJson, readRequestBody } from './body.js'
+import { readRequestBody, typeRefusal } from './body.js'
 import type { Call } from './call.js'
-import { canUse, missingNow, withNamespace } from './entries.js'
+import { missingRefusal, useRefusal, withNamespace } from './checks.js'
 import { txBodyLimit } from '../wire/body-limits.js'
 import type { Parsed } from './paths.js'
 import { resultText } from './tx-results.js'
+import { showBucket } from './admission.js'
 
 export function runTransaction(call: Call, req: HttpRequest, parsed: Parsed, plan: Plan): void {
   const ns = parsed.ns
   // A read-only key may still check and get (refused below once the body shows a write).
-  if (!canUse(call, ns, false)) return
-  if (!acceptsJson(call, req)) return
-  if (missingNow(call, ns)) return
+  const refused = useRefusal(call.key!, ns, false) ?? typeRefusal(req) ?? missingRefusal(call, ns)
+  if (refused !== undefined) return call.refuse(refused)
   readRequestBody(
     call,
     req,
@@ -49,7 +49,7 @@ export function runTransaction(call: Call, req: HttpRequest, parsed: Parsed, pla
       const go = () =>
         withNamespace(call, ns, (info) => {
           const apply = () =>
-            ctx.data.transact(account, info, tx.ops).then(
+            ctx.data.transact(account, info, tx.ops, plan).then(
               (done) =>
                 call.send(
                   200,
@@ -68,11 +68,7 @@ export function runTransaction(call: Call, req: HttpRequest, parsed: Parsed, pla
       if (extra <= 0) return go()
       const out: Bucket = newBucket()
       const admitted = (b: Bucket) => {
-        if (b.limit >= 0) {
-          call.limit = b.limit
-          call.remaining = b.remaining
-          call.reset = b.reset
-        }
+        showBucket(call, b)
         if (!b.ok) {
           call.count = 1
           return call.fail(

@@ -121,22 +121,52 @@ export type ErrorCode = keyof typeof ERRORS
  */
 export const STREAM_CODES = ['too_slow'] as const
 
-/** Thrown anywhere below a handler; the responder turns it into the contract's error body. */
+/** Whether a code is one of the contract's table (the /v1 API answers only with those). */
+export const isErrorCode = (code: string): code is ErrorCode => Object.hasOwn(ERRORS, code)
+
+/**
+ * The one error the services and adapters throw for a caller to read; the responders (/v1's
+ * call.ts, http/pipeline.ts for the dashboard and the operator) turn it into the contract's
+ * error body. Give a code of the table and its status and sentence come from there; the
+ * dashboard, the operator endpoint and the command line also have codes of their own
+ * (`account_exists`, `csrf_failed`, ...), given with their status.
+ */
 export class ApiError extends Error {
   readonly status: number
+  readonly code: string
+  readonly headers?: Record<string, string>
 
   /** The 0-based position of the transaction op to blame, where one is. */
   index?: number
 
+  constructor(code: ErrorCode, message?: string, headers?: Record<string, string>)
+  constructor(status: number, code: string, message: string, headers?: Record<string, string>)
   constructor(
-    readonly code: ErrorCode,
-    message?: string,
-    readonly headers?: Record<string, string>,
+    first: ErrorCode | number,
+    second?: string,
+    third?: string | Record<string, string>,
+    fourth?: Record<string, string>,
   ) {
-    super(message ?? ERRORS[code].message)
-    this.status = ERRORS[code].status
+    if (typeof first === 'number') {
+      super(third as string)
+      this.status = first
+      this.code = second!
+      this.headers = fourth
+    } else {
+      super(second ?? ERRORS[first].message)
+      this.status = ERRORS[first].status
+      this.code = first
+      this.headers = third as Record<string, string> | undefined
+    }
   }
 }
+
+/** An ApiError whose code is one of the table's, so /v1 can answer with it as it is. */
+export type ContractError = ApiError & { readonly code: ErrorCode }
+
+/** Whether `err` is an ApiError /v1 answers with as it is (its code is the contract's). */
+export const isContractError = (err: unknown): err is ContractError =>
+  err instanceof ApiError && isErrorCode(err.code)
 
 /** The sentence for a namespace the caller named that does not exist. */
 export const noSuchNamespace = (name: string) => `There is no namespace "${name}".`

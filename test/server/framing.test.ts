@@ -5,54 +5,15 @@ import net from 'node:net'
 import t from 'tap'
 import { Client } from './contract/http.js'
 import { setup } from './contract/setup.js'
+import { exchange as rawExchange } from '../helpers/raw-exchange.js'
 
 const { srv, api } = await setup(t)
 await api.createNamespace('f')
 const key = api.key
 
-/**
- * Sends the pieces (`gapMs` apart) on one socket; resolves with what came back once `answers`
- * responses arrived, the server closed the socket, or `waitMs` passed (a generous bound, not a
- * timing assertion: a busy machine only makes it slower to resolve).
- */
-function exchange(
-  pieces: string[],
-  gapMs = 0,
-  waitMs = 10_000,
-  answers = Number.POSITIVE_INFINITY,
-): Promise<{ text: string; closed: boolean; statuses: number[] }> {
-  return new Promise((resolve) => {
-    const s = net.connect(srv.port, '127.0.0.1')
-    let text = ''
-    let closed = false
-    let done = false
-    const statuses = () => [...text.matchAll(/HTTP\/1\.1 (\d{3})/g)].map((m) => Number(m[1]))
-    const finish = () => {
-      if (done) return
-      done = true
-      clearTimeout(timer)
-      s.destroy()
-      resolve({ text, closed, statuses: statuses() })
-    }
-    const timer = setTimeout(finish, waitMs)
-    s.on('data', (d) => {
-      text += d.toString('latin1')
-      // A complete answer ends with its JSON body; wait a moment for the body's last bytes.
-      if (statuses().length >= answers) setTimeout(finish, 50)
-    })
-    s.on('close', () => {
-      closed = true
-      finish()
-    })
-    s.on('error', () => {})
-    ;(async () => {
-      for (const p of pieces) {
-        s.write(p)
-        if (gapMs) await new Promise((r) => setTimeout(r, gapMs))
-      }
-    })()
-  })
-}
+/** One exchange on a raw socket to the server (helpers/raw-exchange.ts). */
+const exchange = (pieces: string[], gapMs = 0, waitMs = 10_000, answers?: number) =>
+  rawExchange(srv.port, pieces, gapMs, waitMs, answers)
 
 const put = (k: string, body: string, extra = '') =>
   `PUT /v1/f/${k} HTTP/1.1\r\nHost: x\r\nx-api-key: ${key}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n${extra}\r\n${body}`

@@ -3,11 +3,11 @@
 // still pending (it supports pipelining only of answers given at once). So requests
 // pipelined in one packet are refused whole, nothing applied; requests in later packets wait
 // in the paused socket and are answered in order (docs/deployment.md).
-import net from 'node:net'
 import t from 'tap'
 import { clusterFor } from '../helpers/redis-cluster.js'
 import { startServer } from '../helpers/server.js'
 import { Client } from '../server/contract/http.js'
+import { exchange as rawExchange } from '../helpers/raw-exchange.js'
 
 const cluster = await clusterFor(t)
 if (cluster) {
@@ -20,37 +20,7 @@ if (cluster) {
 
   /** Sends the pieces `gapMs` apart on one socket; what came back once the socket closed or `answers` came. */
   const exchange = (pieces: string[], gapMs: number, answers: number) =>
-    new Promise<{ closed: boolean; statuses: number[] }>((resolve) => {
-      const s = net.connect(srv.port, '127.0.0.1')
-      let text = ''
-      let closed = false
-      let done = false
-      const statuses = () => [...text.matchAll(/HTTP\/1\.1 (\d{3})/g)].map((m) => Number(m[1]))
-      const finish = () => {
-        if (done) return
-        done = true
-        clearTimeout(timer)
-        s.destroy()
-        resolve({ closed, statuses: statuses() })
-      }
-      // A generous bound, not a timing assertion.
-      const timer = setTimeout(finish, 15_000)
-      s.on('data', (d) => {
-        text += d.toString('latin1')
-        if (statuses().length >= answers) setTimeout(finish, 50)
-      })
-      s.on('close', () => {
-        closed = true
-        finish()
-      })
-      s.on('error', () => {})
-      ;(async () => {
-        for (const p of pieces) {
-          s.write(p)
-          if (gapMs) await new Promise((r) => setTimeout(r, gapMs))
-        }
-      })()
-    })
+    rawExchange(srv.port, pieces, gapMs, 15_000, answers)
   const put = (k: string, body: string) =>
     `PUT /v1/f/${k} HTTP/1.1\r\nHost: x\r\nx-api-key: ${key}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`
   const stored = async (k: string) => (await api.get(`/f/${k}`)).status === 200

@@ -2,7 +2,7 @@
 // deleted account is never billed again. Should Stripe not answer, the deletion waits.
 import type Stripe from 'stripe'
 import type { Account } from '../accounts.js'
-import { ServiceError } from '../service-error.js'
+import { ApiError } from '../../wire/errors.js'
 import { isLive } from './subscription.js'
 
 export async function cancelForDeletion(stripe: Stripe, account: Account): Promise<void> {
@@ -13,7 +13,7 @@ export async function cancelForDeletion(stripe: Stripe, account: Account): Promi
   } catch (err) {
     // Canceled already (in the portal, or by Stripe): nothing left to stop.
     if ((err as { code?: string }).code === 'resource_missing') return
-    throw new ServiceError(
+    throw new ApiError(
       503,
       'unavailable',
       'The subscription could not be canceled at Stripe just now, so the account is kept; try again in a minute.',

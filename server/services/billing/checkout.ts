@@ -4,7 +4,7 @@
 import type Stripe from 'stripe'
 import type { Account, Accounts } from '../accounts.js'
 import type { Plan } from '../plans.js'
-import { ServiceError } from '../service-error.js'
+import { ApiError } from '../../wire/errors.js'
 import type { Records } from '../../store/types.js'
 import { isLive } from './subscription.js'
 
@@ -18,14 +18,10 @@ export class Checkout {
   /** The Checkout session's URL, where the browser goes to pay for `plan`. */
   async start(account: Account, plan: Plan, origin: string): Promise<string> {
     if (plan.stripePriceId === null)
-      throw new ServiceError(
-        400,
-        'invalid_plan',
-        `The ${plan.name} plan is not paid through Stripe.`,
-      )
+      throw new ApiError(400, 'invalid_plan', `The ${plan.name} plan is not paid through Stripe.`)
     const s = account.rec.stripe
     if (s?.subscriptionId !== undefined && isLive(s.status))
-      throw new ServiceError(
+      throw new ApiError(
         409,
         'already_subscribed',
         'This account has a subscription already: change or cancel it in the billing portal.',
@@ -65,7 +61,7 @@ export class Checkout {
     const rec = await this.accounts.update(account, (r) =>
       r.stripe?.customerId !== undefined ? r : { ...r, stripe: { customerId: made.id } },
     )
-    if (rec === undefined) throw new ServiceError(404, 'account_not_found', 'The account is gone.')
+    if (rec === undefined) throw new ApiError(404, 'account_not_found', 'The account is gone.')
     return rec.stripe!.customerId
   }
 }

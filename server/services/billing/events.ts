@@ -6,7 +6,7 @@ import Stripe from 'stripe'
 import type { Logger } from '../../log.js'
 import type { Accounts } from '../accounts.js'
 import type { PlanBook } from '../plans.js'
-import { ServiceError } from '../service-error.js'
+import { ApiError } from '../../wire/errors.js'
 import type { Records } from '../../store/types.js'
 import { type SubscriptionSync, readSubscription } from './subscription.js'
 
@@ -62,7 +62,7 @@ export class StripeEvents {
   /** The event, when `signature` signs `body` with the webhook secret and is recent. */
   verify(body: Buffer, signature: string | undefined): Stripe.Event {
     if (!signature)
-      throw new ServiceError(400, 'invalid_signature', 'The Stripe-Signature header is missing.')
+      throw new ApiError(400, 'invalid_signature', 'The Stripe-Signature header is missing.')
     let event: Stripe.Event
     try {
       event = this.stripe.webhooks.constructEvent(
@@ -73,15 +73,15 @@ export class StripeEvents {
       )
     } catch (err) {
       if (err instanceof Stripe.errors.StripeSignatureVerificationError)
-        throw new ServiceError(
+        throw new ApiError(
           400,
           'invalid_signature',
           'The Stripe-Signature header does not sign this body, or is more than 300 seconds old.',
         )
-      throw new ServiceError(400, 'invalid_json', 'The event is not valid JSON.')
+      throw new ApiError(400, 'invalid_json', 'The event is not valid JSON.')
     }
     if (typeof event?.id !== 'string' || !EVENT_ID.test(event.id) || typeof event.type !== 'string')
-      throw new ServiceError(400, 'invalid_request', 'The event has no usable id or type.')
+      throw new ApiError(400, 'invalid_request', 'The event has no usable id or type.')
     return event
   }
 
@@ -131,7 +131,7 @@ export class StripeEvents {
         return true
       }
       if (Date.now() >= waitUntil)
-        throw new ServiceError(
+        throw new ApiError(
           409,
           'event_in_progress',
           'This event is being handled; send it again later.',

@@ -2,7 +2,7 @@
 // and cancels: a short-lived session made when the link is followed.
 import type Stripe from 'stripe'
 import type { Account } from '../accounts.js'
-import { ServiceError } from '../service-error.js'
+import { ApiError } from '../../wire/errors.js'
 
 export class Portal {
   constructor(private stripe: Stripe) {}
@@ -11,7 +11,7 @@ export class Portal {
   async url(account: Account, returnUrl: string): Promise<string> {
     const customer = account.rec.stripe?.customerId
     if (customer === undefined)
-      throw new ServiceError(409, 'no_subscription', 'This account has never subscribed.')
+      throw new ApiError(409, 'no_subscription', 'This account has never subscribed.')
     const session = await this.stripe.billingPortal.sessions.create({
       customer,
       return_url: returnUrl,

@@ -2,31 +2,12 @@
 // attempts (`a` lines, before the call) and each write acknowledged (`k` lines, after the
 // promise resolved). Keys are reported as the hex of their bytes.
 //   node --import tsx level-writer.ts <dir> <run> <seed>
-import fs from 'node:fs'
 import { CairnLevel } from '../../../engine/level/index.js'
+import { say, seeded } from './report.js'
 
 const [dir, runArg, seedArg] = process.argv.slice(2)
 const run = Number(runArg)
-let seed = Number(seedArg) >>> 0
-const rand = () => {
-  seed = (seed + 0x6d2b79f5) >>> 0
-  let x = seed
-  x = Math.imul(x ^ (x >>> 15), x | 1)
-  x ^= x + Math.imul(x ^ (x >>> 7), x | 61)
-  return ((x ^ (x >>> 14)) >>> 0) / 4294967296
-}
-const pause = new Int32Array(new SharedArrayBuffer(4))
-const say = (o: object) => {
-  let buf = Buffer.from(`${JSON.stringify(o)}\n`)
-  while (buf.length > 0) {
-    try {
-      buf = buf.subarray(fs.writeSync(1, buf))
-    } catch (err) {
-      if ((err as { code?: string }).code !== 'EAGAIN') throw err
-      Atomics.wait(pause, 0, 0, 1)
-    }
-  }
-}
+const { rand } = seeded(Number(seedArg))
 
 say({ start: true })
 // Level's default: a write is acknowledged once the OS has it (no fsync), which a killed

@@ -2,33 +2,13 @@
 // (`a` lines, before the call) and each write acknowledged (`k` lines, after the promise
 // resolved). Lines go out with writeSync so a line is in the pipe before the next write.
 //   node --import tsx writer.ts <dir> <writes|compact|checkpoint> <run> <seed>
-import fs from 'node:fs'
 import { open } from '../../../engine/index.js'
+import { say, seeded } from './report.js'
 import type { OpenOptions } from '../../../engine/types.js'
 
 const [dir, mode, runArg, seedArg] = process.argv.slice(2)
 const run = Number(runArg)
-let seed = Number(seedArg) >>> 0
-const rand = () => {
-  seed = (seed + 0x6d2b79f5) >>> 0
-  let x = seed
-  x = Math.imul(x ^ (x >>> 15), x | 1)
-  x ^= x + Math.imul(x ^ (x >>> 7), x | 61)
-  return ((x ^ (x >>> 14)) >>> 0) / 4294967296
-}
-// stdout is a non-blocking pipe: retry on EAGAIN so a line is fully in the pipe before we go on.
-const pause = new Int32Array(new SharedArrayBuffer(4))
-const say = (o: object) => {
-  let buf = Buffer.from(JSON.stringify(o) + '\n')
-  while (buf.length > 0) {
-    try {
-      buf = buf.subarray(fs.writeSync(1, buf))
-    } catch (err) {
-      if ((err as { code?: string }).code !== 'EAGAIN') throw err
-      Atomics.wait(pause, 0, 0, 1)
-    }
-  }
-}
+const { rand } = seeded(Number(seedArg))
 
 const compactMode = mode === 'compact'
 const checkpointMode = mode === 'checkpoint'
