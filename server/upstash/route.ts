@@ -9,12 +9,13 @@ import { requestId } from '../http/request-id.js'
 import type { HttpRequest, HttpResponse } from '../http/uws.js'
 import { R } from '../metrics.js'
 import type { ApiKey, NamespaceInfo } from '../services/accounts.js'
-import { type Bucket, newBucket, secondsToMidnight, takeAccountToken } from '../services/limits.js'
+import { type Bucket, newBucket, takeAccountToken } from '../services/limits.js'
 import type { Plan } from '../services/plans.js'
 import { OP } from '../services/usage.js'
 import { readRequestBody, refusedFraming } from '../v1/body.js'
 import { MAX_AGE, allowOrigin } from '../v1/cors.js'
 import { defer } from '../v1/deferred.js'
+import { quotaRefusal } from '../v1/quota.js'
 import { BEARER, admitBucket, identify, refuseUnknownKey, showBucket } from '../v1/admission.js'
 import { txBodyLimit } from '../wire/body-limits.js'
 import { parseCommand, parseCommands, pathCommand } from './args.js'
@@ -154,16 +155,9 @@ export function upstashHandler(ctx: Context): (res: HttpResponse, req: HttpReque
   ): void {
     if (call.done) return
     if (!admitBucket(call, b)) return
-    const account = call.account!
-    if (
-      plan.requestsPerDay !== null &&
-      ctx.usage.today(account.id, now).requests >= plan.requestsPerDay
-    )
-      return call.fail(
-        'quota_exceeded',
-        `The ${plan.id} plan allows ${plan.requestsPerDay} requests per UTC day.`,
-        `\r\nRetry-After: ${secondsToMidnight(now)}`,
-      )
+    const quota = quotaRefusal(ctx, call.account!, plan, 1, now)
+    if (quota !== null)
+      return call.fail(quota.code, quota.message, `\r\nRetry-After: ${quota.retryAfter}`)
     if (asked.method === 'get')
       return commands(call, asked, plan, pathCommand(asked.path.rest, undefined))
     readRequestBody(
@@ -204,18 +198,11 @@ export function upstashHandler(ctx: Context): (res: HttpResponse, req: HttpReque
     const n = list.length
     call.count = n
     const now = Date.now()
-    const account = call.account!
-    if (
-      n > 1 &&
-      plan.requestsPerDay !== null &&
-      ctx.usage.today(account.id, now).requests + n > plan.requestsPerDay
-    ) {
+    // The request's own one was checked on the way in; a pipeline's commands are counted whole.
+    const quota = n > 1 ? quotaRefusal(ctx, call.account!, plan, n, now) : null
+    if (quota !== null) {
       call.count = 1
-      return call.fail(
-        'quota_exceeded',
-        `These ${n} commands would pass the ${plan.id} plan's ${plan.requestsPerDay} requests per UTC day.`,
-        `\r\nRetry-After: ${secondsToMidnight(now)}`,
-      )
+      return call.fail(quota.code, quota.message, `\r\nRetry-After: ${quota.retryAfter}`)
     }
     const go = () => withNamespace(call, asked, plan, list)
     // The request's own token was taken on the way in.
@@ -233,7 +220,7 @@ export function upstashHandler(ctx: Context): (res: HttpResponse, req: HttpReque
       }
       go()
     }
-    const b = takeAccountToken(ctx.store.limiter, account.id, plan, now, newBucket(), extra)
+    const b = takeAccountToken(ctx.store.limiter, call.account!.id, plan, now, newBucket(), extra)
     if (!(b instanceof Promise)) return got(b)
     call.async()
     b.then(got, (err) => call.error(err))
