@@ -160,17 +160,24 @@ class Reader {
     private feed: ClusterFeed,
   ) {}
 
-  add(p: Poller): void {
+  /** Reads `p`'s stream from now on; false when this master is no longer among ioredis's nodes. */
+  add(p: Poller): boolean {
     const stream = p.stream
-    if (stream === null) return
+    if (stream === null) return true
+    let conn: Redis
+    try {
+      conn = this.connection()
+    } catch {
+      return false
+    }
     this.pollers.set(stream, p)
     p.reader = this
-    const conn = this.connection()
     // Subscribed, it reads what came before its subscription took.
     conn.ssubscribe(stream).then(
       () => this.read(p),
       () => this.lost(),
     )
+    return true
   }
 
   remove(p: Poller): void {
@@ -339,7 +346,15 @@ export class ClusterFeed implements Feed {
       r = new Reader(owner, this.cmd, this)
       this.readers.set(owner, r)
     }
-    r.add(p)
+    if (r.add(p)) return
+    // The slot table still names a master ioredis has dropped (it was killed, and the table
+    // is not read again yet): placed again shortly, as with no master known. Thrown from
+    // here, on a timer, it ended the process.
+    if (r.size === 0) {
+      r.stop()
+      this.forget(r)
+    }
+    setTimeout(() => this.place(p), 200).unref()
   }
 
   forget(r: Reader): void {
