@@ -4,12 +4,14 @@
 // fresh namespace of a one-node Redis Cluster with appendfsync always, alternating rounds.
 //   node --import tsx bench/put-parts.ts [--puts N] [--rounds R]
 // Prints Redis's own microseconds per call (INFO commandstats, usec_per_call) per variant,
-// median of the rounds, and each beside the shipped script as a ratio.
+// median of the rounds, and each beside the shipped script as a ratio; and the same PUTs
+// sent as PUTS calls of --batch writes each (one turn's PUTs to one namespace, commands.ts),
+// in microseconds per write.
 import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { Redis } from 'ioredis'
-import { PUT } from '../server/store/cluster/entry-scripts.js'
+import { PUT, PUTS as PUTS_LUA } from '../server/store/cluster/entry-scripts.js'
 import { meta } from '../server/store/cluster/entries.js'
 import { openRedisStore } from '../server/store/cluster/index.js'
 import { startRedis } from './http/servers.js'
@@ -19,6 +21,7 @@ const opt = (name: string, def: number) =>
   argv.includes(name) ? Number(argv[argv.indexOf(name) + 1]) : def
 const PUTS = opt('--puts', 20_000)
 const ROUNDS = opt('--rounds', 3)
+const BATCH = opt('--batch', 10)
 const VALUE = Buffer.from(JSON.stringify('v'.repeat(96)))
 
 const cut = (lua: string, part: string) => {
@@ -33,7 +36,10 @@ const variants: [string, string][] = [
     cut(cut(PUT, "redis.call('SPUBLISH', feed, '')\n"), 'redis.call(unpack(f))\n'),
   ],
   ['pruning every PUT (no nx skip)', cut(PUT, '  if mv[7] then return 0 end\n')],
+  [`PUTS of ${BATCH} (per write)`, PUTS_LUA],
 ]
+/** The variant sent as PUTS calls, BATCH writes a call. */
+const BATCHED = variants.length - 1
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cairn-put-parts-'))
 const redis = await startRedis(0, dir, 'cluster')
@@ -48,16 +54,23 @@ async function round(v: number, r: number): Promise<number> {
   await store.createNamespace(ns)
   const m = meta(ns)
   await node.config('RESETSTAT')
+  const each = v === BATCHED ? BATCH : 1
   for (let i = 0; i < PUTS; i += 50) {
     const p = node.pipeline()
-    for (let j = i; j < i + 50 && j < PUTS; j++)
-      p.evalsha(shas[v]!, 1, m, `k${j % 1000}`, VALUE, Date.now(), '', '', '')
+    for (let j = i; j < i + 50 && j < PUTS; j += each) {
+      const args: (string | number | Buffer)[] = []
+      for (let w = j; w < j + each; w++) args.push(`k${w % 1000}`, VALUE, Date.now(), '', '', '')
+      p.evalsha(shas[v]!, 1, m, ...args)
+    }
     const res = await p.exec()
     const bad = res?.find(([err]) => err)
     if (bad) throw bad[0]
   }
   const info = String(await node.info('commandstats'))
-  return Number(/cmdstat_evalsha:calls=\d+,usec=\d+,usec_per_call=([\d.]+)/.exec(info)?.[1])
+  const perCall = Number(
+    /cmdstat_evalsha:calls=\d+,usec=\d+,usec_per_call=([\d.]+)/.exec(info)?.[1],
+  )
+  return perCall / each
 }
 
 const per: number[][] = variants.map(() => [])

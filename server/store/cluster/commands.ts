@@ -23,6 +23,7 @@ const SLOTS_REMEMBERED = 10_000
 
 const SCRIPTS: Record<string, { keys: number; lua: string }> = {
   cairnPut: { keys: 1, lua: E.PUT },
+  cairnPuts: { keys: 1, lua: E.PUTS },
   cairnDelete: { keys: 1, lua: E.DELETE },
   cairnGet: { keys: 1, lua: E.GET },
   cairnStat: { keys: 1, lua: E.STAT },
@@ -119,6 +120,72 @@ function pending(
     }
   })
   return { call: call!, answer }
+}
+
+/**
+ * A turn's writes for one master with the PUTs to each namespace made one PUTS call (at the
+ * place of the first): one script call, one meta read and one feed message's worth of
+ * overhead for all of them, applied in the order they came. A PUT joins its namespace's
+ * batch only while no other write to that namespace (a delete, a transaction) came after
+ * the batch began, so every namespace's writes still run in the order asked.
+ */
+export function coalesced(group: Pending[]): Pending[] {
+  const out: Pending[] = []
+  const batches: { at: number; parts: Pending[] }[] = []
+  const open = new Map<string, { at: number; parts: Pending[] }>()
+  for (const w of group) {
+    const ns = String(w.args[0])
+    if (w.name !== 'cairnPut') {
+      open.delete(ns)
+      out.push(w)
+      continue
+    }
+    const b = open.get(ns)
+    if (b !== undefined) {
+      b.parts.push(w)
+      continue
+    }
+    const started = { at: out.length, parts: [w] }
+    open.set(ns, started)
+    batches.push(started)
+    out.push(w)
+  }
+  for (const { at, parts } of batches) if (parts.length > 1) out[at] = batchOf(parts)
+  return out
+}
+
+/** One PUTS call for `parts` (PUTs to one namespace): each answered with its own result. */
+function batchOf(parts: Pending[]): Pending {
+  const answer = (results: unknown) => {
+    const each = Array.isArray(results) ? results : []
+    parts.forEach((p, i) => {
+      const r = each[i]
+      if (r instanceof Error) p.reject(r)
+      else if (r === undefined) p.reject(new Error('no answer for this write in its batch'))
+      else p.resolve(r)
+    })
+  }
+  return {
+    name: 'cairnPuts',
+    sha: SHA.cairnPuts!,
+    keys: 1,
+    args: [parts[0]!.args[0]!, ...parts.flatMap((p) => p.args.slice(1))],
+    buffers: false,
+    to: parts[0]!.to,
+    turned: Math.max(...parts.map((p) => p.turned ?? 0)),
+    resolve: answer,
+    // A write whose own check failed keeps its own answer when the batch's WAIT failed:
+    // a conflict is a conflict whether or not a replica has the others.
+    unconfirmed(results, err) {
+      const each = Array.isArray(results) ? results : []
+      parts.forEach((p, i) => {
+        p.reject(each[i] instanceof Error ? each[i] : err)
+      })
+    },
+    reject(err) {
+      for (const p of parts) p.reject(err)
+    },
+  }
 }
 
 export class Commands {
@@ -275,7 +342,7 @@ export class Commands {
       this.tails.delete(node)
       for (const { call } of tail.values()) group.push(call)
     }
-    if (node[0] === 'w') this.durable.send(group)
+    if (node[0] === 'w') this.durable.send(coalesced(group))
     else this.send(group)
   }
 

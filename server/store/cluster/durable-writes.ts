@@ -38,6 +38,11 @@ export interface Write extends LaneCall {
   turned?: number
   /** The master a MOVED named ("host:port"): sent there next, whatever the slot table says. */
   to?: string
+  /**
+   * Answers a write that ran but whose WAIT no replica answered in time (else it is
+   * rejected with `err`): a batch's writes that failed their own checks keep those answers.
+   */
+  unconfirmed?(value: unknown, err: Error): void
 }
 
 /**
@@ -218,7 +223,8 @@ export class DurableWrites {
       const [err, value] = res[i]!
       if (noScript(err)) return
       if (err) w.reject(err)
-      else if (unconfirmed) w.reject(unconfirmed)
+      else if (unconfirmed)
+        w.unconfirmed ? w.unconfirmed(value, unconfirmed) : w.reject(unconfirmed)
       else w.resolve(value)
     })
     const silent = all.some(([err]) => timedOut(err))

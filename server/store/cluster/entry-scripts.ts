@@ -153,6 +153,10 @@ local function counted(ver, bytes, keys, fb)
   if not mv[5] then h[#h + 1] = 'fv'; h[#h + 1] = ver - 1 end
   redis.call(unpack(h))
   if math.floor(ver / 32) ~= math.floor(first / 32) or fb > FEED_B + 16777216 then trim() end
+  -- mv and first as now written, for the next write of a batch (PUTS).
+  mv[2], mv[3], mv[4], first = ver, bytes, fb, ver
+  if keys then mv[6] = keys end
+  if not mv[5] then mv[5] = ver - 1 end
 end
 local function store(k, v, n, x, m)
   shield(k)
@@ -186,11 +190,12 @@ end
 `
 
 /**
- * put: ARGV key, value, now, expiresAt ('' for none), ifVersion ('' none, '-' absent, or
- * the version), metadata ('' for none). Returns { version, created }.
+ * One put, as a function: key, value, now, expiresAt ('' for none), ifVersion ('' none, '-'
+ * absent, or the version), metadata ('' for none). Returns { version, created }, or the
+ * error reply CONFLICT. PUT runs it once, PUTS once per write of a batch.
  */
-export const PUT = `${PRELUDE}
-local k, v, now, x, want, m = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4], ARGV[5], ARGV[6]
+const PUT_ONE = `
+local function put(k, v, now, x, want, m)
 if prune(now, 16) > 0 then fresh() end
 local e = ent .. k
 -- With a window, the value too: the state this write supersedes is kept (keep, below).
@@ -250,6 +255,36 @@ redis.call('SPUBLISH', feed, '')
 counted(ver, bytes, keys, tonumber(mv[4] or '0') + #k + #v + #m)
 if cur then return {ver, 0} end
 return {ver, 1}
+end
+`
+
+/**
+ * put: ARGV key, value, now, expiresAt ('' for none), ifVersion ('' none, '-' absent, or
+ * the version), metadata ('' for none). Returns { version, created }.
+ */
+export const PUT = `${PRELUDE}${PUT_ONE}
+return put(ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4], ARGV[5], ARGV[6])
+`
+
+/**
+ * puts: the writes to one namespace in one turn (commands.ts), in one call: ARGV six fields
+ * per write, as put's. Each is applied in order as PUT applies it, at the next version, and
+ * answered on its own: { { version, created } or an error reply, ... }. A write whose check
+ * fails (CONFLICT), or that fails on its way, fails alone.
+ */
+export const PUTS = `${PRELUDE}${PUT_ONE}
+local out = {}
+for i = 1, #ARGV, 6 do
+  local ok, r = pcall(put, ARGV[i], ARGV[i + 1], tonumber(ARGV[i + 2]), ARGV[i + 3], ARGV[i + 4], ARGV[i + 5])
+  if ok then
+    out[#out + 1] = r
+  elseif type(r) == 'table' and r.err then
+    out[#out + 1] = r
+  else
+    out[#out + 1] = redis.error_reply(tostring(r))
+  end
+end
+return out
 `
 
 /** delete: ARGV key, now, ifVersion ('' for none). Returns 1 when a live key was deleted. */
