@@ -84,6 +84,23 @@ if (cluster) {
     )
   })
 
+  t.test('PUTs coalesced into one call keep the byte count true', async (t) => {
+    await store.createNamespace('hc/a')
+    await h.setWindow('hc/a', { seconds: 3600, bytes: 1000 })
+    const v = (i: number) => b(`"${String(i).padStart(97, '0')}"`)
+    // Sent in one turn: one PUTS call (commands.ts) whose writes each keep and trim.
+    for (let round = 0; round < 4; round++)
+      await Promise.all(Array.from({ length: 30 }, (_, i) => store.put('hc/a', `k${i % 3}`, v(i))))
+    const w = await h.window('hc/a')
+    let held = 0
+    for (const k of ['k0', 'k1', 'k2'])
+      for (const x of await h.versions('hc/a', k, { limit: 1000 }))
+        if (x.value && x.version !== (await store.get('hc/a', k))?.version)
+          held += 2 + x.value.length
+    t.equal(w.bytes, held, `the count is what is kept (${held})`)
+    t.ok(held <= 1000 && held >= 800, `and the bound is used, not undercut (${held})`)
+  })
+
   t.test('a window bounded by time lets superseded versions go', async (t) => {
     await store.createNamespace('ht/a')
     await h.setWindow('ht/a', { seconds: 1, bytes: 1 << 30 })

@@ -145,6 +145,10 @@ htrim = function(into)
     local ft = redis.call('ZSCORE', hist .. 't', hpad(floor))
     if ft then h[#h + 1] = 'ha'; h[#h + 1] = ft end
   end
+  -- PUTS trims after each of its writes: the next one starts from what this one left (held
+  -- is hm's bytes plus every state the script kept so far), not from what META read.
+  hm[3] = held - hbytes
+  hm[5] = floor
   done()
 end
 -- Where the versions a write made cannot be told apart from what they superseded (IMPORT):
