@@ -111,39 +111,6 @@ t.test('overage served and billed once per hour, across a restart', async (t) =>
   t.same(page.billing.metered.sent, [{ hour, requests: 4, sentAt: sent[0]?.sentAt }])
 })
 
-t.test('Upstash commands past the quota are served as /v1 requests are', async (t) => {
-  const double = await StripeDouble.start(t)
-  const srv = await startServer({ plans: meteredPlans(), args: double.flags() })
-  t.teardown(() => srv.stop())
-  double.webhookUrl = `${srv.url}/billing/stripe/webhook`
-  const a = await signedIn(srv)
-  const created = await fetch(`${srv.baseUrl}/namespaces`, {
-    method: 'POST',
-    headers: { 'x-api-key': a.apiKey, 'content-type': 'application/json' },
-    body: '{"name":"u"}',
-  })
-  t.equal(created.status, 201)
-  const upstash = (body: unknown, path = 'u') =>
-    fetch(`${srv.url}/upstash/${path}`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${a.apiKey}`, 'content-type': 'application/json' },
-      body: JSON.stringify(body),
-    })
-  await subscribe(double, a, 'metered')
-  const statuses: number[] = []
-  for (let i = 0; i < INCLUDED + 3; i++) statuses.push((await upstash(['INCR', 'k'])).status)
-  t.same(statuses, Array(INCLUDED + 3).fill(200), 'commands past the quota are served, not 429')
-  const many = await upstash(
-    [
-      ['INCR', 'k'],
-      ['GET', 'k'],
-    ],
-    'u/pipeline',
-  )
-  t.equal(many.status, 200, 'and a pipeline past it')
-  t.same(await many.json(), [{ result: INCLUDED + 4 }, { result: String(INCLUDED + 4) }])
-})
-
 t.test('the spending cap, and the plan page', async (t) => {
   const double = await StripeDouble.start(t)
   const srv = await startServer({
@@ -220,4 +187,39 @@ t.test('the plans file: meteredCentsPerThousand', async (t) => {
   const flat = meteredPlans()
   Object.assign(flat.plans[1]!, { meteredCentsPerThousand: 5 })
   t.throws(() => parsePlans(JSON.stringify(flat), 'p'), /is for a metered plan/)
+})
+
+// Last: its account's hour is left unsent, and on Redis (metered-on-redis.test.ts) a server of
+// a later test, its meter's clock ahead, would bill it to its own Stripe double.
+t.test('Upstash commands past the quota are served as /v1 requests are', async (t) => {
+  const double = await StripeDouble.start(t)
+  const srv = await startServer({ plans: meteredPlans(), args: double.flags() })
+  t.teardown(() => srv.stop())
+  double.webhookUrl = `${srv.url}/billing/stripe/webhook`
+  const a = await signedIn(srv)
+  const created = await fetch(`${srv.baseUrl}/namespaces`, {
+    method: 'POST',
+    headers: { 'x-api-key': a.apiKey, 'content-type': 'application/json' },
+    body: '{"name":"u"}',
+  })
+  t.equal(created.status, 201)
+  const upstash = (body: unknown, path = 'u') =>
+    fetch(`${srv.url}/upstash/${path}`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${a.apiKey}`, 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    })
+  await subscribe(double, a, 'metered')
+  const statuses: number[] = []
+  for (let i = 0; i < INCLUDED + 3; i++) statuses.push((await upstash(['INCR', 'k'])).status)
+  t.same(statuses, Array(INCLUDED + 3).fill(200), 'commands past the quota are served, not 429')
+  const many = await upstash(
+    [
+      ['INCR', 'k'],
+      ['GET', 'k'],
+    ],
+    'u/pipeline',
+  )
+  t.equal(many.status, 200, 'and a pipeline past it')
+  t.same(await many.json(), [{ result: INCLUDED + 4 }, { result: String(INCLUDED + 4) }])
 })
