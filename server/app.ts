@@ -159,6 +159,11 @@ export async function serve(
   svc.webhooks.start(log)
   ctx.lifecycle.ready = true
   for (const note of svc.store.startNotes ?? []) log.warn({ store: svc.store.kind }, note)
+  if (svc.history.windowsNotSet)
+    log.warn(
+      { namespaces: svc.history.windowsNotSet },
+      'history windows not set at start: those namespaces keep the ones they had',
+    )
   log.info(
     {
       port,

@@ -327,9 +327,12 @@ async function main(argv: string[]): Promise<number> {
       try {
         running.ctx.plans.reload()
         log.info({ plans: config.plansFile }, 'plans reloaded')
-        running.ctx.history
-          .applyAll()
-          .catch((err) => log.error(errFields(err, false), 'history windows not all set'))
+        running.ctx.history.applyAll().then(
+          (n) => {
+            if (n > 0) log.warn({ namespaces: n }, 'history windows not all set')
+          },
+          (err) => log.error(errFields(err, false), 'history windows not all set'),
+        )
       } catch (err) {
         log.error(errFields(err, false), 'plans not reloaded; the old ones stay in force')
       }

@@ -33,7 +33,12 @@ function pointError(err: unknown): unknown {
 
 const iso = (ms: number) => new Date(ms).toISOString()
 
+const APPLY_AT_ONCE = 32
+
 export class History {
+  /** Namespaces whose window the last applyAll could not set (undefined while it runs). */
+  windowsNotSet: number | undefined
+
   constructor(
     private store: Store,
     private accounts: Accounts,
@@ -60,10 +65,32 @@ export class History {
     for (const info of [...account.namespaces.values()]) await this.apply(account, info)
   }
 
-  /** Every namespace's window from its plan, as at start (and after the plans are reloaded). */
-  async applyAll(): Promise<void> {
-    if (this.store.history === undefined) return
-    for await (const account of this.accounts.all()) await this.applyAccount(account)
+  /**
+   * Every namespace's window from its plan, as at start (and after the plans are reloaded).
+   * A namespace whose window cannot be set now (its Redis master not answering) keeps the
+   * one it had, which the store keeps, and does not stop the others: resolves to how many
+   * were not set. Up to APPLY_AT_ONCE at a time, so one slow master costs about one timeout.
+   */
+  async applyAll(): Promise<number> {
+    if (this.store.history === undefined) return 0
+    let failed = 0
+    const running = new Set<Promise<void>>()
+    for await (const account of this.accounts.all())
+      for (const info of [...account.namespaces.values()]) {
+        const p: Promise<void> = this.apply(account, info).then(
+          () => {
+            running.delete(p)
+          },
+          () => {
+            failed++
+            running.delete(p)
+          },
+        )
+        running.add(p)
+        if (running.size >= APPLY_AT_ONCE) await Promise.race(running)
+      }
+    await Promise.all(running)
+    return failed
   }
 
   /** The oldest readable point. */

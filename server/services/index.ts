@@ -13,6 +13,9 @@ import { Usage } from './usage.js'
 import { Alerts } from './alerts.js'
 import { type WebhookOptions, Webhooks } from './webhooks.js'
 
+/** How long a start on a shared store waits for the history windows to be set. */
+const WINDOWS_WAIT_MS = 2000
+
 export interface Services {
   store: Store
   plans: PlanBook
@@ -64,7 +67,18 @@ export async function servicesOn(
   const usage = new Usage(store, accounts, (a) => namespaces.storageBytes(a))
   const data = new Data(store, accounts, namespaces, plans)
   const history = new History(store, accounts, namespaces, plans)
-  await history.applyAll()
+  // The engine sets its windows at once. A store other front ends share keeps them already
+  // (set on each create and plan change), so a start brings only a plans file's changes, and
+  // a master that does not answer must not hold the start: it waits WINDOWS_WAIT_MS at most.
+  const windows = history.applyAll()
+  if (store.supports.soleWriter) history.windowsNotSet = await windows
+  else
+    await Promise.race([
+      windows.then((n) => {
+        history.windowsNotSet = n
+      }),
+      new Promise((resolve) => setTimeout(resolve, WINDOWS_WAIT_MS).unref()),
+    ])
   const sessions = new SessionStore(store)
   const webhooks = new Webhooks(store, accounts, webhookOptions)
   const alerts = new Alerts(store, accounts, plans, usage, namespaces, webhooks)
