@@ -4,9 +4,17 @@ import t from 'tap'
 import { runOnRedis } from '../helpers/on-redis.js'
 
 await runOnRedis(t, [
-  ...['errors', 'keys', 'methods', 'retry', 'timeout', 'additions', 'watch'].map(
-    (f) => `test/client/${f}.test.ts`,
-  ),
+  ...[
+    'errors',
+    'keys',
+    'methods',
+    'retry',
+    'timeout',
+    'additions',
+    'watch',
+    'history',
+    'portable',
+  ].map((f) => `test/client/${f}.test.ts`),
   'test/dashboard/data.test.ts',
   'test/dashboard/journey.test.ts',
   'test/dashboard/usage-live.test.ts',
