@@ -4,6 +4,7 @@
 // all. KEYS[1] is always the namespace's meta hash; every other key the scripts touch is
 // named from it and its generation `g`, and shares its hash tag, so all sit in one slot.
 import { HISTORY_WRITE } from './history-scripts.js'
+import { RANGE_BOUNDS } from './range-bounds.js'
 
 /** Shared prelude: the namespace's key names, its change feed, and pruning of entries whose TTL has passed. */
 const PRELUDE = `
@@ -351,25 +352,15 @@ return {cur, size(k), redis.call('HGET', ent .. k, 'x') or false}
  * { key, version, expiresAt or false, value or false, metadata or false }. Keys are
  * UTF-8, which never holds the byte 0xFF: prefix .. 0xFF bounds a prefix.
  */
-export const LIST = `${PRELUDE}
+export const LIST = `${PRELUDE}${RANGE_BOUNDS}
 local prefix, after, limit, rev, now = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4] == '1', tonumber(ARGV[5])
 local inc, most = ARGV[6], tonumber(ARGV[7])
 local withv, withm = string.find(inc, 'v', 1, true), string.find(inc, 'm', 1, true)
 local fields = {'n', 'x', 'v', 'm'}
 if not withv then fields[3] = 'n' end
 if not withm then fields[4] = 'n' end
-local lo, hi = '-', '+'
-if prefix ~= '' then lo, hi = '[' .. prefix, '(' .. prefix .. '\\255' end
 local first, stop = ARGV[8] or '', ARGV[9] or ''
-if first ~= '' and (lo == '-' or first > string.sub(lo, 2)) then lo = '[' .. first end
-if stop ~= '' and (hi == '+' or stop <= string.sub(hi, 2)) then hi = '(' .. stop end
-if after ~= '' then
-  if rev then
-    if hi == '+' or after < string.sub(hi, 2) then hi = '(' .. after end
-  else
-    if lo == '-' or after >= string.sub(lo, 2) then lo = '(' .. after end
-  end
-end
+local lo, hi = bounds(prefix, first, stop, after, rev)
 local out = {redis.call('HGET', meta, 'ver'), 0}
 local count, bytes, full = 0, 0, false
 while true do
@@ -746,22 +737,11 @@ htrim()
 return out
 `
 
-/** Where a range's keys lie in the ordered index, as ZRANGE BYLEX bounds: lo, hi. */
-const BOUNDS = `
-local function bounds(prefix, first, stop)
-  local lo, hi = '-', '+'
-  if prefix ~= '' then lo, hi = '[' .. prefix, '(' .. prefix .. '\\255' end
-  if first ~= '' and (lo == '-' or first > string.sub(lo, 2)) then lo = '[' .. first end
-  if stop ~= '' and (hi == '+' or stop <= string.sub(hi, 2)) then hi = '(' .. stop end
-  return lo, hi
-end
-`
-
 /**
  * countRange: ARGV prefix, start, end, now. Returns { count, bytes, version }: the live keys
  * of the range and their bytes (key plus value), walked in one script, so at one version.
  */
-export const COUNT_RANGE = `${PRELUDE}${BOUNDS}
+export const COUNT_RANGE = `${PRELUDE}${RANGE_BOUNDS}
 local now = tonumber(ARGV[4])
 local lo, hi = bounds(ARGV[1], ARGV[2], ARGV[3])
 local count, bytes = 0, 0
@@ -798,7 +778,7 @@ return tonumber(mv[2] or '0')
  * rows... }, a row { key, value, version, expiresAt or false, metadata or false }; the
  * states handed out are let go. SNAPSHOT_GONE when it closed or outlived its lifetime.
  */
-export const SNAP_READ = `${PRELUDE}${BOUNDS}
+export const SNAP_READ = `${PRELUDE}${RANGE_BOUNDS}
 local snaps = base .. g .. ':s'
 local id, limit, now = ARGV[1], tonumber(ARGV[5]), tonumber(ARGV[6])
 local s = redis.call('HGET', snaps, id)

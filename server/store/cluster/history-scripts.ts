@@ -9,6 +9,7 @@
 //   <base><g>:h<e>:d        sorted set (lex), keys with kept states that the index may lack
 // and in the meta hash: hs, hb (the window), he (epoch), hv, ha (the floor: oldest version
 // kept whole and its time), hy (bytes kept), hc (the last commit time, never going back).
+import { RANGE_BOUNDS } from './range-bounds.js'
 
 /**
  * Write-side history, part of the write scripts' prelude (after META is read into mv; mv[9]
@@ -361,22 +362,12 @@ return out
  * key, or { key, version, expiresAt or false, value, metadata or false }. resume, when set,
  * is where the next page goes on (the walk stopped before the page was full).
  */
-export const HISTORY_LIST = `${HISTORY_READ}
+export const HISTORY_LIST = `${HISTORY_READ}${RANGE_BOUNDS}
 local p, tp = resolve(ARGV[1], ARGV[2])
 if not p then return tp end
 local prefix, first, stop, after = ARGV[3], ARGV[4], ARGV[5], ARGV[6]
 local limit, rev, inc = tonumber(ARGV[7]), ARGV[8] == '1', ARGV[9]
-local lo, hi = '-', '+'
-if prefix ~= '' then lo, hi = '[' .. prefix, '(' .. prefix .. '\\255' end
-if first ~= '' and (lo == '-' or first > string.sub(lo, 2)) then lo = '[' .. first end
-if stop ~= '' and (hi == '+' or stop <= string.sub(hi, 2)) then hi = '(' .. stop end
-if after ~= '' then
-  if rev then
-    if hi == '+' or after < string.sub(hi, 2) then hi = '(' .. after end
-  else
-    if lo == '-' or after >= string.sub(lo, 2) then lo = '(' .. after end
-  end
-end
+local lo, hi = bounds(prefix, first, stop, after, rev)
 local out = {p, 0, false}
 local sets = {idx}
 if hist then sets[2] = hist .. 'd' end
