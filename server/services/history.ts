@@ -75,20 +75,26 @@ export class History {
     if (this.store.history === undefined) return 0
     let failed = 0
     const running = new Set<Promise<void>>()
-    for await (const account of this.accounts.all())
-      for (const info of [...account.namespaces.values()]) {
-        const p: Promise<void> = this.apply(account, info).then(
-          () => {
-            running.delete(p)
-          },
-          () => {
-            failed++
-            running.delete(p)
-          },
-        )
-        running.add(p)
-        if (running.size >= APPLY_AT_ONCE) await Promise.race(running)
-      }
+    try {
+      for await (const account of this.accounts.all())
+        for (const info of [...account.namespaces.values()]) {
+          const p: Promise<void> = this.apply(account, info).then(
+            () => {
+              running.delete(p)
+            },
+            () => {
+              failed++
+              running.delete(p)
+            },
+          )
+          running.add(p)
+          if (running.size >= APPLY_AT_ONCE) await Promise.race(running)
+        }
+    } catch {
+      // The accounts could not all be read (a master not answering): those not reached keep
+      // the windows they had.
+      failed++
+    }
     await Promise.all(running)
     return failed
   }

@@ -34,8 +34,14 @@ if (cluster) {
     const first = node(cluster.nodes[0]!.port)
     t.teardown(() => first.disconnect())
     const slot = Number(await first.cluster('KEYSLOT', `c:{n:u/${acct.accountId}/r}:m`))
-    const ranges = (await first.cluster('SLOTS')) as [number, number, ...[string, number][]][]
-    const range = ranges.find(([from, to]) => slot >= from && slot <= to)!
+    // A fresh cluster lists a master's replica in CLUSTER SLOTS only once it has linked.
+    await cluster.waitReplicated()
+    let range: [number, number, ...[string, number][]] | undefined
+    for (let i = 0; i < 100 && (range === undefined || range.length < 4); i++) {
+      if (i > 0) await new Promise((r) => setTimeout(r, 100))
+      const ranges = (await first.cluster('SLOTS')) as [number, number, ...[string, number][]][]
+      range = ranges.find(([from, to]) => slot >= from && slot <= to)
+    }
     const [, , [, masterPort], [, replicaPort]] = range as unknown as [
       number,
       number,
