@@ -159,11 +159,14 @@ export async function serve(
   svc.webhooks.start(log)
   ctx.lifecycle.ready = true
   for (const note of svc.store.startNotes ?? []) log.warn({ store: svc.store.kind }, note)
-  if (svc.history.windowsNotSet)
-    log.warn(
-      { namespaces: svc.history.windowsNotSet },
-      'history windows not set at start: those namespaces keep the ones they had',
-    )
+  // Logged when done: on a shared store the start does not wait for all of them.
+  void svc.history.started.then((n) => {
+    if (n > 0)
+      log.warn(
+        { namespaces: n },
+        'history windows not set at start: those namespaces keep the ones they had',
+      )
+  })
   log.info(
     {
       port,

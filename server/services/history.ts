@@ -36,8 +36,8 @@ const iso = (ms: number) => new Date(ms).toISOString()
 const APPLY_AT_ONCE = 32
 
 export class History {
-  /** Namespaces whose window the last applyAll could not set (undefined while it runs). */
-  windowsNotSet: number | undefined
+  /** The windows set at start: resolves to how many namespaces could not be set. */
+  started: Promise<number> = Promise.resolve(0)
 
   constructor(
     private store: Store,

@@ -70,13 +70,11 @@ export async function servicesOn(
   // The engine sets its windows at once. A store other front ends share keeps them already
   // (set on each create and plan change), so a start brings only a plans file's changes, and
   // a master that does not answer must not hold the start: it waits WINDOWS_WAIT_MS at most.
-  const windows = history.applyAll()
-  if (store.supports.soleWriter) history.windowsNotSet = await windows
+  history.started = history.applyAll()
+  if (store.supports.soleWriter) await history.started
   else
     await Promise.race([
-      windows.then((n) => {
-        history.windowsNotSet = n
-      }),
+      history.started,
       new Promise((resolve) => setTimeout(resolve, WINDOWS_WAIT_MS).unref()),
     ])
   const sessions = new SessionStore(store)
