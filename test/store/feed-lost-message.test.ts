@@ -4,6 +4,7 @@
 // Here the changes are added to the stream by hand with no message, as such a writer would.
 import { Cluster } from 'ioredis'
 import t from 'tap'
+import { feedKeysOf } from '../helpers/feed-stream.js'
 import { clusterFor } from '../helpers/redis-cluster.js'
 import { startServer } from '../helpers/server.js'
 import { Client } from '../server/contract/http.js'
@@ -21,13 +22,9 @@ if (cluster) {
   t.test('changes with no message reach a live watch within the tick', async (t) => {
     t.equal((await api.post('/namespaces', { name: 'quiet' })).status, 201)
     t.equal((await api.put('/quiet/a', { value: 1 })).status, 201)
-    let feed: string | undefined
-    for (const node of redis.nodes('master')) {
-      const [, keys] = await node.scan('0', 'MATCH', '*quiet*:f', 'COUNT', 1000)
-      feed ??= keys[0]
-    }
-    t.ok(feed, 'the feed stream is there')
-    const metaKey = feed!.replace(/:[^:]+:f$/, ':m')
+    const keys = await feedKeysOf(redis, 'quiet')
+    t.ok(keys, 'the feed stream is there')
+    const { feed, meta: metaKey } = keys!
 
     const w = await watch(srv.baseUrl, '/quiet?watch=1', made.apiKey)
     t.teardown(() => w.close())
@@ -37,8 +34,8 @@ if (cluster) {
     const added = Date.now()
     await redis
       .multi()
-      .xadd(feed!, '2-0', 't', 'p', 'k', 'b', 'v', '"second"')
-      .xadd(feed!, '3-0', 't', 'p', 'k', 'c', 'v', '"third"')
+      .xadd(feed, '2-0', 't', 'p', 'k', 'b', 'v', '"second"')
+      .xadd(feed, '3-0', 't', 'p', 'k', 'c', 'v', '"third"')
       .hset(metaKey, 'ver', '3')
       .exec()
     const got = (await w.until(3, 10_000)).slice(1).map((e) => [e.id, e.data.key])

@@ -4,6 +4,7 @@
 // whole, must send the same events as one with a prefix, which goes change by change.
 import { Cluster } from 'ioredis'
 import t from 'tap'
+import { feedKeysOf } from '../helpers/feed-stream.js'
 import { clusterFor } from '../helpers/redis-cluster.js'
 import { startServer } from '../helpers/server.js'
 import { Client } from '../server/contract/http.js'
@@ -22,13 +23,9 @@ if (cluster) {
     t.equal((await api.post('/namespaces', { name: 'shared' })).status, 201)
     t.equal((await api.put('/shared/a', { value: 1 })).status, 201)
     // The namespace's keys on Redis, found by its feed: c:{n:<store name>}:<g>:f.
-    let feed: string | undefined
-    for (const node of redis.nodes('master')) {
-      const [, keys] = await node.scan('0', 'MATCH', '*shared*:f', 'COUNT', 1000)
-      feed ??= keys[0]
-    }
-    t.ok(feed, 'the feed stream is there')
-    const metaKey = feed!.replace(/:[^:]+:f$/, ':m')
+    const keys = await feedKeysOf(redis, 'shared')
+    t.ok(keys, 'the feed stream is there')
+    const { feed, meta: metaKey } = keys!
     t.equal(await redis.hget(metaKey, 'ver'), '1')
 
     const whole = await watch(srv.baseUrl, '/shared?watch=1', made.apiKey)
@@ -44,11 +41,11 @@ if (cluster) {
     // write script sends on its stream (cluster/feed.ts: live changes are read on it).
     await redis
       .multi()
-      .xadd(feed!, '2-0', 't', 'p', 'k', 'b1', 'v', '"first"')
-      .xadd(feed!, '2-1', 't', 'p', 'k', 'b2', 'v', '"second"')
-      .xadd(feed!, '3-0', 't', 'p', 'k', 'b3', 'v', '"third"')
+      .xadd(feed, '2-0', 't', 'p', 'k', 'b1', 'v', '"first"')
+      .xadd(feed, '2-1', 't', 'p', 'k', 'b2', 'v', '"second"')
+      .xadd(feed, '3-0', 't', 'p', 'k', 'b3', 'v', '"third"')
       .hset(metaKey, 'ver', '3')
-      .call('SPUBLISH', feed!, '')
+      .call('SPUBLISH', feed, '')
       .exec()
     const seen = (w: typeof whole) => w.events.slice(1).map((e) => [e.id, e.data.key])
     const want = [
