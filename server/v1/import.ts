@@ -94,7 +94,7 @@ function importNamespace(
     call.bytesIn = spool.size
     const n = Math.max(1, Math.ceil(entries / 1000))
     call.count = n
-    const now = Date.now()
+    const now = ctx.clock.now()
     if (plan.requestsPerDay !== null) {
       const used = ctx.usage.today(account.id, now).requests
       if (used + n > plan.requestsPerDay) {
