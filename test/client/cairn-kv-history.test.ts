@@ -4,16 +4,10 @@ import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import t from 'tap'
-import { nsName, server } from './helpers.js'
-import { kvIn, namespace } from './kv-bin.js'
+import { kvAgainstServer } from './kv-bin.js'
 
 t.test('cairn-kv history, restore and export at a point', async (t) => {
-  const kv = kvIn(t)
-  const srv = await server(t)
-  const acct = await srv.createAccount()
-  const env = { CAIRN_URL: srv.baseUrl, CAIRN_KEY: acct.apiKey }
-  const ns = nsName('kvh')
-  await namespace(srv, acct.apiKey, ns)
+  const { kv, env, ns } = await kvAgainstServer(t, 'kvh')
   const raw = '{"big":12345678901234567890,"z":-0,"s":"a, \\"b\\" ]"}'
   t.equal((await kv(env, ['put', ns, 'k', raw])).code, 0)
   t.equal((await kv(env, ['put', ns, 'k', '2', '--metadata', '{"m":[1]}'])).code, 0)

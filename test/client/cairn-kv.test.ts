@@ -7,16 +7,11 @@ import os from 'node:os'
 import path from 'node:path'
 import t from 'tap'
 import { endsWithTest } from '../helpers/reaper.js'
-import { nsName, server } from './helpers.js'
-import { bin, kvIn, namespace } from './kv-bin.js'
+import { nsName } from './helpers.js'
+import { bin, kvAgainstServer } from './kv-bin.js'
 
 t.test('cairn-kv against a real server', async (t) => {
-  const kv = kvIn(t)
-  const srv = await server(t)
-  const acct = await srv.createAccount()
-  const env = { CAIRN_URL: srv.baseUrl, CAIRN_KEY: acct.apiKey }
-  const ns = nsName('kv')
-  await namespace(srv, acct.apiKey, ns)
+  const { kv, srv, acct, env, ns } = await kvAgainstServer(t, 'kv')
 
   const raw = '{"big":12345678901234567890,"z":-0}'
   const put = await kv(env, ['put', ns, 'a/1', raw])

@@ -3,7 +3,7 @@
 import { execFile, execFileSync } from 'node:child_process'
 import path from 'node:path'
 import { endsWithTest } from '../helpers/reaper.js'
-import { root } from './helpers.js'
+import { nsName, root, server } from './helpers.js'
 
 export const bin = path.join(root, 'client/bin/cairn-kv.mjs')
 
@@ -47,4 +47,15 @@ export async function namespace(
     body: JSON.stringify({ name }),
   })
   if (made.status !== 201) throw new Error(`namespace ${name}: ${made.status}`)
+}
+
+/** A real server for test `t`, an account on it, its namespace, and the bin pointed at them. */
+export async function kvAgainstServer(t: Teardowns, stem: string) {
+  const kv = kvIn(t)
+  const srv = await server(t)
+  const acct = await srv.createAccount()
+  const env = { CAIRN_URL: srv.baseUrl, CAIRN_KEY: acct.apiKey }
+  const ns = nsName(stem)
+  await namespace(srv, acct.apiKey, ns)
+  return { kv, srv, acct, env, ns }
 }
