@@ -1,6 +1,7 @@
 // `cairn serve`: opens storage, builds the services, mounts /v1, the operator endpoint,
 // the health and metrics routes and the dashboard on one uWebSockets.js app, and stops
 // cleanly on SIGTERM or SIGINT.
+import { TestClock, wallClock } from './services/clock.js'
 import { ownName } from './process-name.js'
 import fs from 'node:fs'
 import path from 'node:path'
@@ -55,7 +56,13 @@ export async function serve(
   const plans = PlanBook.load(config.plansFile)
   // Also on Redis: the operator token and server.json live here for the command line.
   fs.mkdirSync(config.dataDir, { recursive: true })
-  const svc = await openServices(config, plans, {
+  const clock = config.testClock ? new TestClock() : wallClock
+  if (clock instanceof TestClock)
+    log.warn(
+      { at: new Date(clock.now()).toISOString() },
+      'test clock: time moves only through the operator (CAIRN_TEST_CLOCK)',
+    )
+  const svc = await openServices({ ...config, clock }, plans, {
     allowPrivate: config.allowPrivateWebhooks,
     retryMs: config.webhookRetryMs,
   })
@@ -100,7 +107,10 @@ export async function serve(
   app.any('/upstash/*', upstashHandler(ctx))
   app.ws('/v1/*', watchSockets(ctx) as never)
   mountOps(app, ctx)
-  mountOperator(app, ctx, token, ctx)
+  mountOperator(app, ctx, token, {
+    ...ctx,
+    testClock: clock instanceof TestClock ? clock : undefined,
+  })
   if (ctx.billing !== undefined) mountStripeWebhook(app, ctx, ctx.billing)
   mountDashboard(app, ctx)
 

@@ -29,6 +29,12 @@ export interface Config {
   billingScanMs: number
   /** Tests only (CAIRN_TEST_METER_SKEW_MS): how far ahead the meter's clock runs. */
   meterSkewMs: number
+  /**
+   * Tests only (CAIRN_TEST_CLOCK=1): the server's clock stands still and moves only through
+   * the operator's clock.advance (services/clock.ts). Refused unless the server listens on a
+   * loopback address, and where NODE_ENV is production.
+   */
+  testClock: boolean
   /** The embedded engine's tuning; only what was set (the engine's defaults otherwise). */
   engine: EngineTuning
   /** Notification webhooks may reach loopback, private and link-local addresses. */
@@ -49,7 +55,7 @@ interface Option {
 const OPTIONS: Record<
   keyof Omit<
     Config,
-    'usageFlushMs' | 'billingScanMs' | 'meterSkewMs' | 'engine' | 'webhookRetryMs'
+    'usageFlushMs' | 'billingScanMs' | 'meterSkewMs' | 'testClock' | 'engine' | 'webhookRetryMs'
   >,
   Option
 > = {
@@ -148,6 +154,23 @@ export function parseArgs(
 
 const truthy = (v: string) => /^(1|true|yes|on)$/i.test(v)
 
+/**
+ * CAIRN_TEST_CLOCK=1: a clock that time passes on only when a test says so. A server that
+ * others reach must never run on it (no key would expire, no throttle would ease), so it is
+ * taken only exactly as "1", only on a loopback address, and never where NODE_ENV is
+ * production; anything else set is refused rather than ignored.
+ */
+function testClockWanted(env: NodeJS.ProcessEnv, host: string): boolean {
+  const v = env.CAIRN_TEST_CLOCK
+  if (v === undefined || v === '') return false
+  if (v !== '1') throw new ConfigError('CAIRN_TEST_CLOCK is 1 (tests only) or unset')
+  if (env.NODE_ENV === 'production')
+    throw new ConfigError('CAIRN_TEST_CLOCK is for tests: refused where NODE_ENV is production')
+  if (!['127.0.0.1', '::1', 'localhost'].includes(host))
+    throw new ConfigError('CAIRN_TEST_CLOCK is for tests: the server must listen on loopback')
+  return true
+}
+
 export function serveConfig(flags: Map<string, string>, env: NodeJS.ProcessEnv): Config {
   const pick = (o: Option): string | undefined => flags.get(o.flag) ?? (env[o.env] || undefined)
   const port = Number(pick(OPTIONS.port) ?? 8080)
@@ -192,8 +215,12 @@ export function serveConfig(flags: Map<string, string>, env: NodeJS.ProcessEnv):
   const engine = engineTuning(pick)
   if (store !== undefined && Object.keys(engine).length > 0)
     throw new ConfigError('the engine options apply to the embedded store, not to --store')
+  const host = pick(OPTIONS.host) ?? '0.0.0.0'
+  const testClock = testClockWanted(env, host)
+  if (testClock && store !== undefined)
+    throw new ConfigError('CAIRN_TEST_CLOCK is for the embedded store: Redis keeps its own time')
   return {
-    host: pick(OPTIONS.host) ?? '0.0.0.0',
+    host,
     port,
     dataDir: path.resolve(pick(OPTIONS.dataDir) ?? './data'),
     store,
@@ -212,6 +239,7 @@ export function serveConfig(flags: Map<string, string>, env: NodeJS.ProcessEnv):
         ? Math.min(Number(env.CAIRN_BILLING_SCAN_MS), 30_000)
         : 15_000,
     meterSkewMs: Number(env.CAIRN_TEST_METER_SKEW_MS) || 0,
+    testClock,
     engine,
     allowPrivateWebhooks: truthy(privateHooks),
     webhookRetryMs:

@@ -48,7 +48,8 @@ export class AuthApi {
 
   async signup(req: Req): Promise<Reply> {
     const body = readJson(req)
-    const wait = this.signups.retryAfter(req.ip)
+    const now = this.ctx.clock.now()
+    const wait = this.signups.retryAfter(req.ip, now)
     if (wait) throw tooMany(wait)
     // Checked here as well: an account made without a password could never log in.
     const email = normalizeEmail(body.email)
@@ -56,7 +57,7 @@ export class AuthApi {
     // Counted before the account is made, not after: sign-ups sent together would otherwise
     // all pass the check above while the first ones are still hashing. An email already
     // taken counts too, so asking which emails have accounts is as slow as signing up.
-    this.signups.fail(req.ip)
+    this.signups.fail(req.ip, now)
     const made = await this.ctx.accounts.create({ email, password }).catch((err) => {
       // The storage refused it: a sign-up tried again once it works should not find the
       // address's allowance spent by the outage.
@@ -127,15 +128,19 @@ export class AuthApi {
   /** The account when the password is right; see the class comment for the throttles. */
   private async login1(req: Req, email: string, password: unknown) {
     const pair = `${email}\u0000${req.ip}`
-    const wait = Math.max(this.perAddressEmail.retryAfter(pair), this.perAddress.retryAfter(req.ip))
+    const now = this.ctx.clock.now()
+    const wait = Math.max(
+      this.perAddressEmail.retryAfter(pair, now),
+      this.perAddress.retryAfter(req.ip, now),
+    )
     if (wait) throw tooMany(wait)
     if (!this.known.has(pair)) {
-      const slow = this.perEmail.take(email, Date.now())
+      const slow = this.perEmail.take(email, now)
       if (!slow.ok) throw tooMany(slow.retryAfter)
     }
     // Counted now, before the hash: concurrent guesses see each other.
-    this.perAddressEmail.fail(pair)
-    this.perAddress.fail(req.ip)
+    this.perAddressEmail.fail(pair, now)
+    this.perAddress.fail(req.ip, now)
     let account: Awaited<ReturnType<typeof this.ctx.accounts.verifyPassword>>
     try {
       account = await this.verify(email, password)
@@ -156,9 +161,10 @@ export class AuthApi {
   /** A signed-in user's password, checked again before a change; throttled per session only. */
   private async recheck(caller: Caller, password: unknown) {
     const key = caller.cookie ?? caller.account.id
-    const wait = this.perSession.retryAfter(key)
+    const now = this.ctx.clock.now()
+    const wait = this.perSession.retryAfter(key, now)
     if (wait) throw tooMany(wait)
-    this.perSession.fail(key)
+    this.perSession.fail(key, now)
     const account = await this.verify(caller.account.rec.email, password).catch((err) => {
       this.perSession.undo(key)
       throw err

@@ -83,7 +83,7 @@ export class DataApi {
     const key = keyParam(req)
     if (!jsonContentType(req.headers['content-type']!)) throw new ApiError('unsupported_media_type')
     const plan = this.ctx.plans.get(c.account.rec.plan)
-    const body = parsePutBody(req.body, plan.maxValueBytes, Date.now())
+    const body = parsePutBody(req.body, plan.maxValueBytes, this.ctx.clock.now())
     const done = await this.ctx.data.put(c.account, info, key, body.value, {
       ttl: body.ttl,
       expiresAt: body.expiresAt,
@@ -113,7 +113,7 @@ export class DataApi {
     const info = await this.ns(req, c)
     const key = keyParam(req)
     if (!jsonContentType(req.headers['content-type']!)) throw new ApiError('unsupported_media_type')
-    const op = patchOp(key, parsePatchBody(req.body, Date.now()))
+    const op = patchOp(key, parsePatchBody(req.body, this.ctx.clock.now()))
     const ifMatch = parseTags(req.headers['if-match']!)
     const r = await this.ctx.data.patch(c.account, info, op, ifMatch, undefined)
     return jsonReply(r.created ? 201 : 200, {

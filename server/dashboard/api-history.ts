@@ -67,7 +67,7 @@ export class HistoryApi {
         200,
         req.body.length,
         0,
-        Date.now(),
+        this.ctx.clock.now(),
         Math.max(1, Math.ceil(r.restored / KEYS_PER_REQUEST)),
         info.name,
       )

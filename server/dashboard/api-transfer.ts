@@ -50,7 +50,7 @@ export class TransferApi {
     const info = await ctx.data.namespace(account, req.params[0]!)
     const snap = await ctx.data.snapshot(info, EMPTY_RANGE)
     // The first request is counted as the stream opens, the rest as it goes (exports.ts).
-    ctx.usage.record(account.id, OP.export, 200, 0, 0, Date.now(), 1, info.name)
+    ctx.usage.record(account.id, OP.export, 200, 0, 0, ctx.clock.now(), 1, info.name)
     const plan = ctx.plans.get(account.rec.plan)
     return {
       status: 200,
@@ -112,7 +112,7 @@ export class TransferApi {
       const refused = spool.end()
       if (refused !== undefined) return refusal(refused)
       const n = Math.max(1, Math.ceil(spool.entries / 1000))
-      const now = Date.now()
+      const now = ctx.clock.now()
       const used = ctx.usage.today(account.id, now).requests
       if (plan.requestsPerDay !== null && used + n > plan.requestsPerDay)
         throw new ApiError(
@@ -121,7 +121,7 @@ export class TransferApi {
           { 'Retry-After': String(secondsToMidnight(now)) },
         )
       const r = await spool.apply(ctx.data, account, info, mode, EMPTY_RANGE)
-      ctx.usage.record(account.id, OP.import, 200, spool.size, 0, Date.now(), n, info.name)
+      ctx.usage.record(account.id, OP.import, 200, spool.size, 0, ctx.clock.now(), n, info.name)
       return jsonReply(200, {
         imported: r.imported,
         deleted: r.deleted,

@@ -52,7 +52,7 @@ export class WatchApi {
     }
     if (ok !== true) throw new ApiError(ok.code, ok.message)
     // The request is counted when the stream opens; its events apart (usage.ts), as /v1 does.
-    ctx.usage.record(account.id, OP.watch, 200, 0, 0, Date.now(), 1, info.name)
+    ctx.usage.record(account.id, OP.watch, 200, 0, 0, ctx.clock.now(), 1, info.name)
     return {
       status: 200,
       headers: {

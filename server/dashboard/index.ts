@@ -78,7 +78,7 @@ export function mountDashboard(app: TemplatedApp, ctx: Context): void {
         ctx.store.limiter,
         c.account.id,
         plan,
-        Date.now(),
+        ctx.clock.now(),
         newBucket(),
       )
       if (!b.ok)

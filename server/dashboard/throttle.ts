@@ -1,7 +1,8 @@
 // Counts failures per key (an email, a client address, or both) in a sliding window, so
 // password guessing is slow whether it spreads over addresses or over accounts. At most
 // `maxKeys` keys are remembered, least recently failed evicted first, so a flood of distinct
-// addresses or emails cannot grow memory; a key's record expires with its window.
+// addresses or emails cannot grow memory; a key's record expires with its window. `now` is the
+// server's clock (services/clock.ts); the cache's own expiry only bounds memory.
 import { LRUCache } from 'lru-cache'
 
 export class Throttle {
@@ -16,13 +17,13 @@ export class Throttle {
   }
 
   /** Seconds until another attempt is allowed, or 0 when one is allowed now. */
-  retryAfter(key: string, now = Date.now()): number {
+  retryAfter(key: string, now: number): number {
     const times = this.recent(key, now)
     if (times.length < this.max) return 0
     return Math.max(1, Math.ceil((times[0]! + this.windowMs - now) / 1000))
   }
 
-  fail(key: string, now = Date.now()): void {
+  fail(key: string, now: number): void {
     const times = this.recent(key, now)
     times.push(now)
     this.failures.set(key, times)

@@ -4,6 +4,7 @@ import type { Accounts, KeyOptions, Permission } from '../services/accounts.js'
 import type { SessionStore } from '../services/sessions.js'
 import type { Namespaces } from '../services/namespaces.js'
 import type { PlanBook } from '../services/plans.js'
+import type { TestClock } from '../services/clock.js'
 import { ApiError } from '../wire/errors.js'
 import type { Store } from '../store/types.js'
 
@@ -16,6 +17,8 @@ export interface AdminServices {
   deleteAccount(accountId: string): Promise<void>
   /** Paid plans through Stripe, when on: `billing flush` sends metered hours through it. */
   billing?: { meter: { flush(): Promise<unknown[]> } }
+  /** The clock `clock.advance` moves: only a running server's, and only on CAIRN_TEST_CLOCK. */
+  testClock?: TestClock
 }
 
 export type AdminArgs = Record<string, unknown>
@@ -33,6 +36,7 @@ export const COMMANDS = [
   'backup',
   'compact',
   'billing.flush',
+  'clock.advance',
 ] as const
 export type Command = (typeof COMMANDS)[number]
 
@@ -142,6 +146,23 @@ export async function runAdmin(
           'Stripe is off: give --stripe-secret-key and --stripe-webhook-secret (or CAIRN_STRIPE_SECRET_KEY and CAIRN_STRIPE_WEBHOOK_SECRET).',
         )
       return { sent: await svc.billing.meter.flush() }
+    }
+    case 'clock.advance': {
+      // Tests only: a server on the wall clock has nothing to move, and says so.
+      if (svc.testClock === undefined)
+        throw new ApiError(
+          400,
+          'not_supported',
+          'This server runs on the wall clock: clock.advance is for a server started with CAIRN_TEST_CLOCK=1 (tests only).',
+        )
+      const ms = a.ms
+      if (typeof ms !== 'number' || !Number.isInteger(ms) || ms < 0)
+        throw new ApiError(
+          400,
+          'invalid_request',
+          'ms is a whole number of milliseconds, 0 or more.',
+        )
+      return { now: svc.testClock.advance(ms) }
     }
     default:
       throw new ApiError(404, 'unknown_command', `There is no command "${command}".`)

@@ -25,7 +25,7 @@ export function mountOperator(
       return fail(405, 'method_not_allowed', 'Operator commands are POSTed.')
     const sent = req.headers['x-operator-token']!
     if (req.headers['x-forwarded-for'] !== '' || sent === '' || !sameSecret(sent, token)) {
-      const b = ctx.badOperatorTokens.take(req.ip, Date.now())
+      const b = ctx.badOperatorTokens.take(req.ip, ctx.clock.now())
       if (!b.ok) {
         return fail(429, 'rate_limited', 'Too many wrong operator tokens from this address.', {
           headers: { 'Retry-After': String(b.retryAfter) },

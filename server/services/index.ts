@@ -10,6 +10,7 @@ import type { PlanBook } from './plans.js'
 import { openStore } from '../store/open.js'
 import type { Durability, EngineTuning, Store } from '../store/types.js'
 import { Usage } from './usage.js'
+import { type Clock, wallClock } from './clock.js'
 import { Alerts } from './alerts.js'
 import { type WebhookOptions, Webhooks } from './webhooks.js'
 
@@ -18,6 +19,8 @@ const WINDOWS_WAIT_MS = 2000
 
 export interface Services {
   store: Store
+  /** What every time-based rule reads (clock.ts). */
+  clock: Clock
   plans: PlanBook
   accounts: Accounts
   namespaces: Namespaces
@@ -40,6 +43,8 @@ export interface StoreLocation {
   store?: string
   durability: Durability
   engine?: EngineTuning
+  /** The embedded engine runs on the services' clock (Redis keeps its own time). */
+  clock?: Clock
 }
 
 export async function openServices(
@@ -47,9 +52,10 @@ export async function openServices(
   plans: PlanBook,
   webhookOptions?: WebhookOptions,
 ): Promise<Services> {
-  const store = await openStore(where)
+  const clock = where.clock ?? wallClock
+  const store = await openStore({ ...where, clock })
   try {
-    return await servicesOn(store, plans, webhookOptions)
+    return await servicesOn(store, plans, webhookOptions, clock)
   } catch (err) {
     await store.close().catch(() => {})
     throw err
@@ -60,11 +66,12 @@ export async function servicesOn(
   store: Store,
   plans: PlanBook,
   webhookOptions: WebhookOptions = { allowPrivate: false, retryMs: 30_000 },
+  clock: Clock = wallClock,
 ): Promise<Services> {
   const accounts = new Accounts(store, plans)
   await accounts.load()
   const namespaces = new Namespaces(store, accounts, plans)
-  const usage = new Usage(store, accounts, (a) => namespaces.storageBytes(a))
+  const usage = new Usage(store, accounts, (a) => namespaces.storageBytes(a), clock)
   const data = new Data(store, accounts, namespaces, plans)
   const history = new History(store, accounts, namespaces, plans)
   // The engine sets its windows at once. A store other front ends share keeps them already
@@ -77,13 +84,14 @@ export async function servicesOn(
       history.started,
       new Promise((resolve) => setTimeout(resolve, WINDOWS_WAIT_MS).unref()),
     ])
-  const sessions = new SessionStore(store)
+  const sessions = new SessionStore(store, clock)
   const webhooks = new Webhooks(store, accounts, webhookOptions)
   const alerts = new Alerts(store, accounts, plans, usage, namespaces, webhooks)
   usage.onPass((id, requests, bytes) => alerts.observe(id, requests, bytes))
   data.onStorageRefused((account, wouldBe) => alerts.refused(account, wouldBe))
   return {
     store,
+    clock,
     plans,
     accounts,
     namespaces,

@@ -3,6 +3,7 @@
 // `<account id>/<SHA-256 of the secret>`, so a copy of the data directory cannot be
 // replayed as a login, and one account's sessions list by prefix (to end them all after a
 // password change). Each session carries its own CSRF token.
+import type { Clock } from './clock.js'
 import { createHash } from 'node:crypto'
 import { LRUCache } from 'lru-cache'
 import { REFRESH_MS } from './accounts.js'
@@ -43,7 +44,10 @@ export class SessionStore {
   private cache: LRUCache<string, Session>
   private records: Records
 
-  constructor(store: Store) {
+  constructor(
+    store: Store,
+    private readonly clock: Clock,
+  ) {
     this.records = store.records
     this.cache = new LRUCache({
       max: CACHE_MAX,
@@ -54,7 +58,7 @@ export class SessionStore {
   /** A new session; `cookie` is the value for the session cookie. */
   async create(accountId: string): Promise<{ cookie: string; session: Session }> {
     const secret = randomToken()
-    const now = Date.now()
+    const now = this.clock.now()
     const session: Session = {
       accountId,
       csrf: randomToken(),
@@ -93,7 +97,7 @@ export class SessionStore {
       if (!session) return undefined
       this.remember(key, session)
     }
-    if (session.expiresAt <= Date.now()) {
+    if (session.expiresAt <= this.clock.now()) {
       this.cache.delete(key)
       return undefined
     }

@@ -10,6 +10,7 @@
 // (`h<HH>.<field>`, `n.<namespace>.<operation>`): they are added in the same addition as the
 // day's totals, so they are as durable, as shared and as exact as those, at no extra write.
 // Day records are kept KEEP_DAYS, so the hours are kept as long.
+import type { Clock } from './clock.js'
 import { randomBytes } from 'node:crypto'
 import type { Account, Accounts } from './accounts.js'
 import type { Store } from '../store/types.js'
@@ -269,14 +270,17 @@ export class Usage {
   private leftovers: DayCounters[] = []
   private sequence = 0
   private flushing: Promise<void> | null = null
-  private prunedDay = dayOf(Date.now())
+  private prunedDay: number
   private passHooks: ((accountId: string, requests: number, storageBytes: number) => unknown)[] = []
 
   constructor(
     private store: Store,
     private accounts: Accounts,
     private storageOf: (a: Account) => Promise<number>,
-  ) {}
+    private readonly clock: Clock,
+  ) {
+    this.prunedDay = dayOf(clock.now())
+  }
 
   /**
    * Calls `fn` after each pass has added an account's counts for today, with its requests
@@ -404,7 +408,7 @@ export class Usage {
           c.unconfirmed = batch
           await this.add(c, batch)
         }
-        if (c.day === dayOf(Date.now())) await this.passed(c)
+        if (c.day === dayOf(this.clock.now())) await this.passed(c)
       } catch (err) {
         // A full disk or an unreachable store: the counts stay for a later pass, sent as
         // they were (an add made already is not made twice; one that failed added nothing).
@@ -447,7 +451,7 @@ export class Usage {
 
   /** Once a day, removes the records of active accounts that fell out of the kept window. */
   private async prune(): Promise<void> {
-    const today = dayOf(Date.now())
+    const today = dayOf(this.clock.now())
     if (today === this.prunedDay) return
     this.prunedDay = today
     const cutoff = dateOf(today - KEEP_DAYS)
@@ -466,7 +470,7 @@ export class Usage {
    * pass: the store's totals plus what is pending here are fresher.
    */
   private async snapshot(accountId: string, d: number): Promise<DayCounters | undefined> {
-    const today = dayOf(Date.now())
+    const today = dayOf(this.clock.now())
     const c = new DayCounters(accountId, d)
     const live = this.counters.get(accountId)
     const here = d === today && live !== undefined && live.day === d ? live : undefined
@@ -512,7 +516,7 @@ export class Usage {
   > {
     const n = Math.max(0, Math.min(Math.floor(hours), KEEP_DAYS * 24))
     const days = new Map<number, DayCounters | undefined>()
-    const now = Date.now()
+    const now = this.clock.now()
     for (let d = dayOf(now - (n - 1) * HOUR_MS); d <= dayOf(now) && n > 0; d++)
       days.set(d, await this.snapshot(accountId, d))
     return hoursOf(days, now, n)
@@ -527,7 +531,7 @@ export class Usage {
     days: number,
     hours: number,
   ): Promise<{ days: DayUsage[]; hours: HourUsage[]; namespaces: Map<string, NamespaceToday> }> {
-    const now = Date.now()
+    const now = this.clock.now()
     const today = dayOf(now)
     const from = Math.min(today - days + 1, dayOf(now - Math.max(0, hours - 1) * HOUR_MS))
     const read = new Map<number, DayCounters | undefined>()

@@ -32,9 +32,10 @@ export async function openEmbeddedStore(
   dir: string,
   durability: Durability,
   tuning: EngineTuning = {},
+  clock?: { now(): number },
 ): Promise<Store> {
   fs.mkdirSync(dir, { recursive: true })
-  const db = await open(dir, { ...tuning, durability })
+  const db = await open(dir, { ...tuning, durability, clock: clock && (() => clock.now()) })
   try {
     const records = await EmbeddedRecords.open(db)
     await reconcileNamespaces(db)

@@ -11,6 +11,8 @@ export async function openStore(where: {
   durability: Durability
   /** The engine's tuning; Redis has none of these. */
   engine?: EngineTuning
+  /** The engine's clock (OpenOptions.clock); Redis keeps its own time. */
+  clock?: { now(): number }
 }): Promise<Store> {
   if (where.store !== undefined && where.store !== '') {
     if (!isRedisUrl(where.store))
@@ -19,5 +21,5 @@ export async function openStore(where: {
     const { openRedisStore } = await import('./cluster/index.js')
     return openRedisStore(where.store, { durability: where.durability })
   }
-  return openEmbeddedStore(where.dataDir, where.durability, where.engine)
+  return openEmbeddedStore(where.dataDir, where.durability, where.engine, where.clock)
 }

@@ -96,7 +96,7 @@ export function upstashHandler(ctx: Context): (res: HttpResponse, req: HttpReque
       token: TOKEN.test(sent) ? sent : '',
     }
     const secret = secretOf(req)
-    const now = Date.now()
+    const now = ctx.clock.now()
     const key = secret === '' ? undefined : ctx.accounts.authenticate(secret)
     if (!(key instanceof Promise))
       return authenticated(call, req, asked, secret, key, now, shared ? newBucket() : bucket)
@@ -197,7 +197,7 @@ export function upstashHandler(ctx: Context): (res: HttpResponse, req: HttpReque
         : [parsed as string[]]
     const n = list.length
     call.count = n
-    const now = Date.now()
+    const now = ctx.clock.now()
     // The request's own one was checked on the way in; a pipeline's commands are counted whole.
     const quota = n > 1 ? quotaRefusal(ctx, call.account!, plan, n, now) : null
     if (quota !== null) {

@@ -317,7 +317,7 @@ export class Call {
         status === 499 ? 200 : status,
         this.bytesIn,
         bytesOut,
-        Date.now(),
+        ctx.clock.now(),
         this.count,
         this.countsTo(status),
       )

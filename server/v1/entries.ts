@@ -154,7 +154,7 @@ export function putEntry(call: Call, req: HttpRequest, parsed: Parsed, plan: Pla
   readRequestBody(call, req, bodyLimit(plan), (body) => {
     let parsedBody: PutBody
     try {
-      parsedBody = parsePutBody(body, max, Date.now())
+      parsedBody = parsePutBody(body, max, call.ctx.clock.now())
     } catch (err) {
       return call.error(err)
     }

@@ -45,7 +45,7 @@ export function exportRange(
         if (call.aborted || call.done) return snap.close()
         // The request is counted as the stream opens (its first 1,000 entries), the rest as
         // they go.
-        ctx.usage.record(account.id, OP.export, 200, call.bytesIn, 0, Date.now())
+        ctx.usage.record(account.id, OP.export, 200, call.bytesIn, 0, ctx.clock.now())
         call.op = -1
         call.openStream(
           'application/x-ndjson',

@@ -82,7 +82,7 @@ export function v1Handler(ctx: Context): (res: HttpResponse, req: HttpRequest) =
       return call.send(200, ctx.openapi, '\r\nCache-Control: public, max-age=300')
 
     const secret = apiKeyOf(req)
-    const now = Date.now()
+    const now = ctx.clock.now()
     const key = secret === '' ? undefined : ctx.accounts.authenticate(secret)
     if (!(key instanceof Promise))
       return authenticated(

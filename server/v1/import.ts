@@ -94,7 +94,7 @@ function importNamespace(
     call.bytesIn = spool.size
     const n = Math.max(1, Math.ceil(entries / 1000))
     call.count = n
-    const now = Date.now()
+    const now = ctx.clock.now()
     if (plan.requestsPerDay !== null) {
       const used = ctx.usage.today(account.id, now).requests
       if (used + n > plan.requestsPerDay) {
@@ -148,6 +148,9 @@ function readStream(call: Call, take: (chunk: Buffer) => void, end: () => void):
     for (const c of stash.chunks) take(c)
     stash.chunks.length = 0
     if (stash.done) return end()
+    // A kept line already refused was answered: the response may not be touched again (uWS
+    // ends the process), and the stash's own reader drops the rest of the body as it comes.
+    if (call.done) return end()
   }
   call.onAbort = end
   call.res.onData((chunk, isLast) => {

@@ -18,7 +18,7 @@ export function patchEntry(call: Call, req: HttpRequest, parsed: Parsed, plan: P
   readRequestBody(call, req, bodyLimit(plan), (body) => {
     let op: TxOp & { op: 'patch' }
     try {
-      op = patchOp(key, parsePatchBody(body, Date.now()))
+      op = patchOp(key, parsePatchBody(body, call.ctx.clock.now()))
     } catch (err) {
       return call.error(err)
     }

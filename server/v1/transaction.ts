@@ -27,7 +27,7 @@ export function runTransaction(call: Call, req: HttpRequest, parsed: Parsed, pla
     (body) => {
       let tx: ReturnType<typeof parseTxBody>
       try {
-        tx = parseTxBody(body, plan.maxValueBytes, Date.now())
+        tx = parseTxBody(body, plan.maxValueBytes, call.ctx.clock.now())
       } catch (err) {
         return call.error(err)
       }
@@ -38,7 +38,7 @@ export function runTransaction(call: Call, req: HttpRequest, parsed: Parsed, pla
         )
       const n = tx.ops.length
       call.count = n
-      const now = Date.now()
+      const now = call.ctx.clock.now()
       const ctx = call.ctx
       const account = call.account!
       const refused = quotaRefusal(ctx, account, plan, n, now)

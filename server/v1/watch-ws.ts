@@ -155,7 +155,7 @@ export function watchSockets(ctx: Context) {
     const key: ApiKey | undefined = await ctx.accounts.authenticate(secret)
     if (key === undefined) {
       // Guessing keys over sockets is as slow as over requests (limits.ts).
-      const b = ctx.badKeys.take(address, Date.now())
+      const b = ctx.badKeys.take(address, ctx.clock.now())
       return b.ok
         ? { code: 'unauthorized' }
         : { code: 'rate_limited', header: String(b.retryAfter) }
@@ -164,7 +164,7 @@ export function watchSockets(ctx: Context) {
       return { code: 'forbidden', message: `This API key may not use namespace "${ns}".` }
     const account = key.account
     const plan = ctx.plans.get(account.rec.plan)
-    const now = Date.now()
+    const now = ctx.clock.now()
     const out: Bucket = newBucket()
     const b = await takeAccountToken(ctx.store.limiter, account.id, plan, now, out)
     if (!b.ok) return { code: 'rate_limited', header: String(b.retryAfter) }

@@ -86,7 +86,7 @@ export function watchChanges(
         if (ok !== true) return call.fail(ok.code, ok.message)
         if (call.aborted) return session.stop(false)
         // The request is counted when the stream opens; its events apart (usage.ts).
-        ctx.usage.record(account.id, OP.watch, 200, call.bytesIn, 0, Date.now(), 1, info.name)
+        ctx.usage.record(account.id, OP.watch, 200, call.bytesIn, 0, ctx.clock.now(), 1, info.name)
         call.op = -1
         call.openStream('text/event-stream', '\r\nCache-Control: no-store\r\nX-Accel-Buffering: no')
         sink.attach(callOut(call))

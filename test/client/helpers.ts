@@ -29,8 +29,11 @@ interface Tap {
 }
 
 /** Starts a real server for one test file; it stops when the test ends. */
-export async function server(t: Tap, opts: { args?: string[] } = {}): Promise<Server> {
-  const srv = await startServer({ plans, args: opts.args })
+export async function server(
+  t: Tap,
+  opts: { args?: string[]; testClock?: boolean } = {},
+): Promise<Server> {
+  const srv = await startServer({ plans, args: opts.args, testClock: opts.testClock })
   t.teardown(() => srv.stop())
   return srv
 }

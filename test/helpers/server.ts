@@ -21,6 +21,11 @@ export interface StartOptions {
   dataDir?: string
   /** Extra flags for node itself, e.g. ['--import', file] to load a test hook. */
   nodeArgs?: string[]
+  /**
+   * Runs the server on the test clock (CAIRN_TEST_CLOCK=1): time stands still until the test
+   * moves it with passTime. Not on Redis, which keeps its own time: there passTime waits.
+   */
+  testClock?: boolean
 }
 
 export interface MadeAccount {
@@ -158,6 +163,25 @@ export class TestServer {
     if (this.ownDir) fs.rmSync(this.dataDir, { recursive: true, force: true })
   }
 
+  /** Whether this server runs on the test clock (StartOptions.testClock, embedded only). */
+  get onTestClock(): boolean {
+    return this.env.CAIRN_TEST_CLOCK === '1'
+  }
+
+  /**
+   * Lets `ms` pass for the server: on the test clock at once, and exactly; on Redis, which
+   * keeps its own time, by waiting (at least `ms`, so a deadline is surely behind it).
+   */
+  async passTime(ms: number): Promise<void> {
+    if (this.onTestClock) await this.operator('clock.advance', { ms })
+    else await new Promise((r) => setTimeout(r, ms))
+  }
+
+  /** The server's time now: its test clock's, or the wall's. */
+  async now(): Promise<number> {
+    return this.onTestClock ? (await this.operator('clock.advance', { ms: 0 })).now : Date.now()
+  }
+
   /** Runs an operator command on the running server, as the command line would. */
   async operator(command: string, args: Record<string, unknown>): Promise<any> {
     const token = fs.readFileSync(path.join(this.dataDir, 'operator.token'), 'utf8').trim()
@@ -186,6 +210,13 @@ export class TestServer {
   }
 }
 
+function testClockEnv(opts: StartOptions): Record<string, string> {
+  const env = { ...opts.env }
+  const onRedis = opts.args?.includes('--store') || Boolean(process.env.CAIRN_TEST_STORE)
+  if (opts.testClock && !onRedis) env.CAIRN_TEST_CLOCK = '1'
+  return env
+}
+
 export async function startServer(opts: StartOptions = {}): Promise<TestServer> {
   const ownDir = opts.dataDir === undefined
   const dataDir = opts.dataDir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'cairn-server-'))
@@ -198,7 +229,7 @@ export async function startServer(opts: StartOptions = {}): Promise<TestServer> 
     dataDir,
     plansFile,
     opts.args ?? [],
-    opts.env ?? {},
+    testClockEnv(opts),
     ownDir,
     opts.nodeArgs ?? [],
   )

@@ -14,12 +14,13 @@ interface Tap {
 
 export async function setup(
   t: Tap,
-  opts: { plans?: object; args?: string[]; env?: Record<string, string> } = {},
+  opts: { plans?: object; args?: string[]; env?: Record<string, string>; testClock?: boolean } = {},
 ): Promise<{ srv: Server; api: Client; email: string; accountId: string }> {
   const srv = await startServer({
     plans: opts.plans ?? plansFile(),
     args: opts.args,
     env: opts.env,
+    testClock: opts.testClock,
   })
   t.teardown(() => srv.stop())
   const acct = await srv.createAccount()
