@@ -11,11 +11,10 @@ import { fsyncDirAsync, io } from './io.js'
 import type { Namespace } from './parts.js'
 import { SEG_HEADER } from './record.js'
 import { Slots } from './slots.js'
-import { GONE } from './base-keys.js'
-import { type WalkedKeys, fold, wantsFold } from './fold.js'
+import { fold, wantsFold } from './fold.js'
+import { Columns, type WalkedKeys, walkKeys } from './key-walk.js'
 import { sortKeys } from './utf8.js'
 import { SLICE_MS, yieldToRequests } from './yield.js'
-import { grown } from './typed.js'
 
 export const CHECKPOINT_FILE = 'CHECKPOINT'
 export const CKPT_MAGIC = Buffer.from('CAIRNCKP')
@@ -29,8 +28,6 @@ export const CKPT_SEGMENT = 40
 const NS_ROW = 24
 /** Bytes of columns per entry: version, expiresAt (f64); segment, offset, length, key end (u32). */
 const COLUMN_BYTES = 32
-/** Keys the walk takes between looks at the clock. */
-const PAGE = 1024
 /** The columns are read as typed arrays in place, which is the machine's byte order. */
 export const CHECKPOINTS_WORK = os.endianness() === 'LE'
 
@@ -196,90 +193,6 @@ export function removeCheckpoint(dir: string): void {
   if (io.existsSync(file)) io.rmSync(file)
 }
 
-/** A growable set of columns, and each entry's slot (for a fold, not written). */
-class Columns {
-  n = 0
-  version: Float64Array
-  expires: Float64Array
-  seg: Uint32Array
-  off: Uint32Array
-  len: Uint32Array
-  ends: Uint32Array
-  slot: Uint32Array
-  blob: Buffer
-  blobLen = 0
-
-  constructor(cap: number) {
-    cap = Math.max(cap, 16)
-    this.version = new Float64Array(cap)
-    this.expires = new Float64Array(cap)
-    this.seg = new Uint32Array(cap)
-    this.off = new Uint32Array(cap)
-    this.len = new Uint32Array(cap)
-    this.ends = new Uint32Array(cap)
-    this.slot = new Uint32Array(cap)
-    this.blob = Buffer.allocUnsafe(cap * 16)
-  }
-
-  push(key: string, slot: number, s: Slots): void {
-    const i = this.row(slot, s, key.length * 3)
-    this.blobLen += this.blob.write(key, this.blobLen, 'utf8')
-    this.ends[i] = this.blobLen
-  }
-
-  /** The same for a key of a base: its UTF-8 bytes, blob[from, to). */
-  pushBytes(blob: Buffer, from: number, to: number, slot: number, s: Slots): void {
-    const len = to - from
-    const i = this.row(slot, s, len)
-    const out = this.blob
-    // Keys are short: a loop beats a call into the runtime.
-    for (let j = 0; j < len; j++) out[this.blobLen + j] = blob[from + j]!
-    this.blobLen += len
-    this.ends[i] = this.blobLen
-  }
-
-  /** A new entry with the slot's columns, and room for `keyBytes` more in the blob. */
-  private row(slot: number, s: Slots, keyBytes: number): number {
-    if (this.n === this.seg.length) this.grow()
-    const i = this.n++
-    this.seg[i] = s.seg[slot]!
-    this.off[i] = s.off[slot]!
-    this.len[i] = s.len[slot]!
-    this.version[i] = s.version[slot]!
-    this.expires[i] = s.expires[slot]!
-    this.slot[i] = slot
-    if (this.blobLen + keyBytes > this.blob.length) {
-      const b = Buffer.allocUnsafe(Math.max(this.blob.length * 2, this.blobLen + keyBytes))
-      this.blob.copy(b, 0, 0, this.blobLen)
-      this.blob = b
-    }
-    return i
-  }
-
-  /** Entries [first, first + count) as a fold takes them: keys, ends from 0, slots. */
-  walked(first: number, count: number): WalkedKeys {
-    const from = first === 0 ? 0 : this.ends[first - 1]!
-    const to = count === 0 ? from : this.ends[first + count - 1]!
-    const blob = Buffer.allocUnsafe(to - from)
-    this.blob.copy(blob, 0, from, to)
-    const ends = this.ends.slice(first, first + count)
-    for (let i = 0; i < count; i++) ends[i]! -= from
-    return { blob, ends, slots: this.slot.slice(first, first + count) }
-  }
-
-  /** Room for more entries than counted at the start (keys written during the walk). */
-  private grow(): void {
-    const cap = this.seg.length * 2
-    this.version = grown(this.version, cap)
-    this.expires = grown(this.expires, cap)
-    this.seg = grown(this.seg, cap)
-    this.off = grown(this.off, cap)
-    this.len = grown(this.len, cap)
-    this.ends = grown(this.ends, cap)
-    this.slot = grown(this.slot, cap)
-  }
-}
-
 /**
  * Writes a checkpoint of `db`'s key directory. `atClose`: the database is closing and no
  * write or compaction runs; otherwise the walk runs in slices of half a millisecond while
@@ -346,51 +259,19 @@ async function write(
     const counts: number[] = []
     const s = db.keydir.slots
     let start = performance.now()
+    const paced = async (): Promise<boolean> => {
+      if (performance.now() - start < SLICE_MS) return true
+      await yieldToRequests(performance.now() - start)
+      start = performance.now()
+      return !gaveUp()
+    }
     for (const { n, sorted } of lists) {
       const before = cols.n
       // A page at a time, each found again after the last key taken: keys that came and went
       // while the walk yielded are no matter, since keys added behind it are written after
       // `from` and come back by replay, and none that was there all along is passed over or
       // met twice.
-      const base = sorted === undefined ? n.map.base : null
-      let after: string | undefined
-      let bi = 0
-      for (let at = 0; ; at += PAGE) {
-        if (base !== null && bi < base.count) {
-          // The base's keys are copied as bytes, up to the next key of the sorted list (base
-          // positions never move); then that key; no string is made for a key of the base.
-          const next = n.keys.following(after, 1)[0]
-          const upTo = next === undefined ? base.count : base.seek(next, false)
-          if (bi < upTo) {
-            const stop = Math.min(upTo, bi + PAGE)
-            for (; bi < stop; bi++) {
-              const slot = base.slots[bi]!
-              if (slot !== GONE)
-                cols.pushBytes(base.blob, base.keyStart(bi), base.ends[bi]!, slot, s)
-            }
-          } else {
-            // A key that sorts before base keys already taken came in behind the walk, after
-            // `from`: replay brings it back, as it does any key added behind the walk.
-            const slot = upTo === bi ? n.map.get(next!) : undefined
-            if (slot !== undefined) cols.push(next!, slot, s)
-            after = next
-          }
-        } else {
-          // The sorted list's keys after the last taken (the base's are all taken by now).
-          const keys = sorted ? sorted.slice(at, at + PAGE) : n.keys.following(after, PAGE)
-          for (const key of keys) {
-            const slot = n.map.get(key)
-            if (slot !== undefined) cols.push(key, slot, s)
-          }
-          if (keys.length < PAGE) break
-          after = keys[keys.length - 1]
-        }
-        if (!atClose && performance.now() - start >= SLICE_MS) {
-          await yieldToRequests(performance.now() - start)
-          if (gaveUp()) return false
-          start = performance.now()
-        }
-      }
+      if (!(await walkKeys(n, sorted, cols, s, atClose ? null : paced))) return false
       counts.push(cols.n - before)
       if (folds.has(n)) folds.set(n, cols.walked(before, cols.n - before))
     }

@@ -134,6 +134,11 @@ export class Db implements DbCore {
   private lockTimer: NodeJS.Timeout | undefined = undefined
   private checkLock: (() => string | undefined) | undefined
 
+  /** Open is done: upkeep may fold what a log replay left as strings (fold.ts). */
+  opened(): void {
+    this.upkeep.opened()
+  }
+
   /** Starts looking at the lock (lock.ts), once the database is open. */
   watchLock(): void {
     const checkLock = this.checkLock
@@ -814,15 +819,15 @@ export class Db implements DbCore {
   }
 
   /**
-   * Resolves once the index is complete after open: every namespace's sorted list built and
-   * every checkpoint base hashed. Reads and writes never wait for this; it is for warming up
+   * Resolves once the index is complete after open: every namespace's sorted list built, the
+   * keys a log replay left as strings folded into bases, and every base hashed. Reads and writes never wait for this; it is for warming up
    * and for measuring the index.
    */
   async indexReady(): Promise<void> {
-    for (const n of this.keydir.byName.values()) {
-      await n.building
-      await n.map.base?.hashed
-    }
+    for (const n of this.keydir.byName.values()) await n.building
+    // A fold makes a new base, which is hashed before it is taken.
+    await this.upkeep.foldNow()
+    for (const n of this.keydir.byName.values()) await n.map.base?.hashed
   }
 
   isClosed(): boolean {

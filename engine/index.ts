@@ -47,6 +47,7 @@ function openLocked(dir: string, options: OpenOptions): DbClass {
     db.log.writeManifestNow()
     db.windows.opened()
     db.watchLock()
+    db.opened()
     return db
   } catch (err) {
     db.windows.close()

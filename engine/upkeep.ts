@@ -1,19 +1,27 @@
-// Upkeep: when compaction passes and index checkpoints run. Passes start by themselves
+// Upkeep: when compaction passes, index checkpoints and folds run. Passes start by themselves
 // once enough of the log is garbage, checkpoints once enough log has been written since
-// the last one; compaction.ts and checkpoint.ts do the work.
+// the last one, folds once a namespace holds enough keys as strings (after a log replay, and
+// as new keys come); compaction.ts, checkpoint.ts and fold.ts do the work.
 import path from 'node:path'
 import { CHECKPOINT_FILE, writeCheckpoint } from './checkpoint.js'
 import { compactAll } from './compaction.js'
 import type { DbCore } from './db-core.js'
 import { asEngineError } from './errors.js'
-import { wantsFold } from './fold.js'
+import { foldAlone, wantsFold } from './fold.js'
 import { io } from './io.js'
 import { diskUse } from './parts.js'
 import type { OpenOptions } from './types.js'
 import type { Windows } from './windows.js'
 
-/** How much log passes between looks at the namespaces for one that wants a fold. */
+/**
+ * How much log passes between looks at the namespaces for one that wants a fold: a look walks
+ * the namespaces, and a namespace gains at most some 30,000 keys of 100 bytes meanwhile.
+ */
 const FOLD_LOOK_BYTES = 4 * 1024 * 1024
+
+/** The first wait before a fold that gave up is tried again, and the longest. */
+const FOLD_RETRY_MS = 1000
+const FOLD_RETRY_MAX_MS = 60_000
 
 /** The database as upkeep sees it: the passes' view, its options and history windows. */
 export interface UpkeepHost extends DbCore {
@@ -24,6 +32,11 @@ export interface UpkeepHost extends DbCore {
 export class Upkeep {
   private compacting: Promise<void> | null = null
   private checkpointing: Promise<boolean> | null = null
+  /** Namespaces folding on their own (fold.ts), one after another. */
+  private folding: Promise<void> | null = null
+  /** A fold that gave up is tried again (retryFolds). */
+  private foldRetry: NodeJS.Timeout | undefined = undefined
+  private foldRetryMs = FOLD_RETRY_MS
   /** Bytes the write path has made durable, and that count when the last checkpoint began. */
   private logBytes = 0
   private logBytesAtCheckpoint = 0
@@ -55,6 +68,84 @@ export class Upkeep {
   idle(): void {
     this.maybeCompact()
     this.maybeCheckpoint()
+    this.maybeFold()
+  }
+
+  /**
+   * Open is done: a namespace rebuilt by a log replay holds every key as a string, and folds
+   * into a base once its sorted list is built, without waiting for writes.
+   */
+  opened(): void {
+    const building = [...this.db.keydir.byName.values()].map((n) => n.building)
+    this.foldWanting(Promise.all(building).then(() => {}))
+  }
+
+  // ---- folds ----
+
+  /** Once per FOLD_LOOK_BYTES of log, the namespaces that want a fold get one. */
+  private maybeFold(): void {
+    if (this.folding || this.foldRetry !== undefined || this.db.isClosed()) return
+    if (this.logBytes - this.foldLookedAt < FOLD_LOOK_BYTES) return
+    this.foldLookedAt = this.logBytes
+    this.foldWanting(Promise.resolve())
+  }
+
+  /**
+   * After `first`, folds each namespace that wants it, one at a time. A checkpoint that runs
+   * meanwhile folds the others it walks; a namespace folding alone is not among them
+   * (wantsFold).
+   */
+  private foldWanting(first: Promise<void>): void {
+    const db = this.db
+    this.folding = first
+      .then(async () => {
+        // Until none wants one: keys written during a fold can make its namespace want the
+        // next, and the writes that would have looked again may have stopped.
+        for (let again = true; again; ) {
+          again = false
+          for (const n of [...db.keydir.byName.values()]) {
+            if (db.isClosed()) return
+            if (!wantsFold(n)) continue
+            if (await foldAlone(db, n)) {
+              again = true
+              this.foldRetryMs = FOLD_RETRY_MS
+            } else this.retryFolds()
+          }
+        }
+      })
+      .catch(() => {})
+      .finally(() => {
+        this.folding = null
+      })
+  }
+
+  /**
+   * A fold gave up under a load of new keys (fold.ts, `overrun`): it is tried again after a
+   * while, each wait twice the last, so a long load pays for few walks, and the keys still
+   * fold once it ends, with no write to look again.
+   */
+  private retryFolds(): void {
+    if (this.foldRetry !== undefined || this.db.isClosed()) return
+    this.foldRetry = setTimeout(() => {
+      this.foldRetry = undefined
+      if (!this.folding) this.foldWanting(Promise.resolve())
+    }, this.foldRetryMs)
+    this.foldRetry.unref()
+    this.foldRetryMs = Math.min(this.foldRetryMs * 2, FOLD_RETRY_MAX_MS)
+  }
+
+  /** Resolves once no fold runs alone. */
+  async folded(): Promise<void> {
+    while (this.folding) await this.folding
+  }
+
+  /** Folds now what wants a fold, a retry waiting included (Db.indexReady). */
+  async foldNow(): Promise<void> {
+    await this.folded()
+    clearTimeout(this.foldRetry)
+    this.foldRetry = undefined
+    if (!this.db.isClosed()) this.foldWanting(Promise.resolve())
+    await this.folded()
   }
 
   // ---- compaction ----
@@ -163,15 +254,6 @@ export class Upkeep {
     const last = this.lastCheckpointSize()
     const due = Math.max(every, last)
     if (grown >= (this.checkpointStale ? due / 16 : due)) return void this.checkpoint()
-    // Keys written since the open are strings in a Map and a sorted list (fold.ts): fatter
-    // than a base, and a listing of them is built string by string. A namespace with enough
-    // of them gets its checkpoint sooner, which folds them into its base, once the log has
-    // grown by the last checkpoint's size (so checkpoints still never write more than the
-    // log does). The namespaces are looked at once per FOLD_LOOK_BYTES of log, not per write.
-    if (grown < Math.max(FOLD_LOOK_BYTES, last)) return
-    if (this.logBytes - this.foldLookedAt < FOLD_LOOK_BYTES) return
-    this.foldLookedAt = this.logBytes
-    for (const n of db.keydir.byName.values()) if (wantsFold(n)) return void this.checkpoint()
   }
 
   /** A checkpoint now, after the one running, if any (Db.checkpoint). */
@@ -226,6 +308,9 @@ export class Upkeep {
   async settle(): Promise<void> {
     if (this.compacting) await this.compacting.catch(() => {})
     if (this.checkpointing) await this.checkpointing
+    clearTimeout(this.foldRetry)
+    this.foldRetry = undefined
+    await this.folded()
   }
 
   /**
