@@ -404,6 +404,23 @@ export class Db implements DbCore {
     }
   }
 
+  /**
+   * put() without TTL or condition for a caller that wants only the write's outcome (the Level
+   * database): it resolves once the write is acknowledged, with the promise its group's
+   * writes share, and looks up no current version.
+   */
+  putAck(ns: string, key: string, value: unknown): Promise<void> {
+    try {
+      this.checkOpen()
+      const n = this.ns(ns)
+      const keyLen = keyBytes(key)
+      const { flags, bytes } = encodeValue(value)
+      return this.commit({ n, key, keyLen, type: PUT, flags, bytes, expiresAt: 0 }, null)
+    } catch (err) {
+      return Promise.reject(err)
+    }
+  }
+
   delete(ns: string, key: string, opts?: DeleteOptions): Promise<boolean> {
     try {
       this.checkOpen()
@@ -453,6 +470,19 @@ export class Db implements DbCore {
     }
   }
 
+  /** batch() without checks for a caller that wants only its outcome, as putAck. */
+  batchAck(ops: BatchOp[]): Promise<void> {
+    try {
+      this.checkOpen()
+      if (!Array.isArray(ops)) fail('INVALID_ARGUMENT', 'batch takes an array of operations')
+      const { entries, skipped } = batchEntries(ops, this)
+      if (entries.length === 0) return afterStaged<void>(this.log, skipped, undefined)
+      return this.commit(entries, null)
+    } catch (err) {
+      return Promise.reject(err)
+    }
+  }
+
   increment(ns: string, key: string, delta: number): Promise<number> {
     try {
       this.checkOpen()
@@ -482,9 +512,15 @@ export class Db implements DbCore {
    * record), they are staged as one record in the current group, and become visible when the
    * group is durable (applyGroup). `result` is given the last version. Until then a
    * staged entry is seen only by the checks of later writes (latest), so conditional writes
-   * stay exact with writes in flight, while reads never see what may yet fail.
+   * stay exact with writes in flight, while reads never see what may yet fail. Without
+   * `result` the answer is the group's own promise.
    */
-  private commit<T>(entries: Entry | Entry[], result: (version: number) => T): Promise<T> {
+  private commit<T>(entries: Entry | Entry[], result: (version: number) => T): Promise<T>
+  private commit(entries: Entry | Entry[], result: null): Promise<void>
+  private commit<T>(
+    entries: Entry | Entry[],
+    result: ((version: number) => T) | null,
+  ): Promise<T | void> {
     this.log.checkWritable()
     this.version++
     const one = !Array.isArray(entries)
@@ -509,7 +545,7 @@ export class Db implements DbCore {
     sealRecord(g.buf, at, total - REC_HEADER, count)
     g.len = at + total
     this.log.counters.writes += count
-    return this.log.await(g, result(version))
+    return result === null ? this.log.wrote(g) : this.log.await(g, result(version))
   }
 
   /**
