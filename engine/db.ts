@@ -520,7 +520,7 @@ export class Db implements DbCore {
   private commit<T>(
     entries: Entry | Entry[],
     result: ((version: number) => T) | null,
-  ): Promise<T | void> {
+  ): Promise<unknown> {
     this.log.checkWritable()
     this.version++
     const one = !Array.isArray(entries)
