@@ -711,6 +711,22 @@ export class Db implements DbCore {
       : { value, version: this.keydir.slots.version[slot]! }
   }
 
+  /**
+   * The values of keys a listing gave, in their order (undefined for a key gone since), for a
+   * reader walking a range (the Level iterator): the namespace is looked up once for them all,
+   * and they are read as a scan, leaving the value cache as it was.
+   */
+  scanValuesNow(ns: string, keys: string[]): unknown[] {
+    this.checkOpen()
+    const n = this.ns(ns)
+    const out: unknown[] = new Array(keys.length)
+    for (let i = 0; i < keys.length; i++) {
+      const slot = this.keydir.liveSlot(n, keys[i]!)
+      out[i] = slot < 0 ? undefined : this.reads.readValue(slot, false)
+    }
+    return out
+  }
+
   stat(
     ns: string,
     key: string,
