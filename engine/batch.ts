@@ -2,7 +2,7 @@
 import { expiry, keyBytes } from './arguments.js'
 import { fail } from './errors.js'
 import type { Entry, Namespace } from './parts.js'
-import { DEL, PUT } from './record.js'
+import { DEL, FLAG_RAW, PUT } from './record.js'
 import type { BatchOp } from './types.js'
 import { encodeValue } from './values.js'
 
@@ -27,26 +27,31 @@ export function batchEntries(
   const entries: Entry[] = []
   /** Deletes left out because the key is missing: decided, perhaps, on staged writes. */
   const skipped: [Namespace, string][] = []
-  /** Keys this batch puts, by namespace: a later delete of one is a write. */
-  const put = new Set<string>()
+  /** Keys this batch puts, by namespace: a later delete of one is a write. Made at a delete. */
+  let put: Set<string> | null = null
   for (const op of ops) {
     const n = db.nsOf(op.ns)
     const keyLen = keyBytes(op.key)
     if (op.type === 'put') {
-      const expiresAt = expiry(db.now(), op.ttlMs, op.expiresAt)
+      const expiresAt =
+        op.ttlMs === undefined && op.expiresAt === undefined
+          ? 0
+          : expiry(db.now(), op.ttlMs, op.expiresAt)
       const { flags, bytes } = encodeValue(op.value)
-      // The encoder reuses its buffer: keep a copy of this one.
-      put.add(`${n.id}/${op.key}`)
+      put?.add(`${n.id}/${op.key}`)
       entries.push({
         n,
         key: op.key,
         keyLen,
         type: PUT,
         flags,
-        bytes: Buffer.from(bytes),
+        // The encoder reuses its buffer: keep a copy of this one. Raw bytes are the caller's,
+        // copied into the record before the batch returns.
+        bytes: flags & FLAG_RAW ? bytes : Buffer.from(bytes),
         expiresAt,
       })
     } else if (op.type === 'delete') {
+      put ??= new Set(entries.map((e) => `${e.n.id}/${e.key}`))
       // A delete of a missing key writes nothing (no version), as delete() does.
       if (!put.has(`${n.id}/${op.key}`) && db.latest(n, op.key) < 0) {
         skipped.push([n, op.key])

@@ -409,6 +409,23 @@ export class Db implements DbCore {
     }
   }
 
+  /**
+   * put() without TTL or condition for a caller that wants only the write's outcome (the Level
+   * database): it resolves once the write is acknowledged, with the promise its group's
+   * writes share, and looks up no current version.
+   */
+  putAck(ns: string, key: string, value: unknown): Promise<void> {
+    try {
+      this.checkOpen()
+      const n = this.ns(ns)
+      const keyLen = keyBytes(key)
+      const { flags, bytes } = encodeValue(value)
+      return this.commit({ n, key, keyLen, type: PUT, flags, bytes, expiresAt: 0 }, null)
+    } catch (err) {
+      return Promise.reject(err)
+    }
+  }
+
   delete(ns: string, key: string, opts?: DeleteOptions): Promise<boolean> {
     try {
       this.checkOpen()
@@ -458,6 +475,19 @@ export class Db implements DbCore {
     }
   }
 
+  /** batch() without checks for a caller that wants only its outcome, as putAck. */
+  batchAck(ops: BatchOp[]): Promise<void> {
+    try {
+      this.checkOpen()
+      if (!Array.isArray(ops)) fail('INVALID_ARGUMENT', 'batch takes an array of operations')
+      const { entries, skipped } = batchEntries(ops, this)
+      if (entries.length === 0) return afterStaged<void>(this.log, skipped, undefined)
+      return this.commit(entries, null)
+    } catch (err) {
+      return Promise.reject(err)
+    }
+  }
+
   increment(ns: string, key: string, delta: number): Promise<number> {
     try {
       this.checkOpen()
@@ -487,9 +517,15 @@ export class Db implements DbCore {
    * record), they are staged as one record in the current group, and become visible when the
    * group is durable (applyGroup). `result` is given the last version. Until then a
    * staged entry is seen only by the checks of later writes (latest), so conditional writes
-   * stay exact with writes in flight, while reads never see what may yet fail.
+   * stay exact with writes in flight, while reads never see what may yet fail. Without
+   * `result` the answer is the group's own promise.
    */
-  private commit<T>(entries: Entry | Entry[], result: (version: number) => T): Promise<T> {
+  private commit<T>(entries: Entry | Entry[], result: (version: number) => T): Promise<T>
+  private commit(entries: Entry | Entry[], result: null): Promise<void>
+  private commit<T>(
+    entries: Entry | Entry[],
+    result: ((version: number) => T) | null,
+  ): Promise<unknown> {
     this.log.checkWritable()
     this.version++
     const one = !Array.isArray(entries)
@@ -514,7 +550,7 @@ export class Db implements DbCore {
     sealRecord(g.buf, at, total - REC_HEADER, count)
     g.len = at + total
     this.log.counters.writes += count
-    return this.log.await(g, result(version))
+    return result === null ? this.log.wrote(g) : this.log.await(g, result(version))
   }
 
   /**
@@ -678,6 +714,22 @@ export class Db implements DbCore {
     return exp !== 0
       ? { value, version: this.keydir.slots.version[slot]!, expiresAt: exp }
       : { value, version: this.keydir.slots.version[slot]! }
+  }
+
+  /**
+   * The values of keys a listing gave, in their order (undefined for a key gone since), for a
+   * reader walking a range (the Level iterator): the namespace is looked up once for them all,
+   * and they are read as a scan, leaving the value cache as it was.
+   */
+  scanValuesNow(ns: string, keys: string[]): unknown[] {
+    this.checkOpen()
+    const n = this.ns(ns)
+    const out: unknown[] = new Array(keys.length)
+    for (let i = 0; i < keys.length; i++) {
+      const slot = this.keydir.liveSlot(n, keys[i]!)
+      out[i] = slot < 0 ? undefined : this.reads.readValue(slot, false)
+    }
+    return out
   }
 
   stat(

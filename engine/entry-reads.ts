@@ -31,21 +31,24 @@ export class EntryReads {
   /**
    * The value a live slot points at. The cache is keyed by slot: an entry is dropped when
    * its slot is pointed elsewhere or freed, and compaction moves a slot only to a copy of the
-   * same bytes.
+   * same bytes. With `keep` false (a scan) a hit stays where it is and a miss is not cached,
+   * so a walk over many keys read once does not push out what is read often.
    */
-  readValue(slot: number): unknown {
+  readValue(slot: number, keep = true): unknown {
     const cache = this.cache
-    let b = cache?.get(slot)
-    if (b !== undefined) this.counters.cacheHits++
-    else {
-      const s = this.keydir.slots
-      b = this.readEntry(s.seg[slot]!, s.off[slot]!, s.len[slot]!)
-      if (cache) {
-        this.counters.cacheMisses++
-        cache.set(slot, b, 0, b.length)
-      }
+    let b = cache === null ? undefined : keep ? cache.get(slot) : cache.peek(slot)
+    if (b !== undefined) {
+      this.counters.cacheHits++
+      return decodeValue(entryFlags(b, 0), b, entryValueAt(b, 0), b.length)
     }
-    return decodeValue(entryFlags(b, 0), b, entryValueAt(b, 0), b.length)
+    const s = this.keydir.slots
+    b = this.readEntry(s.seg[slot]!, s.off[slot]!, s.len[slot]!)
+    if (cache) {
+      this.counters.cacheMisses++
+      if (keep) cache.set(slot, b, 0, b.length)
+    }
+    // The bytes just read are this read's own: raw bytes are given as they are, not copied.
+    return decodeValue(entryFlags(b, 0), b, entryValueAt(b, 0), b.length, true)
   }
 
   /** The entry's bytes, checked against its checksum: damage is named, never returned. */

@@ -32,11 +32,31 @@ export interface Group {
   buf: Buffer
   len: number
   staged: Staged[]
-  resolves: ((v: any) => void)[]
-  rejects: ((e: unknown) => void)[]
-  values: unknown[]
-  /** Answers waiting for the group's outcome that are not writes of it (settled). */
-  after: { done: () => void; failed: (e: unknown) => void }[]
+  /**
+   * The group's outcome, made when the first answer waits for it: every write of the group
+   * and every other answer waiting on it share this one promise, so a write costs no promise
+   * and no closures of its own (a put without fsync spends more on those than on its bytes).
+   */
+  outcome: Outcome | null
+  /** Writes answered by the outcome, counted as failed writes if it fails. */
+  waiting: number
+}
+
+/** A promise with its settling functions. */
+interface Outcome {
+  promise: Promise<void>
+  resolve: () => void
+  reject: (e: unknown) => void
+}
+
+function outcome(): Outcome {
+  let resolve!: () => void
+  let reject!: (e: unknown) => void
+  const promise = new Promise<void>((res, rej) => {
+    resolve = res
+    reject = rej
+  })
+  return { promise, resolve, reject }
 }
 
 export interface LogHooks {
@@ -135,10 +155,8 @@ export class SegmentLog {
         buf: this.spare.pop() ?? Buffer.allocUnsafe(GROUP_BUFFER),
         len: 0,
         staged: [],
-        resolves: [],
-        rejects: [],
-        values: [],
-        after: [],
+        outcome: null,
+        waiting: 0,
       }
       this.cur = g
       this.pending.push(g)
@@ -154,21 +172,30 @@ export class SegmentLog {
 
   /** Resolves with `value` once the group is durable; rejects if it fails. */
   await<T>(g: Group, value: T): Promise<T> {
-    const p = new Promise<T>((resolve, reject) => {
-      g.resolves.push(resolve)
-      g.rejects.push(reject)
-    })
-    g.values.push(value)
+    return this.wrote(g).then(() => value)
+  }
+
+  /**
+   * A write of the group is answered: resolves once the group is durable, rejects if it fails.
+   * The promise is the group's own, the same for each of its writes.
+   */
+  wrote(g: Group): Promise<void> {
+    g.waiting++
+    this.scheduleFlush()
+    return this.settled(g)
+  }
+
+  private scheduleFlush(): void {
     if (!this.flushScheduled && !this.flushing) {
       this.flushScheduled = true
       setImmediate(this.runFlush)
     }
-    return p
   }
 
   /** Resolves once `g` is durable; rejects with its error if it fails. Counts as no write. */
   settled(g: Group): Promise<void> {
-    return new Promise((done, failed) => g.after.push({ done, failed }))
+    g.outcome ??= outcome()
+    return g.outcome.promise
   }
 
   /** Seals the active segment (its hint is written once its bytes are on disk) and starts a new one. */
@@ -379,8 +406,7 @@ export class SegmentLog {
         if (g.seg.sealed && g.seg.durable === g.seg.end) this.finishSeal(g.seg)
       }
       for (const g of groups) {
-        for (let i = 0; i < g.resolves.length; i++) g.resolves[i](g.values[i])
-        for (const a of g.after) a.done()
+        g.outcome?.resolve()
         if (g.buf.length === GROUP_BUFFER && this.spare.length < 2) this.spare.push(g.buf)
       }
       this.pre?.ahead(this.active)
@@ -419,10 +445,9 @@ export class SegmentLog {
   /** Fails every write of `groups` (and every answer waiting on them) with `e`. */
   private reject(groups: Group[], e: EngineError): void {
     for (const g of groups) {
-      this.counters.writeFailures += g.rejects.length
+      this.counters.writeFailures += g.waiting
       this.hooks.dropped(g)
-      for (const r of g.rejects) r(e)
-      for (const a of g.after) a.failed(e)
+      g.outcome?.reject(e)
     }
   }
 
@@ -576,7 +601,8 @@ export class SegmentLog {
   drain(): Promise<void> {
     const last = this.pending[this.pending.length - 1] ?? this.writing[this.writing.length - 1]
     if (!last) return Promise.resolve()
-    return this.await<void>(last, undefined).catch(() => {})
+    this.scheduleFlush()
+    return this.settled(last).catch(() => {})
   }
 
   /**

@@ -45,9 +45,8 @@ export class ValueCache {
 
   /** The slot's cached entry (a view, valid until the next set), or undefined. */
   get(slot: number): Buffer | undefined {
-    if (slot >= this.slotSlab.length) return undefined
-    const s = this.slotSlab[slot]!
-    if (s < 0 || this.slotGen[slot] !== this.gen[s]) return undefined
+    const s = this.slabOf(slot)
+    if (s < 0) return undefined
     const off = this.slotOff[slot]!
     const len = this.slotLen[slot]!
     const slab = this.slabs[s]!
@@ -58,6 +57,21 @@ export class ValueCache {
       return this.slabs[this.cur]!.subarray(this.at - len, this.at)
     }
     return slab.subarray(off, off + len)
+  }
+
+  /** get() that leaves the entry where it is, old or not (a scan's read). */
+  peek(slot: number): Buffer | undefined {
+    const s = this.slabOf(slot)
+    if (s < 0) return undefined
+    const off = this.slotOff[slot]!
+    return this.slabs[s]!.subarray(off, off + this.slotLen[slot]!)
+  }
+
+  /** The slab holding the slot's entry, -1 when none does. */
+  private slabOf(slot: number): number {
+    if (slot >= this.slotSlab.length) return -1
+    const s = this.slotSlab[slot]!
+    return s < 0 || this.slotGen[slot] !== this.gen[s] ? -1 : s
   }
 
   delete(slot: number): void {

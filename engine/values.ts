@@ -20,7 +20,15 @@ export function encodeValue(value: unknown): { flags: number; bytes: Uint8Array 
   }
 }
 
-export function decodeValue(flags: number, buf: Buffer, start: number, end: number): unknown {
-  if (flags & FLAG_RAW) return Buffer.from(buf.subarray(start, end))
+/** The value of the bytes; raw bytes are copied unless `own` (the caller's alone to give). */
+export function decodeValue(
+  flags: number,
+  buf: Buffer,
+  start: number,
+  end: number,
+  own = false,
+): unknown {
+  if (flags & FLAG_RAW)
+    return own ? buf.subarray(start, end) : Buffer.from(buf.subarray(start, end))
   return packr.unpack(buf.subarray(start, end))
 }

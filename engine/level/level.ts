@@ -151,14 +151,32 @@ export class CairnLevel<KDefault = string, VDefault = string> extends AbstractLe
     return Promise.all(keys.map((k) => this._has(k)))
   }
 
-  async _put(key: LevelKey, value: LevelValue, options: WriteOptions): Promise<void> {
+  _put(key: LevelKey, value: LevelValue, options: WriteOptions): Promise<void> {
+    let done: Promise<void>
     try {
-      await this.db.put(NAMESPACE, writableKey(key), value)
-      if (options.sync) await this.db.flush()
+      done = this.db.putAck(NAMESPACE, writableKey(key), value)
     } catch (err) {
-      throw levelError(err)
+      return Promise.reject(levelError(err))
     }
+    return this.acked(done, options)
   }
+
+  /**
+   * A write's answer: its engine promise with engine errors made Level errors, after a flush
+   * when it asked for `sync`. The writes of a group share one engine promise, and so one
+   * answer here: a write makes no promise of its own.
+   */
+  private acked(done: Promise<void>, options: WriteOptions): Promise<void> {
+    if (options.sync) return done.then(this.flushed, rejectLevel)
+    if (done !== this.lastDone) {
+      this.lastDone = done
+      this.lastAnswer = done.then(undefined, rejectLevel)
+    }
+    return this.lastAnswer!
+  }
+  private lastDone: Promise<void> | undefined
+  private lastAnswer: Promise<void> | undefined
+  private readonly flushed = (): Promise<void> => this.db.flush().catch(rejectLevel)
 
   async _del(key: LevelKey, options: WriteOptions): Promise<void> {
     const k = toEngineKey(key)
@@ -184,12 +202,7 @@ export class CairnLevel<KDefault = string, VDefault = string> extends AbstractLe
       }
     }
     if (ops.length === 0) return
-    try {
-      await this.db.batch(ops)
-      if (options.sync) await this.db.flush()
-    } catch (err) {
-      throw levelError(err)
-    }
+    return this.acked(this.db.batchAck(ops), options)
   }
 
   async _clear(options: RangeOptions & KeyOptions & { limit: number }): Promise<void> {
@@ -229,6 +242,10 @@ export class CairnLevel<KDefault = string, VDefault = string> extends AbstractLe
       valueFormat: options.valueEncoding ?? 'utf8',
     }
   }
+}
+
+function rejectLevel(err: unknown): never {
+  throw levelError(err)
 }
 
 /** The engine key for a write, refused with a Level error when the engine cannot hold it. */

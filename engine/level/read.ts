@@ -59,16 +59,17 @@ function more(
     page.length = 0
     const ask = want - out.length
     const whole = r.cursor.takeNow(ask, page)
-    for (const k of page) {
-      if (!values) {
-        out.push([fromEngineKey(k, r.keyFormat), undefined])
-        continue
+    if (!values) {
+      for (const k of page) out.push([fromEngineKey(k, r.keyFormat), undefined])
+    } else {
+      const got = r.db.scanValuesNow(r.ns, page)
+      for (let i = 0; i < page.length; i++) {
+        const v = got[i]
+        if (v === undefined) continue
+        const value = fromEngineValue(v, r.valueFormat)
+        budget.bytes -= value.length
+        out.push([keys ? fromEngineKey(page[i]!, r.keyFormat) : undefined, value])
       }
-      const got = r.db.getNow(r.ns, k)
-      if (got === undefined) continue
-      const value = fromEngineValue(got.value, r.valueFormat)
-      budget.bytes -= value.length
-      out.push([keys ? fromEngineKey(k, r.keyFormat) : undefined, value])
     }
     if (!whole) return false
     if (page.length < ask) break
