@@ -4,7 +4,8 @@
 //   npm run bench:engine -- --quick smoke run (seconds), for CI; prints only, writes no files
 //   --only cairn,lmdb               run a subset of the engines (`level`: the Level comparison)
 //   --history                       cairn alone: the cost of history windows (puts, compaction,
-//                                   getAt beside get); prints only
+//                                   getAt beside get, a listAt walk under writes); prints only
+//   --history --walk-only           the listAt walk alone
 // Every engine runs each workload in a fresh child process, so memory figures are its own.
 import { spawnSync } from 'node:child_process'
 import crypto from 'node:crypto'
@@ -454,6 +455,90 @@ function printHistory(r: Record<string, number>, s: Sizes) {
   console.log(`Targets: ${targets.map(([n, ok]) => `${ok ? 'met' : 'MISSED'}: ${n}`).join('; ')}`)
 }
 
+/**
+ * A walk of a namespace at a point in pages of 1,000 (what an export at `at=` reads), with a
+ * third of its keys rewritten since, so the window holds them; between pages: no write, a put
+ * of a key the window holds already, or a put of a key new to the window. Each figure is the
+ * median of three rounds; CPU is the process's, so a loaded machine shows in wall time only.
+ */
+async function historyWalk(s: Sizes) {
+  const { open } = await import('../engine/index.js')
+  const total = Math.min(s.puts * 3, 300_000)
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cairn-bench-walk-'))
+  const db = await open(dir, { durability: 'none', autoCompact: false })
+  await db.createNamespace('w')
+  db.setHistory('w', { seconds: 86_400, bytes: 1 << 30 })
+  const putAll = async (keys: (i: number) => number, n: number) => {
+    for (let i = 0; i < n; i += 1000) {
+      const ops = []
+      for (let j = i; j < Math.min(n, i + 1000); j++)
+        ops.push({
+          type: 'put' as const,
+          ns: 'w',
+          key: keyOf(keys(j)),
+          value: value(s.valueBytes, j),
+        })
+      await db.batch(ops)
+    }
+  }
+  await putAll((j) => j, total)
+  // Every third key rewritten: the window's keys spread over the whole walk.
+  await putAll((j) => j * 3, Math.floor(total / 3))
+  const point = db.namespaceVersion('w')
+  const rounds = 3
+  const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!
+  const figures: Record<string, number[]> = {}
+  const note = (k: string, v: number) => {
+    if (!figures[k]) figures[k] = []
+    figures[k].push(v)
+  }
+  let fresh = 1
+  const writes: Record<string, (() => Promise<unknown>) | undefined> = {
+    none: undefined,
+    kept: () => db.put('w', keyOf(3 * (fresh++ % Math.floor(total / 3))), value(s.valueBytes, 1)),
+    // Keys 1, 4, 7, ...: never rewritten, so each write adds a key to the window.
+    new: () => db.put('w', keyOf(3 * fresh++ + 1), value(s.valueBytes, 2)),
+  }
+  for (let round = 0; round < rounds; round++)
+    for (const [mode, write] of Object.entries(writes)) {
+      let seen = 0
+      let after: string | undefined
+      const c0 = process.cpuUsage()
+      const t0 = performance.now()
+      do {
+        const page = await db.listAt('w', { after, limit: 1000, values: true }, { version: point })
+        seen += page.keys.length
+        after = page.next
+        if (write) await write()
+      } while (after !== undefined)
+      note(`${mode}Ms`, performance.now() - t0)
+      note(`${mode}CpuMs`, cpuUs(c0) / 1000)
+      if (seen !== total) throw new Error(`walk (${mode}): ${seen} entries, not ${total}`)
+    }
+  await db.close()
+  fs.rmSync(dir, { recursive: true, force: true })
+  const out: Record<string, number> = { total, windowKeys: Math.floor(total / 3) }
+  for (const [k, xs] of Object.entries(figures)) out[k] = median(xs)
+  return out
+}
+
+function printWalk(r: Record<string, number>) {
+  const lines = [
+    `listAt walk of ${fmt(r.total)} entries in pages of 1,000, ${fmt(r.windowKeys)} keys in the window:`,
+    '| between pages | ms | CPU ms | vs no write |',
+    '|---|---:|---:|---:|',
+  ]
+  for (const [label, k] of [
+    ['no write', 'none'],
+    ['a put of a key the window holds', 'kept'],
+    ['a put of a key new to the window', 'new'],
+  ] as const)
+    lines.push(
+      `| ${label} | ${fmt(r[`${k}Ms`])} | ${fmt(r[`${k}CpuMs`])} | ${ratio(r[`${k}Ms`], r.noneMs)} |`,
+    )
+  console.log(lines.join('\n'))
+}
+
 // ---- the Level API: CairnLevel beside classic-level ----------------------------
 
 /** What the workloads use of an abstract-level database, the same for both. */
@@ -655,6 +740,7 @@ async function main() {
     if (kind === 'throughput') out = await throughput(name as EngineName, s)
     else if (kind === 'level') out = await levelThroughput(name as LevelName, s)
     else if (kind === 'history') out = await historyBench(s)
+    else if (kind === 'walk') out = await historyWalk(s)
     else if (kind === 'load') out = await load(name as EngineName, dir, s, keys)
     else if (kind === 'open')
       out = await openBig(name as EngineName, dir, s, keys, flag === 'no-checkpoint')
@@ -672,8 +758,12 @@ async function main() {
     'classic-level': {},
   }
   if (argv.includes('--history')) {
-    process.stderr.write('cairn: history windows on and off...\n')
-    printHistory(worker(['history', 'cairn', mode]), s)
+    if (!argv.includes('--walk-only')) {
+      process.stderr.write('cairn: history windows on and off...\n')
+      printHistory(worker(['history', 'cairn', mode]), s)
+    }
+    process.stderr.write('cairn: a walk at a point while writes go on...\n')
+    printWalk(worker(['walk', 'cairn', mode]))
     return
   }
   const onlyArg = argv.indexOf('--only')

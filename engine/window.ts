@@ -24,7 +24,8 @@ import {
   entryValueAt,
   entryVersion,
 } from './record.js'
-import { compareKeys } from './utf8.js'
+import { SortedKeys } from './sorted-keys.js'
+import { sortKeys } from './utf8.js'
 import type { ValueCache } from './value-cache.js'
 import { decodeValue } from './values.js'
 import {
@@ -79,8 +80,12 @@ export class Window {
   readonly byKey = new Map<string, Kept[]>()
   /** Bytes of the records held (their headers and entries): the namespace's history bytes. */
   held = 0
-  /** The keys of byKey in UTF-8 order, made when a listing needs them. */
-  private sorted: string[] | null = null
+  /**
+   * The keys of byKey in UTF-8 order, made when a listing first needs them and kept in order
+   * from then on as keys come and go: sorting them again for each key new to the window made
+   * a walk in pages under writes several times slower.
+   */
+  private sorted: SortedKeys | null = null
   /** Whether records were appended since the file was last synced. */
   dirty = false
   /** The record being made (add, then commit): its header's room, then its entries. */
@@ -153,7 +158,7 @@ export class Window {
       if (chain === undefined) {
         chain = []
         this.byKey.set(it.key, chain)
-        this.sorted = null
+        this.sorted?.insert(it.key)
       }
       // A key's versions are kept in version order: records come in commit order, but what
       // recovery finds superseded comes after (FORMAT.md), and may be older than what is kept.
@@ -268,7 +273,7 @@ export class Window {
       }
       if (chain.length === 0) {
         this.byKey.delete(it.key)
-        this.sorted = null
+        this.sorted?.remove(it.key)
       }
     }
   }
@@ -317,39 +322,12 @@ export class Window {
     return undefined
   }
 
-  /**
-   * Where the kept keys in UTF-8 order (keys()) reach `key`: the first position at or after it
-   * (`after`: strictly after it).
-   */
-  seek(key: string, after: boolean): number {
-    const keys = this.keys()
-    let lo = 0
-    let hi = keys.length
-    while (lo < hi) {
-      const mid = (lo + hi) >> 1
-      const c = compareKeys(keys[mid]!, key)
-      if (c < 0 || (after && c === 0)) lo = mid + 1
-      else hi = mid
-    }
-    return lo
-  }
-
-  /** The position just past the kept keys that start with `prefix` (they are contiguous). */
-  prefixEnd(prefix: string): number {
-    const keys = this.keys()
-    let lo = this.seek(prefix, false)
-    let hi = keys.length
-    while (lo < hi) {
-      const mid = (lo + hi) >> 1
-      if (keys[mid]!.startsWith(prefix)) lo = mid + 1
-      else hi = mid
-    }
-    return lo
-  }
-
   /** The kept keys in UTF-8 order. */
-  keys(): string[] {
-    if (this.sorted === null) this.sorted = [...this.byKey.keys()].sort(compareKeys)
+  keys(): SortedKeys {
+    if (this.sorted === null) {
+      const sorted = sortKeys([...this.byKey.keys()])
+      this.sorted = SortedKeys.from(sorted.keys, sorted.wide)
+    }
     return this.sorted
   }
 

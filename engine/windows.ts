@@ -15,6 +15,7 @@ import type {
   ListAtOptions,
   ListAtResult,
 } from './types.js'
+import { SortedKeys } from './sorted-keys.js'
 import { compareKeys } from './utf8.js'
 import { ValueCache } from './value-cache.js'
 import { type Kept, Window } from './window.js'
@@ -434,28 +435,24 @@ export class Windows {
       (end === undefined || compareKeys(k, end) < 0) &&
       (after === undefined || (reverse ? compareKeys(k, after) < 0 : compareKeys(k, after) > 0))
     const step = reverse ? -1 : 1
-    // The kept keys, in the listing's order, from where it begins.
-    const w = this.byId.get(n.id)
-    const kept = w === undefined ? [] : w.keys()
-    // From where the listing begins, by bisection; `within` ends it.
-    let ki = 0
-    if (w !== undefined) {
-      if (!reverse) {
-        let from = w.seek(prefix, false)
-        if (start !== undefined) from = Math.max(from, w.seek(start, false))
-        if (after !== undefined) from = Math.max(from, w.seek(after, true))
-        ki = from
-      } else {
-        const upper = minKey(after, end)
-        let to = upper === undefined ? kept.length : w.seek(upper, false)
-        if (prefix !== '') to = Math.min(to, w.prefixEnd(prefix))
-        ki = to - 1
-      }
+    // The kept keys, in the listing's order, from where it begins (by bisection); `within`
+    // ends them. Nothing below waits, so no write changes them while the page is made.
+    const kept = this.byId.get(n.id)?.keys() ?? new SortedKeys()
+    let kp: Place
+    if (!reverse) {
+      kp = kept.seek(prefix, false)
+      if (start !== undefined) kp = later(kp, kept.seek(start, false))
+      if (after !== undefined) kp = later(kp, kept.seek(after, true))
+    } else {
+      const upper = minKey(after, end)
+      const last = kept.chunks.length - 1
+      kp = upper === undefined ? [last, kept.chunks[last]!.length] : kept.seek(upper, false)
+      if (prefix !== '') kp = earlier(kp, kept.seekPastPrefix(prefix))
+      kp = stepPlace(kept, kp, -1)
     }
-    const keptAt = (i: number): string | undefined => {
-      if (i < 0 || i >= kept.length) return undefined
-      const k = kept[i]!
-      return within(k) ? k : undefined
+    const keptAt = (p: Place): string | undefined => {
+      const k = kept.chunks[p[0]]?.[p[1]]
+      return k !== undefined && within(k) ? k : undefined
     }
     // The live keys, a page of the index at a time, from where the listing begins.
     let liveAfter: string | undefined = reverse ? minKey(after, end) : after
@@ -505,7 +502,7 @@ export class Windows {
     let lastTaken: string | undefined
     for (;;) {
       const a = nextLive()
-      const b = keptAt(ki)
+      const b = keptAt(kp)
       if (a === undefined && b === undefined) break
       let key: string
       if (b === undefined || (a !== undefined && step * compareKeys(a, b) < 0)) {
@@ -513,11 +510,11 @@ export class Windows {
         li++
       } else if (a === undefined || step * compareKeys(a, b) > 0) {
         key = b
-        ki += step
+        kp = stepPlace(kept, kp, step)
       } else {
         key = a
         li++
-        ki += step
+        kp = stepPlace(kept, kp, step)
       }
       const got = this.stateAt(n, key, p, opts.values === true)
       if (got === undefined) continue
@@ -584,6 +581,28 @@ export class Windows {
   static fileOf(nsId: number): string {
     return windowFile(nsId)
   }
+}
+
+/**
+ * A place in a SortedKeys: chunk, then position in it. Places from seek are ordered as their
+ * keys: past a chunk's last key is the next chunk's first, and past the end is the last
+ * chunk's length.
+ */
+type Place = [number, number]
+
+const before = (a: Place, b: Place) => a[0] < b[0] || (a[0] === b[0] && a[1] < b[1])
+const later = (a: Place, b: Place): Place => (before(a, b) ? b : a)
+const earlier = (a: Place, b: Place): Place => (before(a, b) ? a : b)
+
+/** The place one key on (step 1) or back (-1); before the first, a chunk of -1. */
+function stepPlace(keys: SortedKeys, p: Place, step: 1 | -1): Place {
+  const [ci, i] = p
+  if (step === 1)
+    return i + 1 < keys.chunks[ci]!.length || ci + 1 >= keys.chunks.length
+      ? [ci, i + 1]
+      : [ci + 1, 0]
+  if (i > 0) return [ci, i - 1]
+  return ci > 0 ? [ci - 1, keys.chunks[ci - 1]!.length - 1] : [-1, 0]
 }
 
 function minKey(a: string | undefined, b: string | undefined): string | undefined {

@@ -7,11 +7,11 @@
 // `at`, or `at` the namespace's current version) reads the store's snapshot (Store.snapshot),
 // which keeps for it what writes replace, for two reasons (docs/api.md, "Exports are
 // consistent"): a namespace whose plan keeps no history cannot read a version at all once it
-// is past; and where the window holds many keys, listAt under writes is several times slower
-// than the snapshot: each key new to the window makes it sort its keys again before the next
-// page (300,000 entries, 100,000 keys in the window, pages of 1,000: 2 s read alone, 2.3 to
-// 2.9 s with a write of a key the window holds between pages, 15 to 17 s with a write of a key
-// new to it).
+// is past; and listAt costs more per entry than the snapshot, since it looks each key up in
+// the window as well as in the index (an export at a point with half its entries rewritten
+// since: about 0.6x the present's entries per server CPU second, bench/portable.ts). Writes
+// between its pages cost it little, keys new to the window included (the window keeps its
+// keys in order: bench/engine.ts --history --walk-only).
 import type { NamespaceInfo } from './accounts.js'
 import type { History } from './history.js'
 import { ApiError } from '../wire/errors.js'

@@ -34,13 +34,82 @@ export interface ExportStream {
 /** The file name a download of the namespace is offered under. */
 export const exportFileName = (ns: string) => `${ns.replace(/[^A-Za-z0-9_-]/g, '')}.ndjson`
 
-/** One entry's export line. */
-export function entryLine(e: ExportedEntry): Buffer[] {
-  let tail = `,"version":"${e.version}"`
-  if (e.expiresAt !== undefined) tail += `,"expiresAt":${expirySeconds(e.expiresAt)}`
-  const head = Buffer.from(`{"key":${JSON.stringify(e.key)},"value":`)
-  if (e.metadata === undefined) return [head, e.value, Buffer.from(`${tail}}\n`)]
-  return [head, e.value, Buffer.from(`${tail},"metadata":`), e.metadata, Buffer.from('}\n')]
+/**
+ * Room for a line beyond its key's JSON text, value and metadata: `{"key":`, `,"value":`,
+ * `,"version":"` with 16 digits, `,"expiresAt":` with 16, `,"metadata":`, and `}` and a newline.
+ */
+const LINE_ROOM = 100
+
+const bytes = (s: string) => Uint8Array.from(s, (c) => c.charCodeAt(0))
+const KEY = bytes('{"key":')
+const VALUE = bytes(',"value":')
+const VERSION = bytes(',"version":"')
+const EXPIRES = bytes(',"expiresAt":')
+const METADATA = bytes(',"metadata":')
+
+/** Writes the ASCII bytes `b` at out[o]; returns the offset past them. */
+function put(out: Buffer, o: number, b: Uint8Array): number {
+  for (let i = 0; i < b.length; i++) out[o + i] = b[i]!
+  return o + b.length
+}
+
+/** Writes the digits of the non-negative integer `n` at out[o]; returns the offset past them. */
+function putInt(out: Buffer, o: number, n: number): number {
+  let end = o
+  for (let m = n; m >= 10; m = Math.floor(m / 10)) end++
+  for (let at = end, m = n; at >= o; at--, m = Math.floor(m / 10)) out[at] = 48 + (m % 10)
+  return end + 1
+}
+
+/**
+ * Writes `key` as a JSON string at out[o], returns the offset past it. A key of printable ASCII
+ * without a quote or backslash is its own JSON text, byte for byte (most keys): copied as it is.
+ */
+function putKey(out: Buffer, o: number, key: string): number {
+  const n = key.length
+  for (let i = 0; i < n; i++) {
+    const c = key.charCodeAt(i)
+    if (c < 0x20 || c > 0x7e || c === 0x22 || c === 0x5c)
+      return o + out.write(JSON.stringify(key), o)
+  }
+  out[o] = 0x22
+  for (let i = 0; i < n; i++) out[o + 1 + i] = key.charCodeAt(i)
+  out[o + 1 + n] = 0x22
+  return o + n + 2
+}
+
+/**
+ * The export lines of the first `count` entries, as one buffer of UTF-8 text, written in place:
+ * a buffer or two for each entry, and their concatenation, cost more than the rest of the
+ * export together.
+ */
+export function exportLines(got: ExportedEntry[], count = got.length): Buffer {
+  let size = 0
+  // Six UTF-8 bytes at most for each UTF-16 unit of a key, escaped (\u001f).
+  for (let i = 0; i < count; i++) {
+    const e = got[i]!
+    size += e.key.length * 6 + e.value.length + (e.metadata?.length ?? 0) + LINE_ROOM
+  }
+  const out = Buffer.allocUnsafe(size)
+  let o = 0
+  for (let i = 0; i < count; i++) {
+    const e = got[i]!
+    o = putKey(out, put(out, o, KEY), e.key)
+    o = put(out, o, VALUE)
+    e.value.copy(out, o)
+    o += e.value.length
+    o = putInt(out, put(out, o, VERSION), e.version)
+    out[o++] = 0x22
+    if (e.expiresAt !== undefined) o = putInt(out, put(out, o, EXPIRES), expirySeconds(e.expiresAt))
+    if (e.metadata !== undefined) {
+      o = put(out, o, METADATA)
+      out.set(e.metadata, o)
+      o += e.metadata.length
+    }
+    out[o++] = 0x7d
+    out[o++] = 0x0a
+  }
+  return out.subarray(0, o)
 }
 
 /**
@@ -111,28 +180,29 @@ export function streamExport(
           else ready = Buffer.alloc(0)
           return
         }
-        const parts: Buffer[] = []
-        let size = 0
-        for (const e of got) {
-          // Each started 1,000 entries is a request, from the daily quota.
-          if (entries === counted * PER_REQUEST) {
-            if (perDay !== null && svc.usage.today(accountId, Date.now()).requests >= perDay) {
-              // Past the quota: cut short, the end line missing.
-              if (size > 0 && !out.closed) write(Buffer.concat(parts, size))
-              return finish(false)
-            }
-            counted++
-            svc.usage.record(accountId, OP.export, 200, 0, 0, Date.now())
+        // Each started 1,000 entries is a request, from the daily quota: the entry at `at`
+        // starts one.
+        let take = got.length
+        for (let at = counted * PER_REQUEST - entries; at < got.length; at += PER_REQUEST) {
+          if (perDay !== null && svc.usage.today(accountId, Date.now()).requests >= perDay) {
+            take = at
+            break
           }
-          for (const p of entryLine(e)) {
-            parts.push(p)
-            size += p.length
-          }
-          entries++
+          counted++
+          svc.usage.record(accountId, OP.export, 200, 0, 0, Date.now())
+        }
+        const data = exportLines(got, take)
+        entries += take
+        if (take < got.length) {
+          // Past the quota: cut short, the end line missing.
+          if (data.length > 0 && !out.closed) write(data)
+          return finish(false)
         }
         // Batches of about BATCH_BYTES, whatever the entries' sizes.
-        batch = Math.max(1, Math.min(1000, Math.floor((BATCH_BYTES * got.length) / (size || 1))))
-        const data = Buffer.concat(parts, size)
+        batch = Math.max(
+          1,
+          Math.min(1000, Math.floor((BATCH_BYTES * got.length) / (data.length || 1))),
+        )
         if (waiting) ready = data
         else send(data)
       },

@@ -111,15 +111,19 @@ class Snapshot implements RangeSnapshot {
       }
       const last = page.next === undefined ? undefined : page.keys.at(-1)
       // Keys deleted since the snapshot are not in the index: their kept states join in.
-      const keys = new Set(page.keys)
-      for (const k of this.kept.keys())
-        if (last === undefined || compareKeys(k, last) <= 0) keys.add(k)
-      const order = [...keys].sort(compareKeys)
+      let order = page.keys
+      const anyKept = this.kept.size > 0
+      if (anyKept) {
+        const keys = new Set(page.keys)
+        for (const k of this.kept.keys())
+          if (last === undefined || compareKeys(k, last) <= 0) keys.add(k)
+        order = [...keys].sort(compareKeys)
+      }
       const now = Date.now()
       const out: ExportedEntry[] = []
       for (const k of order) {
         let e: ExportedEntry | undefined
-        if (this.kept.has(k)) e = this.kept.get(k)
+        if (anyKept && this.kept.has(k)) e = this.kept.get(k)
         else {
           const got = this.db.getNow(this.ns, k)
           e = got === undefined ? undefined : exported(k, got)
@@ -128,12 +132,13 @@ class Snapshot implements RangeSnapshot {
       }
       if (last === undefined) this.ended = true
       else this.passed = last
-      for (const k of order) {
-        if (!this.kept.has(k)) continue
-        const e = this.kept.get(k)
-        this.keptBytes -= k.length + 64 + (e ? e.value.length + (e.metadata?.length ?? 0) : 0)
-        this.kept.delete(k)
-      }
+      if (anyKept)
+        for (const k of order) {
+          if (!this.kept.has(k)) continue
+          const e = this.kept.get(k)
+          this.keptBytes -= k.length + 64 + (e ? e.value.length + (e.metadata?.length ?? 0) : 0)
+          this.kept.delete(k)
+        }
       if (out.length > 0 || this.ended) return out
     }
   }

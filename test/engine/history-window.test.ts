@@ -327,6 +327,98 @@ t.test('history leaves its window by time and by bytes, oldest first', async (t)
   checkGets(t, db, 'h', m, r, 'reopened after the rewrite')
 })
 
+t.test(
+  'a walk at a point in pages, over a window of thousands of keys, stays right while keys join and leave the window',
+  async (t) => {
+    const r = rng(31)
+    const dir = tempDir(t, 'window-walk')
+    const clock = clockAt(1_700_000_000_000)
+    const db = await open(dir, { clock: clock.fn, durability: 'none', autoCompact: false })
+    t.teardown(() => db.close())
+    await db.createNamespace('w')
+    db.setHistory('w', { seconds: 60, bytes: 1 << 30 })
+    // Keys whose UTF-8 order is not their UTF-16 order (U+FF5E before an astral one) among
+    // plain ones: thousands, so the window's keys span many chunks of its sorted list.
+    const keys: string[] = []
+    for (let i = 0; i < 3000; i++)
+      keys.push(
+        i % 50 === 7
+          ? `k/${i}\u{1F600}`
+          : i % 50 === 8
+            ? `k/${i}\uFF5E`
+            : `k/${String(i).padStart(5, '0')}`,
+      )
+    const state = new Map<string, { version: number; value: string }>()
+    const put = async (key: string, value: string) => {
+      const res = await db.put('w', key, value)
+      state.set(key, { version: res.version, value })
+    }
+    for (const k of keys) await put(k, `first ${k}`)
+    clock.now += 1000
+    for (let i = 0; i < keys.length; i += 3) await put(keys[i]!, `second ${keys[i]}`)
+    clock.now += 30_000
+    for (let i = 1; i < keys.length; i += 3) await put(keys[i]!, `third ${keys[i]}`)
+    const point = db.namespaceVersion('w')
+    const atPoint = new Map(state)
+
+    let aged = false
+    /** Between pages: deletes and puts of keys new to the window, and of keys it holds. */
+    const writeBetween = async (page: number) => {
+      for (let j = 0; j < 5; j++) {
+        const k = keys[Math.floor(r() * keys.length)]!
+        if (r() < 0.5) await db.delete('w', k)
+        else await db.put('w', k, `later ${page}`)
+      }
+      // Keys no one had at the point, on both sides of where the walk is.
+      await db.put('w', `k/${String(Math.floor(r() * 3000)).padStart(5, '0')}+new`, 'new')
+      // Once, the first rewrites leave the window: their keys leave its list.
+      if (page === 4 && !aged) {
+        aged = true
+        clock.now += 40_000
+      }
+    }
+    const walk = async (o: {
+      prefix?: string
+      start?: string
+      end?: string
+      reverse?: boolean
+    }) => {
+      const got: string[] = []
+      let after: string | undefined
+      for (let page = 0; page < 1000; page++) {
+        const res = await db.listAt(
+          'w',
+          { ...o, after, limit: 97, values: true },
+          { version: point },
+        )
+        for (const e of res.entries) got.push(`${e.key} ${e.version} ${e.value}`)
+        if (res.next === undefined) break
+        after = res.next
+        await writeBetween(page)
+      }
+      const want = [...atPoint]
+        .filter(
+          ([k]) =>
+            k.startsWith(o.prefix ?? '') &&
+            (o.start === undefined || compareUtf8(k, o.start) >= 0) &&
+            (o.end === undefined || compareUtf8(k, o.end) < 0),
+        )
+        .sort(([a], [b]) => (o.reverse ? compareUtf8(b, a) : compareUtf8(a, b)))
+        .map(([k, s]) => `${k} ${s.version} ${s.value}`)
+      t.equal(got.length, want.length, `${JSON.stringify(o)}: as many entries as at the point`)
+      t.same(got, want, `${JSON.stringify(o)}: the entries at the point, in order`)
+    }
+    const floor = db.historyFrom('w').version
+    await walk({})
+    t.ok(db.historyFrom('w').version > floor, 'records left the window during the walk')
+    t.ok(db.historyFrom('w').version < point, 'the point is still inside the window')
+    await walk({ reverse: true })
+    await walk({ prefix: 'k/01', reverse: true })
+    await walk({ start: 'k/00500', end: 'k/02500' })
+    await walk({ prefix: 'k/02', start: 'k/02100', end: 'k/028', reverse: true })
+  },
+)
+
 t.test('points that cannot be read are refused with their own codes', async (t) => {
   const clock = clockAt(1_700_000_000_000)
   const db = await open(tempDir(t, 'window-points'), { clock: clock.fn, durability: 'none' })

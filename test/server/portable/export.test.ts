@@ -79,6 +79,27 @@ t.test('the format', async (t) => {
   t.equal(f.status, 403, 'a key limited to other namespaces may not')
 })
 
+t.test('keys JSON escapes or writes in several bytes go as JSON strings', async (t) => {
+  const { srv, api } = await setup(t)
+  const ns = await freshNamespace(api)
+  const keys = ['back\\slash', 'plain', 'q"uote', '~tilde', '\u00e9t\u00e9', '\u2028', '\u{1F600}']
+  const versions = new Map<string, string>()
+  for (const [i, k] of keys.entries()) versions.set(k, await api.mustPut(ns, k, i))
+  const all = await exportOf(srv.baseUrl, api.key, `/${ns}?export=1`)
+  const want = [...keys]
+    .sort((a, b) => Buffer.compare(Buffer.from(a), Buffer.from(b)))
+    .map(
+      (k) =>
+        `{"key":${JSON.stringify(k)},"value":${keys.indexOf(k)},"version":"${versions.get(k)}"}`,
+    )
+  t.same(entryTexts(all.text), want, 'each line as JSON.stringify writes its key')
+  t.same(
+    all.lines.slice(1, -1).map((e) => e.key),
+    want.map((w) => JSON.parse(w).key),
+    'and each key parses back to itself',
+  )
+})
+
 t.test('usage: one request per started 1,000 entries', async (t) => {
   const { srv, api } = await setup(t)
   const ns = await freshNamespace(api)
