@@ -7,6 +7,7 @@
 //   --only ceiling,cairn,webdis,redis,cluster  run only those groups: prints the table, and
 //                                    writes neither RESULTS.md nor bench/results/
 //   --cases "GET,LIST 100"           with --only: of Cairn's embedded cases, only those named
+//                                    (bench/http/cases.ts: names, and `;` as a separator)
 //   --node-args "--cpu-prof ..."     flags for the embedded Cairn's node (to profile a case)
 //   --keys N (default 20,000; quick 5,000) --value-bytes B (96) --hot N (distinct keys the GET
 //   and PUT cycles visit; default every key)  --webdis-threads N (1)   the data set's shape,
@@ -22,6 +23,7 @@ import path from 'node:path'
 import { formatResults } from './format.js'
 import { startRedisCluster } from '../test/helpers/redis-cluster.js'
 import { keyOf, redisKey, writeScripts } from './http/scripts.js'
+import { ONE_WRITER, ONE_WRITER_WATCHED, WATCHED, WATCHERS, pickCases } from './http/cases.js'
 import {
   type Server,
   cpuSeconds,
@@ -56,9 +58,7 @@ const CLUSTER = quick ? argv.includes('--cluster') : !argv.includes('--no-cluste
 const ONLY = argv.includes('--only') ? new Set(argv[argv.indexOf('--only') + 1]!.split(',')) : null
 const runs = (group: string) => ONLY === null || ONLY.has(group)
 const CASES =
-  ONLY !== null && argv.includes('--cases')
-    ? new Set(argv[argv.indexOf('--cases') + 1]!.split(','))
-    : null
+  ONLY !== null && argv.includes('--cases') ? pickCases(argv[argv.indexOf('--cases') + 1]!) : null
 const wants = (name: string) => CASES === null || CASES.has(name)
 const NODE_ARGS = argv.includes('--node-args')
   ? argv[argv.indexOf('--node-args') + 1]!.split(' ').filter(Boolean)
@@ -379,13 +379,10 @@ async function cairnCases(dir: string): Promise<CaseResult[]> {
       out.push(await measure(server, 'INCR hot key', server.url, s.incrHot))
     // The watch's cost to writes: one writer (a PUT at a time, each answered after fsync)
     // with and without 100 watchers of its namespace, then 50 writers for the fan-out's reach.
-    if (wants('watch')) {
-      out.push(
-        await measure(server, 'PUT existing, 1 writer', server.url, s.putExisting, undefined, 1),
-      )
-      out.push(await watchedPuts(server, apiKey, s.putExisting, 1))
-      out.push(await watchedPuts(server, apiKey, s.putExisting, CONNECTIONS))
-    }
+    if (wants(ONE_WRITER))
+      out.push(await measure(server, ONE_WRITER, server.url, s.putExisting, undefined, 1))
+    if (wants(ONE_WRITER_WATCHED)) out.push(await watchedPuts(server, apiKey, s.putExisting, 1))
+    if (wants(WATCHED)) out.push(await watchedPuts(server, apiKey, s.putExisting, CONNECTIONS))
     if (wants('LIST 100')) out.push(await measure(server, 'LIST 100', server.url, s.list))
     if (wants('GET 90 / PUT 10'))
       out.push(await measure(server, 'GET 90 / PUT 10', server.url, s.mixed))
@@ -419,20 +416,19 @@ async function cairnCases(dir: string): Promise<CaseResult[]> {
       )
     // A restart opens from the checkpoint written at close: the keys are then read from the
     // namespace's base (engine/base-keys.ts), as bytes, not strings in a Map.
-    if (wants('after restart')) {
+    if (wants('GET after restart') || wants('LIST 100 after restart')) {
       await server.stop()
       server = await startCairn(SERVER_CORE, dataDir, plans, [], NODE_ARGS)
-      out.push(await measure(server, 'GET after restart', server.url, s.get))
-      out.push(await measure(server, 'LIST 100 after restart', server.url, s.list))
+      if (wants('GET after restart'))
+        out.push(await measure(server, 'GET after restart', server.url, s.get))
+      if (wants('LIST 100 after restart'))
+        out.push(await measure(server, 'LIST 100 after restart', server.url, s.list))
     }
     return out
   } finally {
     await server.stop()
   }
 }
-
-/** Watchers on the namespace while PUTs are measured (the watch fan-out case). */
-const WATCHERS = 100
 
 /**
  * PUT existing keys with 100 watchers on the namespace: the watchers run in a process of their
@@ -479,7 +475,7 @@ async function watchedPuts(
   }
   try {
     if ((await next()) !== 'ready') throw new Error('the watchers did not start')
-    const name = `PUT existing, ${connections === 1 ? '1 writer, ' : ''}${WATCHERS} watchers`
+    const name = connections === 1 ? ONE_WRITER_WATCHED : WATCHED
     return await measure(
       server,
       name,
@@ -751,8 +747,8 @@ function report(all: CaseResult[]): string {
   const fsyncSet = find('webdis-redis', 'SET')
   const putNew = find('cairn', 'PUT new')
   const putExisting = find('cairn', 'PUT existing')
-  const oneWriter = find('cairn', 'PUT existing, 1 writer')
-  const watched = find('cairn', `PUT existing, 1 writer, ${WATCHERS} watchers`)
+  const oneWriter = find('cairn', ONE_WRITER)
+  const watched = find('cairn', ONE_WRITER_WATCHED)
   // The issue's targets (medians of a full run, the peer in the same run).
   const target: string[][] = []
   for (const [name, put] of [
@@ -836,7 +832,7 @@ function otherGoals(find: (server: string, name: string) => CaseResult | undefin
   const masterSet = find('webdis-3x3', 'SET')
   const putExisting = find('cairn', 'PUT existing')
   const tx = find('cairn', 'TX 10 PUTs')
-  const fanOut = find('cairn', `PUT existing, ${WATCHERS} watchers`)
+  const fanOut = find('cairn', WATCHED)
   const upGet = find('cairn', 'UPSTASH GET')
   const upSet = find('cairn', 'UPSTASH SET')
   return [
