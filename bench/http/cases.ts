@@ -9,6 +9,10 @@ export const ONE_WRITER = 'PUT existing, 1 writer'
 export const ONE_WRITER_WATCHED = `PUT existing, 1 writer, ${WATCHERS} watchers`
 export const WATCHED = `PUT existing, ${WATCHERS} watchers`
 
+/** PUT existing on the bench's plan (history kept) beside a plan that keeps none. */
+export const HISTORY_ON = 'PUT existing, history on'
+export const HISTORY_OFF = 'PUT existing, history off'
+
 /** Names that pick a group of cases: `watch` its three, `after restart` GET and LIST 100. */
 const GROUPS: Record<string, string[]> = {
   watch: [ONE_WRITER, ONE_WRITER_WATCHED, WATCHED],
@@ -22,6 +26,8 @@ export const CAIRN_CASES = [
   'PUT new',
   'PUT existing',
   'UPSTASH SET',
+  HISTORY_ON,
+  HISTORY_OFF,
   'TX 10 PUTs',
   'INCR hot key',
   ...GROUPS.watch!,
