@@ -56,6 +56,12 @@ export class KeptChain<T extends Versioned> {
 
   /** The newest version at or below `v`. */
   latest(v: number): T | undefined {
+    const n = this.countAtOrBelow(v)
+    return n > 0 ? this.items[this.head + n - 1] : undefined
+  }
+
+  /** How many versions kept are at or below `v`. */
+  countAtOrBelow(v: number): number {
     const items = this.items
     let lo = this.head
     let hi = items.length
@@ -64,6 +70,6 @@ export class KeptChain<T extends Versioned> {
       if (items[mid]!.version <= v) lo = mid + 1
       else hi = mid
     }
-    return lo > this.head ? items[lo - 1] : undefined
+    return lo - this.head
   }
 }

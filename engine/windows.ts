@@ -559,7 +559,12 @@ export class Windows {
     const chainAt = (i: number): Kept | number => (i === keptCount ? live! : kept!.at(i))
     const ver = (c: Kept | number) => (typeof c === 'number' ? s.version[c]! : c.version)
     const out: HistoryVersion[] = []
-    for (let i = length - 1; i >= 0 && out.length < limit; i--) {
+    // A page before a version starts at the newest below it, found, not walked to.
+    const start =
+      live !== undefined && ver(live) < before
+        ? length - 1
+        : (kept?.countAtOrBelow(Math.ceil(before) - 1) ?? 0) - 1
+    for (let i = start; i >= 0 && out.length < limit; i--) {
       const c = chainAt(i)
       const version = ver(c)
       if (version >= before) continue
