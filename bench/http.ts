@@ -7,6 +7,7 @@
 //   --only ceiling,cairn,webdis,redis,cluster  run only those groups: prints the table, and
 //                                    writes neither RESULTS.md nor bench/results/
 //   --cases "GET,LIST 100"           with --only: of Cairn's embedded cases, only those named
+//                                    (bench/http/cases.ts: names, and `;` as a separator)
 //   --node-args "--cpu-prof ..."     flags for the embedded Cairn's node (to profile a case)
 //   --keys N (default 20,000; quick 5,000) --value-bytes B (96) --hot N (distinct keys the GET
 //   and PUT cycles visit; default every key)  --webdis-threads N (1)   the data set's shape,
@@ -22,6 +23,15 @@ import path from 'node:path'
 import { formatResults } from './format.js'
 import { startRedisCluster } from '../test/helpers/redis-cluster.js'
 import { keyOf, redisKey, writeScripts } from './http/scripts.js'
+import {
+  HISTORY_OFF,
+  HISTORY_ON,
+  ONE_WRITER,
+  ONE_WRITER_WATCHED,
+  WATCHED,
+  WATCHERS,
+  pickCases,
+} from './http/cases.js'
 import {
   type Server,
   cpuSeconds,
@@ -56,9 +66,7 @@ const CLUSTER = quick ? argv.includes('--cluster') : !argv.includes('--no-cluste
 const ONLY = argv.includes('--only') ? new Set(argv[argv.indexOf('--only') + 1]!.split(',')) : null
 const runs = (group: string) => ONLY === null || ONLY.has(group)
 const CASES =
-  ONLY !== null && argv.includes('--cases')
-    ? new Set(argv[argv.indexOf('--cases') + 1]!.split(','))
-    : null
+  ONLY !== null && argv.includes('--cases') ? pickCases(argv[argv.indexOf('--cases') + 1]!) : null
 const wants = (name: string) => CASES === null || CASES.has(name)
 const NODE_ARGS = argv.includes('--node-args')
   ? argv[argv.indexOf('--node-args') + 1]!.split(' ').filter(Boolean)
@@ -284,20 +292,30 @@ async function seedCairn(url: string, apiKey: string): Promise<void> {
  */
 function benchPlans(dir: string): string {
   const plans = path.join(dir, 'plans.json')
+  const bench = {
+    id: 'bench',
+    name: 'Bench',
+    requestsPerDay: null,
+    ratePerSecond: 10_000_000,
+    burst: 10_000_000,
+    maxNamespaces: null,
+    maxStorageBytes: null,
+    maxValueBytes: 1048576,
+    maxWatches: null,
+  }
   fs.writeFileSync(
     plans,
     JSON.stringify({
+      // `bench` keeps the default history window (a day, 64 MiB: every overwrite keeps the
+      // version it supersedes); `bench-no-history` keeps none, for what history costs a PUT.
       plans: [
+        bench,
         {
-          id: 'bench',
-          name: 'Bench',
-          requestsPerDay: null,
-          ratePerSecond: 10_000_000,
-          burst: 10_000_000,
-          maxNamespaces: null,
-          maxStorageBytes: null,
-          maxValueBytes: 1048576,
-          maxWatches: null,
+          ...bench,
+          id: 'bench-no-history',
+          name: 'Bench, no history',
+          historySeconds: 0,
+          historyBytes: 0,
         },
       ],
       default: 'bench',
@@ -307,15 +325,20 @@ function benchPlans(dir: string): string {
   return plans
 }
 
-/** An account on the plan `bench` and its namespace `bench`; resolves with the API key. */
-async function cairnAccount(url: string, dataDir: string, store: string[] = []): Promise<string> {
+/** An account on the plan `bench` (or `plan`) and its namespace `bench`; resolves with the API key. */
+async function cairnAccount(
+  url: string,
+  dataDir: string,
+  store: string[] = [],
+  plan = 'bench',
+): Promise<string> {
   const apiKey = cairnCli(dataDir, [
     'account',
     'create',
     '--email',
-    'bench@example.com',
+    `${plan}@example.com`,
     '--plan',
-    'bench',
+    plan,
     ...store,
   ]).apiKey.secret
   const created = await fetch(`${url}/v1/namespaces`, {
@@ -370,6 +393,19 @@ async function cairnCases(dir: string): Promise<CaseResult[]> {
       )
     else if (wants('PUT existing'))
       out.push(await measure(server, 'PUT existing', server.url, s.putExisting, delay))
+    // What history costs a PUT: the same keys on an account whose plan keeps none, a round
+    // of each in turn.
+    if (wants(HISTORY_ON) || wants(HISTORY_OFF)) {
+      const offKey = await cairnAccount(server.url, dataDir, [], 'bench-no-history')
+      await seedCairn(server.url, offKey)
+      const off = writeScripts(path.join(dir, 'lua-no-history'), offKey, DATASET)
+      out.push(
+        ...(await paired(server, [
+          [HISTORY_ON, s.putExisting!, delay],
+          [HISTORY_OFF, off.putExisting!, delay],
+        ])),
+      )
+    }
     if (wants('TX 10 PUTs')) {
       const tx = await measure(server, 'TX 10 PUTs', server.url, s.tx10)
       tx.extra = { keysPerSecond: tx.rps * 10 }
@@ -379,13 +415,10 @@ async function cairnCases(dir: string): Promise<CaseResult[]> {
       out.push(await measure(server, 'INCR hot key', server.url, s.incrHot))
     // The watch's cost to writes: one writer (a PUT at a time, each answered after fsync)
     // with and without 100 watchers of its namespace, then 50 writers for the fan-out's reach.
-    if (wants('watch')) {
-      out.push(
-        await measure(server, 'PUT existing, 1 writer', server.url, s.putExisting, undefined, 1),
-      )
-      out.push(await watchedPuts(server, apiKey, s.putExisting, 1))
-      out.push(await watchedPuts(server, apiKey, s.putExisting, CONNECTIONS))
-    }
+    if (wants(ONE_WRITER))
+      out.push(await measure(server, ONE_WRITER, server.url, s.putExisting, undefined, 1))
+    if (wants(ONE_WRITER_WATCHED)) out.push(await watchedPuts(server, apiKey, s.putExisting, 1))
+    if (wants(WATCHED)) out.push(await watchedPuts(server, apiKey, s.putExisting, CONNECTIONS))
     if (wants('LIST 100')) out.push(await measure(server, 'LIST 100', server.url, s.list))
     if (wants('GET 90 / PUT 10'))
       out.push(await measure(server, 'GET 90 / PUT 10', server.url, s.mixed))
@@ -419,20 +452,19 @@ async function cairnCases(dir: string): Promise<CaseResult[]> {
       )
     // A restart opens from the checkpoint written at close: the keys are then read from the
     // namespace's base (engine/base-keys.ts), as bytes, not strings in a Map.
-    if (wants('after restart')) {
+    if (wants('GET after restart') || wants('LIST 100 after restart')) {
       await server.stop()
       server = await startCairn(SERVER_CORE, dataDir, plans, [], NODE_ARGS)
-      out.push(await measure(server, 'GET after restart', server.url, s.get))
-      out.push(await measure(server, 'LIST 100 after restart', server.url, s.list))
+      if (wants('GET after restart'))
+        out.push(await measure(server, 'GET after restart', server.url, s.get))
+      if (wants('LIST 100 after restart'))
+        out.push(await measure(server, 'LIST 100 after restart', server.url, s.list))
     }
     return out
   } finally {
     await server.stop()
   }
 }
-
-/** Watchers on the namespace while PUTs are measured (the watch fan-out case). */
-const WATCHERS = 100
 
 /**
  * PUT existing keys with 100 watchers on the namespace: the watchers run in a process of their
@@ -479,7 +511,7 @@ async function watchedPuts(
   }
   try {
     if ((await next()) !== 'ready') throw new Error('the watchers did not start')
-    const name = `PUT existing, ${connections === 1 ? '1 writer, ' : ''}${WATCHERS} watchers`
+    const name = connections === 1 ? ONE_WRITER_WATCHED : WATCHED
     return await measure(
       server,
       name,
@@ -751,8 +783,8 @@ function report(all: CaseResult[]): string {
   const fsyncSet = find('webdis-redis', 'SET')
   const putNew = find('cairn', 'PUT new')
   const putExisting = find('cairn', 'PUT existing')
-  const oneWriter = find('cairn', 'PUT existing, 1 writer')
-  const watched = find('cairn', `PUT existing, 1 writer, ${WATCHERS} watchers`)
+  const oneWriter = find('cairn', ONE_WRITER)
+  const watched = find('cairn', ONE_WRITER_WATCHED)
   // The issue's targets (medians of a full run, the peer in the same run).
   const target: string[][] = []
   for (const [name, put] of [
@@ -836,9 +868,13 @@ function otherGoals(find: (server: string, name: string) => CaseResult | undefin
   const masterSet = find('webdis-3x3', 'SET')
   const putExisting = find('cairn', 'PUT existing')
   const tx = find('cairn', 'TX 10 PUTs')
-  const fanOut = find('cairn', `PUT existing, ${WATCHERS} watchers`)
+  const fanOut = find('cairn', WATCHED)
   const upGet = find('cairn', 'UPSTASH GET')
   const upSet = find('cairn', 'UPSTASH SET')
+  const historyOn = find('cairn', HISTORY_ON)
+  const historyOff = find('cairn', HISTORY_OFF)
+  const putTail = (c: CaseResult) =>
+    `${fmt(c.rps)}/s, p99 ${fmt(c.p99, 2)} ms, loop delay p99.9 ${fmt(c.extra?.loopP999 ?? Number.NaN, 1)} ms`
   return [
     `- LIST of 100 keys at least 0.6x GET: ${list && get ? `${fmt(list.rps)} req/s, ${fmt(list.rps / get.rps, 3)}x: ${verdict(list.rps >= 0.6 * get.rps)}` : 'not measured'}`,
     `- Cairn on Redis: GET at least webdis on the same Redis, PUT at least 0.8x (issue 30): ${rget && rput && sameGet && sameSet ? `GET ${fmt(rget.rps / sameGet.rps, 2)}x, PUT ${fmt(rput.rps / sameSet.rps, 2)}x: ${verdict(rget.rps >= sameGet.rps && rput.rps >= 0.8 * sameSet.rps)}` : 'not measured'}`,
@@ -847,6 +883,7 @@ function otherGoals(find: (server: string, name: string) => CaseResult | undefin
     `- watch fan-out under 50 writers: ${fanOut && putExisting ? `${fmt(fanOut.extra?.eventsPerSecond ?? 0)} events/s delivered to ${WATCHERS} watchers, PUTs at ${fmt(fanOut.rps / putExisting.rps, 2)}x of PUT existing (the server's core spent on delivery), write to delivery p99 ${fmt(fanOut.extra?.lagP99 ?? 0)} ms` : 'not measured'}`,
     `- after a restart (keys read from the checkpoint's base): ${getAfter && listAfter && get && list ? `GET ${fmt(getAfter.rps / get.rps, 2)}x of GET, LIST 100 ${fmt(listAfter.rps / list.rps, 2)}x of LIST 100, ${fmt(listAfter.rps / getAfter.rps, 2)}x of GET after restart` : 'not measured'}`,
     `- the Upstash path (@upstash/redis's wire: one-element /pipeline, base64) within 0.9x of /v1: ${upGet && upSet && get && putExisting ? `GET ${fmt(upGet.rps / get.rps, 2)}x of GET, SET ${fmt(upSet.rps / putExisting.rps, 2)}x of PUT existing${webdisGet && set ? `; ${fmt(upGet.rps / webdisGet.rps, 2)}x and ${fmt(upSet.rps / set.rps, 2)}x of webdis GET and SET` : ''}: ${verdict(upGet.rps >= 0.9 * get.rps && upSet.rps >= 0.9 * putExisting.rps)}` : 'not measured'}`,
+    `- what history costs PUT existing (the same keys, a plan without history, a round of each in turn): ${historyOn && historyOff ? `on ${putTail(historyOn)}; off ${putTail(historyOff)}; on/off ${fmt(historyOn.rps / historyOff.rps, 2)}x` : 'not measured'}`,
     `- GET during compaction at least 0.8x GET, p99 at most twice GET's: ${comp && get ? `${fmt(comp.rps / get.rps, 2)}x, p99 ${fmt(comp.p99, 3)} vs ${fmt(get.p99, 3)} ms: ${verdict(comp.rps >= 0.8 * get.rps && comp.p99 <= 2 * get.p99)}` : 'not measured'}`,
   ]
 }

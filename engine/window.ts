@@ -11,6 +11,7 @@
 import path from 'node:path'
 import { EngineError } from './errors.js'
 import { io } from './io.js'
+import { KeptChain } from './kept-chain.js'
 import {
   DEL,
   checkEntry,
@@ -77,7 +78,7 @@ export class Window {
   private recs: Rec[] = []
   private head = 0
   /** Per key, its kept versions, oldest first. */
-  readonly byKey = new Map<string, Kept[]>()
+  readonly byKey = new Map<string, KeptChain<Kept>>()
   /** Bytes of the records held (their headers and entries): the namespace's history bytes. */
   held = 0
   /**
@@ -156,16 +157,11 @@ export class Window {
     for (const it of r.items) {
       let chain = this.byKey.get(it.key)
       if (chain === undefined) {
-        chain = []
+        chain = new KeptChain()
         this.byKey.set(it.key, chain)
         this.sorted?.insert(it.key)
       }
-      // A key's versions are kept in version order: records come in commit order, but what
-      // recovery finds superseded comes after (FORMAT.md), and may be older than what is kept.
-      let at = chain.length
-      while (at > 0 && chain[at - 1]!.version > it.version) at--
-      if (at === chain.length) chain.push(it)
-      else if (chain[at - 1]?.version !== it.version) chain.splice(at, 0, it)
+      chain.add(it)
     }
   }
 
@@ -264,13 +260,7 @@ export class Window {
     this.floorAt = r.at
     for (const it of r.items) {
       const chain = this.byKey.get(it.key)!
-      // Records leave oldest first, and a key's versions were kept in that order.
-      if (chain[0] === it) chain.shift()
-      else {
-        // Not there when a version was kept twice (its second copy is not indexed).
-        const i = chain.indexOf(it)
-        if (i >= 0) chain.splice(i, 1)
-      }
+      chain.remove(it)
       if (chain.length === 0) {
         this.byKey.delete(it.key)
         this.sorted?.remove(it.key)
@@ -316,10 +306,7 @@ export class Window {
 
   /** The key's newest kept version at or below `v`. */
   latest(key: string, v: number): Kept | undefined {
-    const chain = this.byKey.get(key)
-    if (chain === undefined) return undefined
-    for (let i = chain.length - 1; i >= 0; i--) if (chain[i]!.version <= v) return chain[i]
-    return undefined
+    return this.byKey.get(key)?.latest(v)
   }
 
   /** The kept keys in UTF-8 order. */

@@ -544,20 +544,29 @@ export class Windows {
     const from = this.from(n)
     const s = this.db.keydir.slots
     const slot = n.map.get(key)
-    const chain: (Kept | number)[] = [...(w?.byKey.get(key) ?? [])]
-    if (
-      slot !== undefined &&
-      (chain.length === 0 || s.version[slot]! > (chain.at(-1) as Kept).version)
-    )
-      chain.push(slot)
+    // The kept versions, then the live one when it is newer: read from the newest, in place
+    // (a hot key keeps a great many, and a page wants the newest few).
+    const kept = w?.byKey.get(key)
+    const keptCount = kept?.length ?? 0
+    const live =
+      slot !== undefined && (keptCount === 0 || s.version[slot]! > kept!.at(keptCount - 1).version)
+        ? slot
+        : undefined
+    const length = keptCount + (live === undefined ? 0 : 1)
+    const chainAt = (i: number): Kept | number => (i === keptCount ? live! : kept!.at(i))
     const ver = (c: Kept | number) => (typeof c === 'number' ? s.version[c]! : c.version)
     const out: HistoryVersion[] = []
-    for (let i = chain.length - 1; i >= 0 && out.length < limit; i--) {
-      const c = chain[i]!
+    // A page before a version starts at the newest below it, found, not walked to.
+    const start =
+      live !== undefined && ver(live) < before
+        ? length - 1
+        : (kept?.countAtOrBelow(Math.ceil(before) - 1) ?? 0) - 1
+    for (let i = start; i >= 0 && out.length < limit; i--) {
+      const c = chainAt(i)
       const version = ver(c)
       if (version >= before) continue
       // Superseded at or before the oldest readable point: not part of the history.
-      if (i + 1 < chain.length && ver(chain[i + 1]!) <= from.version) break
+      if (i + 1 < length && ver(chainAt(i + 1)) <= from.version) break
       const at = w === undefined ? from.at : w.atOf(version)
       if (typeof c === 'number') {
         const exp = s.expires[c]!

@@ -83,6 +83,7 @@ export async function serve(
   const stripe = Billing.settings(config, log)
   if (stripe !== undefined) ctx.billing = new Billing(stripe, svc, log, config.meterSkewMs)
   svc.namespaces.onDropped((ns) => ctx.watches.endNamespace(ns))
+  ctx.metrics.openWatches(() => ctx.watches.open)
 
   const app = uws.App()
   const v1 = v1Handler(ctx)

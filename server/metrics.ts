@@ -177,6 +177,21 @@ export class Metrics {
     })
   }
 
+  /**
+   * The watches open on this front end (`cairn_watches_open`): each costs its writer a
+   * delivery, so one its client left must not stay counted here.
+   */
+  openWatches(read: () => number): void {
+    new client.Gauge({
+      name: 'cairn_watches_open',
+      help: 'Watches open on this front end (Server-Sent Events and WebSockets, dashboard live views included).',
+      registers: [this.registry],
+      collect() {
+        this.set(read())
+      },
+    })
+  }
+
   /** Counts one answered request; `seconds` is from arrival to the last byte handed to the socket. */
   observe(route: number, status: number, seconds: number): void {
     const s = status >= 100 && status < 600 ? status - 100 : 499
