@@ -4,12 +4,15 @@
 // Per side: requests per second, and CPU microseconds per request of the front end (Node, or
 // webdis) and of redis-server apart, read from /proc over the measured seconds. On a loaded
 // machine the requests per second drift with whatever else runs; the CPU per request much
-// less, and it is what bounds the rate once the core is full.
+// less, and it is what bounds the rate once the core is full. Also Redis's commands per
+// request (INFO commandstats over the measured seconds): script calls, and the commands the
+// scripts ran inside them.
 //   node --import tsx bench/redis-put.ts [--seconds S] [--rounds R] [--keys N]
 //       [--against DIR]      another checkout with dist/ built (say main's), measured as
 //                            `before` beside this one, a round of each in turn
 //       [--node-args "..."]  flags for this checkout's node (--cpu-prof --cpu-prof-dir=...)
 // Rounds take turns (before, this, webdis; the next round the other way round); medians.
+import { execFileSync } from 'node:child_process'
 import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
@@ -42,7 +45,18 @@ interface Side {
   name: string
   server: Server
   script: string
-  rounds: { rps: number; frontUs: number; redisUs: number }[]
+  rounds: { rps: number; frontUs: number; redisUs: number; scripts: number; commands: number }[]
+}
+
+/** Redis's commands since its counts were reset: script calls, and all others. */
+function commands(port: number): { scripts: number; commands: number } {
+  const info = execFileSync('redis-cli', ['-p', String(port), 'INFO', 'commandstats']).toString()
+  let scripts = 0
+  let others = 0
+  for (const [, name, calls] of info.matchAll(/^cmdstat_(\S+?):calls=(\d+)/gm))
+    if (name === 'evalsha' || name === 'eval') scripts += Number(calls)
+    else others += Number(calls)
+  return { scripts, commands: others }
 }
 
 const started: Server[] = []
@@ -94,6 +108,7 @@ try {
         connections: CONNECTIONS,
         core: LOAD_CORE,
       })
+      execFileSync('redis-cli', ['-p', String(redis.port), 'CONFIG', 'RESETSTAT'])
       const f0 = cpuSeconds(front)
       const r0 = cpuSeconds(redis.pid)
       const res = await runWrk({
@@ -110,10 +125,13 @@ try {
         rps: res.rps,
         frontUs: us(cpuSeconds(front) - f0),
         redisUs: us(cpuSeconds(redis.pid) - r0),
+        ...commands(redis.port),
       }
+      round.scripts /= res.requests
+      round.commands /= res.requests
       side.rounds.push(round)
       process.stdout.write(
-        `  round ${r + 1} ${side.name}: ${Math.round(round.rps)} req/s, front end ${round.frontUs.toFixed(1)} us, Redis ${round.redisUs.toFixed(1)} us per request\n`,
+        `  round ${r + 1} ${side.name}: ${Math.round(round.rps)} req/s, front end ${round.frontUs.toFixed(1)} us, Redis ${round.redisUs.toFixed(1)} us per request; per request ${round.scripts.toFixed(3)} script calls, ${round.commands.toFixed(2)} other commands\n`,
       )
     }
   }
@@ -127,11 +145,11 @@ try {
   const peer = sides[sides.length - 1]!
   const load = os.loadavg().map((l) => l.toFixed(2))
   process.stdout.write(
-    `\n${ROUNDS} rounds of ${SECONDS} s after ${WARMUP} s warm-ups, medians; ${KEYS} keys of ${VALUE.length} bytes; load average at the end ${load.join(', ')}\n\n| side | req/s | x webdis SET | front end CPU us/request | Redis CPU us/request |\n|---|---:|---:|---:|---:|\n`,
+    `\n${ROUNDS} rounds of ${SECONDS} s after ${WARMUP} s warm-ups, medians; ${KEYS} keys of ${VALUE.length} bytes; load average at the end ${load.join(', ')}\n\n| side | req/s | x webdis SET | front end CPU us/request | Redis CPU us/request | script calls/request | other Redis commands/request |\n|---|---:|---:|---:|---:|---:|---:|\n`,
   )
   for (const side of sides)
     process.stdout.write(
-      `| ${side.name} | ${Math.round(of(side, (x) => x.rps))} | ${(of(side, (x) => x.rps) / of(peer, (x) => x.rps)).toFixed(2)}x | ${of(side, (x) => x.frontUs).toFixed(1)} | ${of(side, (x) => x.redisUs).toFixed(1)} |\n`,
+      `| ${side.name} | ${Math.round(of(side, (x) => x.rps))} | ${(of(side, (x) => x.rps) / of(peer, (x) => x.rps)).toFixed(2)}x | ${of(side, (x) => x.frontUs).toFixed(1)} | ${of(side, (x) => x.redisUs).toFixed(1)} | ${of(side, (x) => x.scripts).toFixed(3)} | ${of(side, (x) => x.commands).toFixed(2)} |\n`,
     )
 } finally {
   for (const s of started.reverse()) await s.stop()
