@@ -7,8 +7,10 @@
 //   --only ceiling,cairn,webdis,redis,cluster  run only those groups: prints the table, and
 //                                    writes neither RESULTS.md nor bench/results/
 //   --cases "GET,LIST 100"           with --only: of Cairn's embedded cases, only those named
-//                                    (bench/http/cases.ts: names, and `;` as a separator)
-//   --node-args "--cpu-prof ..."     flags for the embedded Cairn's node (to profile a case)
+//                                    (bench/http/cases.ts: names, and `;` as a separator); in
+//                                    the group `redis`, of GET, PUT existing (Cairn) and GET,
+//                                    SET (webdis): --cases "PUT existing,SET" for writes
+//   --node-args "--cpu-prof ..."     flags for Cairn's node (to profile a case)
 //   --keys N (default 20,000; quick 5,000) --value-bytes B (96) --hot N (distinct keys the GET
 //   and PUT cycles visit; default every key)  --webdis-threads N (1)   the data set's shape,
 //                                    the same on every side
@@ -17,12 +19,12 @@
 //                                    the group `cluster` of --only
 import { execFileSync, spawn } from 'node:child_process'
 import fs from 'node:fs'
-import http from 'node:http'
 import os from 'node:os'
 import path from 'node:path'
 import { formatResults } from './format.js'
 import { startRedisCluster } from '../test/helpers/redis-cluster.js'
 import { keyOf, redisKey, writeScripts } from './http/scripts.js'
+import { benchPlans, cairnAccount, seedCairnKeys, seedRedisKeys } from './http/setup.js'
 import {
   HISTORY_OFF,
   HISTORY_ON,
@@ -249,115 +251,10 @@ async function paired(
   return rounds.map(combine)
 }
 
-/** PUTs every key of the data set over a few keep-alive connections. */
-async function seedCairn(url: string, apiKey: string): Promise<void> {
-  const agent = new http.Agent({ keepAlive: true, maxSockets: 32 })
-  const u = new URL(url)
-  const body = JSON.stringify({ value: VALUE })
-  const put = (key: string) =>
-    new Promise<void>((resolve, reject) => {
-      const req = http.request(
-        {
-          host: u.hostname,
-          port: u.port,
-          method: 'PUT',
-          path: `/v1/bench/${key}`,
-          agent,
-          headers: { 'x-api-key': apiKey, 'content-type': 'application/json' },
-        },
-        (res) => {
-          res.resume()
-          res.on('end', () =>
-            res.statusCode! < 300 ? resolve() : reject(new Error(`seed ${key}: ${res.statusCode}`)),
-          )
-        },
-      )
-      req.on('error', reject)
-      req.end(body)
-    })
-  let next = 0
-  const total = GROUPS * 100
-  await Promise.all(
-    Array.from({ length: 32 }, async () => {
-      for (let n = next++; n < total; n = next++) await put(keyOf(Math.floor(n / 100), n % 100))
-    }),
-  )
-  agent.destroy()
-}
-
-/**
- * A plans file with one plan whose rate limit the bench never reaches: every request still
- * takes a token from its account's bucket, as a real plan's requests do, and the limiter's
- * cost counts in every case.
- */
-function benchPlans(dir: string): string {
-  const plans = path.join(dir, 'plans.json')
-  const bench = {
-    id: 'bench',
-    name: 'Bench',
-    requestsPerDay: null,
-    ratePerSecond: 10_000_000,
-    burst: 10_000_000,
-    maxNamespaces: null,
-    maxStorageBytes: null,
-    maxValueBytes: 1048576,
-    maxWatches: null,
-  }
-  fs.writeFileSync(
-    plans,
-    JSON.stringify({
-      // `bench` keeps the default history window (a day, 64 MiB: every overwrite keeps the
-      // version it supersedes); `bench-no-history` keeps none, for what history costs a PUT.
-      plans: [
-        bench,
-        {
-          ...bench,
-          id: 'bench-no-history',
-          name: 'Bench, no history',
-          historySeconds: 0,
-          historyBytes: 0,
-        },
-      ],
-      default: 'bench',
-      upgradeUrl: null,
-    }),
-  )
-  return plans
-}
-
-/** An account on the plan `bench` (or `plan`) and its namespace `bench`; resolves with the API key. */
-async function cairnAccount(
-  url: string,
-  dataDir: string,
-  store: string[] = [],
-  plan = 'bench',
-): Promise<string> {
-  const apiKey = cairnCli(dataDir, [
-    'account',
-    'create',
-    '--email',
-    `${plan}@example.com`,
-    '--plan',
-    plan,
-    ...store,
-  ]).apiKey.secret
-  const created = await fetch(`${url}/v1/namespaces`, {
-    method: 'POST',
-    headers: { 'x-api-key': apiKey, 'content-type': 'application/json' },
-    body: '{"name":"bench"}',
-  })
-  if (created.status !== 201) throw new Error(`creating the namespace: ${created.status}`)
-  return apiKey
-}
-
-function cairnCli(dataDir: string, args: string[]): any {
-  const out = execFileSync(
-    process.execPath,
-    [path.join(root, 'dist/server/cli/index.js'), ...args, '--data', dataDir, '--json'],
-    { cwd: root },
-  )
-  return JSON.parse(out.toString().trim().split('\n').pop()!)
-}
+const allKeys = () =>
+  Array.from({ length: GROUPS * 100 }, (_, n) => keyOf(Math.floor(n / 100), n % 100))
+const seedCairn = (url: string, apiKey: string) => seedCairnKeys(url, apiKey, allKeys(), VALUE)
+const seedRedis = (port: number, prefix = '') => seedRedisKeys(port, allKeys(), VALUE, prefix)
 
 async function cairnCases(dir: string): Promise<CaseResult[]> {
   const dataDir = path.join(dir, 'cairn-data')
@@ -549,19 +446,6 @@ async function watchedPuts(
   }
 }
 
-/** Loads the data set into Redis through redis-cli's pipe mode (RESP), the quickest way in. */
-function seedRedis(port: number, prefix = ''): void {
-  let resp = ''
-  for (let n = 0; n < GROUPS * 100; n++) {
-    const k = redisKey(keyOf(Math.floor(n / 100), n % 100), prefix)
-    resp += `*3\r\n$3\r\nSET\r\n$${k.length}\r\n${k}\r\n$${VALUE.length}\r\n${VALUE}\r\n`
-  }
-  execFileSync('redis-cli', ['-p', String(port), '--pipe'], {
-    input: resp,
-    stdio: ['pipe', 'ignore', 'inherit'],
-  })
-}
-
 async function webdisCases(dir: string): Promise<CaseResult[]> {
   const wdir = path.join(dir, 'webdis')
   fs.mkdirSync(wdir)
@@ -613,8 +497,12 @@ async function sameRedisCases(dir: string): Promise<CaseResult[]> {
       process.stdout.write(`  seeding ${GROUPS * 100} keys on Redis through Cairn\n`)
       await seedCairn(server.url, apiKey)
       const s = writeScripts(path.join(dir, 'lua-redis'), apiKey, DATASET)
-      out.push(await measureGet(server, s.get!, () => cairnHolds(server.url, apiKey)))
-      out.push(await measure(server, 'PUT existing', server.url, s.putExisting, loopDelay(server)))
+      if (wants('GET'))
+        out.push(await measureGet(server, s.get!, () => cairnHolds(server.url, apiKey)))
+      if (wants('PUT existing'))
+        out.push(
+          await measure(server, 'PUT existing', server.url, s.putExisting, loopDelay(server)),
+        )
     } finally {
       await server.stop()
     }
@@ -622,8 +510,9 @@ async function sameRedisCases(dir: string): Promise<CaseResult[]> {
     const webdis = await startWebdis(SERVER_CORE, rdir, redis, 'webdis-redis', WEBDIS_THREADS)
     try {
       const s = writeScripts(path.join(dir, 'lua-webdis-redis'), 'unused', DATASET)
-      out.push(await measureGet(webdis, s.redisGet!, () => webdisHolds(webdis.url)))
-      out.push(await measure(webdis, 'SET', webdis.url, s.redisSet))
+      if (wants('GET'))
+        out.push(await measureGet(webdis, s.redisGet!, () => webdisHolds(webdis.url)))
+      if (wants('SET')) out.push(await measure(webdis, 'SET', webdis.url, s.redisSet))
     } finally {
       await webdis.stop()
     }

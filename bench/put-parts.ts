@@ -5,13 +5,13 @@
 //   node --import tsx bench/put-parts.ts [--puts N] [--rounds R]
 // Prints Redis's own microseconds per call (INFO commandstats, usec_per_call) per variant,
 // median of the rounds, and each beside the shipped script as a ratio; and the same PUTs
-// sent as PUTS calls of --batch writes each (one turn's PUTs to one namespace, commands.ts),
+// sent as WRITES calls of --batch PUTs each (one turn's writes to one namespace, commands.ts),
 // in microseconds per write.
 import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { Redis } from 'ioredis'
-import { PUT, PUTS as PUTS_LUA } from '../server/store/cluster/entry-scripts.js'
+import { PUT, WRITES } from '../server/store/cluster/entry-scripts.js'
 import { meta } from '../server/store/cluster/entries.js'
 import { openRedisStore } from '../server/store/cluster/index.js'
 import { startRedis } from './http/servers.js'
@@ -24,21 +24,20 @@ const ROUNDS = opt('--rounds', 3)
 const BATCH = opt('--batch', 10)
 const VALUE = Buffer.from(JSON.stringify('v'.repeat(96)))
 
+/** The script's one wake-up of the feed's watchers (WAKE in entry-scripts.ts). */
+const SPUBLISH = "  if noted then redis.call('SPUBLISH', feed, '') end\n"
 const cut = (lua: string, part: string) => {
   if (!lua.includes(part)) throw new Error(`the PUT script no longer has ${JSON.stringify(part)}`)
   return lua.split(part).join('')
 }
 const variants: [string, string][] = [
   ['shipped', PUT],
-  ['without SPUBLISH', cut(PUT, "redis.call('SPUBLISH', feed, '')\n")],
-  [
-    'without XADD and SPUBLISH',
-    cut(cut(PUT, "redis.call('SPUBLISH', feed, '')\n"), 'redis.call(unpack(f))\n'),
-  ],
+  ['without SPUBLISH', cut(PUT, SPUBLISH)],
+  ['without XADD and SPUBLISH', cut(cut(PUT, SPUBLISH), 'redis.call(unpack(f))\n')],
   ['pruning every PUT (no nx skip)', cut(PUT, '  if mv[7] then return 0 end\n')],
-  [`PUTS of ${BATCH} (per write)`, PUTS_LUA],
+  [`WRITES of ${BATCH} PUTs (per write)`, WRITES],
 ]
-/** The variant sent as PUTS calls, BATCH writes a call. */
+/** The variant sent as WRITES calls, BATCH PUTs a call. */
 const BATCHED = variants.length - 1
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cairn-put-parts-'))
@@ -59,7 +58,10 @@ async function round(v: number, r: number): Promise<number> {
     const p = node.pipeline()
     for (let j = i; j < i + 50 && j < PUTS; j += each) {
       const args: (string | number | Buffer)[] = []
-      for (let w = j; w < j + each; w++) args.push(`k${w % 1000}`, VALUE, Date.now(), '', '', '')
+      for (let w = j; w < j + each; w++) {
+        if (v === BATCHED) args.push('p')
+        args.push(`k${w % 1000}`, VALUE, Date.now(), '', '', '')
+      }
       p.evalsha(shas[v]!, 1, m, ...args)
     }
     const res = await p.exec()

@@ -106,8 +106,10 @@ export async function startCairn(
   extra: string[] = [],
   /** Flags for node itself, e.g. `--cpu-prof` (which NODE_OPTIONS refuses). */
   nodeArgs: string[] = [],
+  /** The checkout whose built CLI runs (another build beside this one, for an A/B). */
+  from = root,
 ): Promise<Server> {
-  const cli = path.join(root, 'dist/server/cli/index.js')
+  const cli = path.join(from, 'dist/server/cli/index.js')
   const p = pinned(
     core,
     process.execPath,

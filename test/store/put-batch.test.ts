@@ -1,14 +1,14 @@
-// The PUTs of one turn to one namespace go to Redis as one script call (commands.ts,
-// coalesced; entry-scripts.ts, PUTS). On a real 3+3 cluster: each write is applied in the
-// order it came, at the next version, and answered on its own (a failed condition fails only
-// its write); a delete between PUTs keeps its place; the feed holds each acknowledged write
+// The PUTs and DELETEs of one turn to one namespace go to Redis as one script call
+// (commands.ts, coalesced; entry-scripts.ts, WRITES). On a real 3+3 cluster: each write is
+// applied in the order it came, at the next version, and answered on its own (a failed
+// condition fails only its write); a delete between PUTs keeps its place and its batch; the feed holds each acknowledged write
 // once, at the version its answer gave, and nothing of a refused one. Through the store
 // (one turn for certain) and through the HTTP API (concurrent requests).
 import { createHash } from 'node:crypto'
 import Redis from 'ioredis'
 import t, { type Test } from 'tap'
 import { openRedisStore } from '../../server/store/cluster/index.js'
-import { PUTS } from '../../server/store/cluster/entry-scripts.js'
+import { WRITES } from '../../server/store/cluster/entry-scripts.js'
 import { meta } from '../../server/store/cluster/entries.js'
 import type { Change, Store } from '../../server/store/types.js'
 import { plansFile } from '../helpers/plans.js'
@@ -17,7 +17,7 @@ import { startServer } from '../helpers/server.js'
 import { Client } from '../server/contract/http.js'
 import { watch } from '../server/contract/sse.js'
 
-const PUTS_SHA = createHash('sha1').update(PUTS).digest('hex')
+const WRITES_SHA = createHash('sha1').update(WRITES).digest('hex')
 
 /** Every change of `ns` after `since`, read page by page. */
 async function history(store: Store, ns: string, since: number): Promise<Change[]> {
@@ -31,8 +31,12 @@ async function history(store: Store, ns: string, since: number): Promise<Change[
   }
 }
 
-/** Whether the master of `ns`'s slot has run a PUTS (its script is loaded only when called). */
-async function batched(cluster: { nodes: { port: number }[] }, ns: string): Promise<boolean> {
+/** Asks the master of `ns`'s slot. */
+async function onMaster<T>(
+  cluster: { nodes: { port: number }[] },
+  ns: string,
+  ask: (master: Redis) => Promise<T>,
+): Promise<T> {
   const any = new Redis({ port: cluster.nodes[0]!.port })
   try {
     const slot = Number(await any.cluster('KEYSLOT', meta(ns)))
@@ -40,7 +44,7 @@ async function batched(cluster: { nodes: { port: number }[] }, ns: string): Prom
     const port = ranges.find(([from, to]) => slot >= from && slot <= to)![2][1]
     const master = new Redis({ port })
     try {
-      return ((await master.script('EXISTS', PUTS_SHA)) as number[])[0] === 1
+      return await ask(master)
     } finally {
       master.disconnect()
     }
@@ -48,6 +52,16 @@ async function batched(cluster: { nodes: { port: number }[] }, ns: string): Prom
     any.disconnect()
   }
 }
+
+/** Whether the master of `ns`'s slot has run a WRITES (its script is loaded only when called). */
+const batched = (cluster: { nodes: { port: number }[] }, ns: string) =>
+  onMaster(cluster, ns, async (m) => ((await m.script('EXISTS', WRITES_SHA)) as number[])[0] === 1)
+
+/** Script calls (EVALSHA) the master of `ns`'s slot has answered since it started. */
+const scriptCalls = (cluster: { nodes: { port: number }[] }, ns: string) =>
+  onMaster(cluster, ns, async (m) =>
+    Number(/cmdstat_evalsha:calls=(\d+)/.exec(String(await m.info('commandstats')))?.[1] ?? 0),
+  )
 
 const cluster = await clusterFor(t)
 if (cluster) {
@@ -58,7 +72,7 @@ if (cluster) {
     await store.createNamespace(ns)
     const c0 = await store.put(ns, 'c', Buffer.from('"c0"'))
     const value = (s: string) => Buffer.from(JSON.stringify(s))
-    // All asked in this turn: one batch, cut in two by the delete.
+    // All asked in this turn: one batch, the delete in its place.
     const asked: { key: string; v: string; p: Promise<unknown> }[] = []
     const put = (key: string, v: string, ifVersion?: number | null) =>
       asked.push({ key, v, p: store.put(ns, key, value(v), { ifVersion }) })
@@ -110,7 +124,50 @@ if (cluster) {
     t.equal(counts?.keys, 4, 'four keys counted (a, c, n, z)')
     // Each of the four: a one-byte key and a four-byte value ("a3", "c1", "n1", "z1").
     t.equal(counts?.bytes, 4 * 5, 'bytes counted as each write left them')
-    t.ok(await batched(cluster, ns), 'the PUTs went as a batch (PUTS ran on the master)')
+    t.ok(await batched(cluster, ns), 'the writes went as a batch (WRITES ran on the master)')
+  })
+
+  t.test('one turn of DELETEs and PUTs to a namespace: one script call, in order', async (t) => {
+    const store = await openRedisStore(cluster.url, { durability: 'always' })
+    t.teardown(() => store.close())
+    const ns = 'batch-deletes'
+    await store.createNamespace(ns)
+    const value = (s: string) => Buffer.from(JSON.stringify(s))
+    const a = await store.put(ns, 'a', value('a0'))
+    await store.put(ns, 'b', value('b0'))
+    // A batch first, so that its script is loaded on the master (a NOSCRIPT counts a call).
+    await Promise.all([store.delete(ns, 'missing'), store.delete(ns, 'missing')])
+    const before = await scriptCalls(cluster, ns)
+    const asked = [
+      store.delete(ns, 'a', { ifVersion: a.version + 5 }), // fails: a is at a0
+      store.delete(ns, 'a'),
+      store.delete(ns, 'a'), // finds none: the one before took it
+      store.put(ns, 'a', value('a1'), { ifVersion: null }), // holds: a is gone
+      store.delete(ns, 'b'),
+      store.delete(ns, 'missing'),
+    ]
+    const settled = await Promise.allSettled(asked)
+    t.equal((await scriptCalls(cluster, ns)) - before, 1, 'six writes, one script call')
+    t.same(
+      settled.map((s) =>
+        s.status === 'rejected'
+          ? String((s.reason as { code?: string }).code)
+          : typeof s.value === 'boolean'
+            ? s.value
+            : (s.value as { version: number }).version - a.version,
+      ),
+      ['CONFLICT', true, false, 3, true, false],
+      'each answered on its own; the put at the version after the delete, b after it',
+    )
+    const feed = await history(store, ns, a.version + 1)
+    t.same(
+      feed.map((c) => `${c.version - a.version} ${c.type} ${c.key}`),
+      ['2 delete a', '3 put a', '4 delete b'],
+      'the feed holds each write that changed something once, in order',
+    )
+    const counts = await store.namespaceCounts(ns)
+    t.equal(counts?.keys, 1, 'one key left (a)')
+    t.equal(counts?.bytes, 1 + 4, 'bytes counted as the writes left them')
   })
 
   t.test(
@@ -186,7 +243,7 @@ if (cluster) {
       t.same(wrong, [], 'each change is the write its answer gave that version to')
       t.ok(
         await batched(cluster, `u/${acct.accountId}/h`),
-        'the concurrent PUTs went as batches (PUTS ran on the master)',
+        'the concurrent PUTs went as batches (WRITES ran on the master)',
       )
     },
   )

@@ -23,7 +23,7 @@ const SLOTS_REMEMBERED = 10_000
 
 const SCRIPTS: Record<string, { keys: number; lua: string }> = {
   cairnPut: { keys: 1, lua: E.PUT },
-  cairnPuts: { keys: 1, lua: E.PUTS },
+  cairnWrites: { keys: 1, lua: E.WRITES },
   cairnDelete: { keys: 1, lua: E.DELETE },
   cairnGet: { keys: 1, lua: E.GET },
   cairnStat: { keys: 1, lua: E.STAT },
@@ -122,12 +122,15 @@ function pending(
   return { call: call!, answer }
 }
 
+/** The writes a batch of one namespace takes, by script, and the tag each has in WRITES. */
+const BATCHED: Partial<Record<ScriptName, string>> = { cairnPut: 'p', cairnDelete: 'd' }
+
 /**
- * A turn's writes for one master with the PUTs to each namespace made one PUTS call (at the
- * place of the first): one script call, one meta read and one feed message's worth of
- * overhead for all of them, applied in the order they came. A PUT joins its namespace's
- * batch only while no other write to that namespace (a delete, a transaction) came after
- * the batch began, so every namespace's writes still run in the order asked.
+ * A turn's writes for one master with the PUTs and DELETEs to each namespace made one WRITES
+ * call (at the place of the first): one script call, one meta read and one feed wake-up for
+ * all of them, applied in the order they came. A write joins its namespace's batch only
+ * while no other write to that namespace (a transaction, say) came after the batch began,
+ * so every namespace's writes still run in the order asked.
  */
 export function coalesced(group: Pending[]): Pending[] {
   const out: Pending[] = []
@@ -135,7 +138,7 @@ export function coalesced(group: Pending[]): Pending[] {
   const open = new Map<string, { at: number; parts: Pending[] }>()
   for (const w of group) {
     const ns = String(w.args[0])
-    if (w.name !== 'cairnPut') {
+    if (w.name === null || BATCHED[w.name] === undefined) {
       open.delete(ns)
       out.push(w)
       continue
@@ -154,7 +157,7 @@ export function coalesced(group: Pending[]): Pending[] {
   return out
 }
 
-/** One PUTS call for `parts` (PUTs to one namespace): each answered with its own result. */
+/** One WRITES call for `parts` (PUTs and DELETEs to one namespace): each answered on its own. */
 function batchOf(parts: Pending[]): Pending {
   const answer = (results: unknown) => {
     const each = Array.isArray(results) ? results : []
@@ -165,14 +168,21 @@ function batchOf(parts: Pending[]): Pending {
       else p.resolve(r)
     })
   }
+  const args: (string | Buffer | number)[] = [parts[0]!.args[0]!]
+  let turned = 0
+  for (const p of parts) {
+    args.push(BATCHED[p.name!]!)
+    for (let i = 1; i < p.args.length; i++) args.push(p.args[i]!)
+    turned = Math.max(turned, p.turned ?? 0)
+  }
   return {
-    name: 'cairnPuts',
-    sha: SHA.cairnPuts!,
+    name: 'cairnWrites',
+    sha: SHA.cairnWrites!,
     keys: 1,
-    args: [parts[0]!.args[0]!, ...parts.flatMap((p) => p.args.slice(1))],
+    args,
     buffers: false,
     to: parts[0]!.to,
-    turned: Math.max(...parts.map((p) => p.turned ?? 0)),
+    turned,
     resolve: answer,
     // A write whose own check failed keeps its own answer when the batch's WAIT failed:
     // a conflict is a conflict whether or not a replica has the others.

@@ -154,7 +154,7 @@ local function counted(ver, bytes, keys, fb)
   if not mv[5] then h[#h + 1] = 'fv'; h[#h + 1] = ver - 1 end
   redis.call(unpack(h))
   if math.floor(ver / 32) ~= math.floor(first / 32) or fb > FEED_B + 16777216 then trim() end
-  -- mv and first as now written, for the next write of a batch (PUTS).
+  -- mv and first as now written, for the next write of a batch (WRITES).
   mv[2], mv[3], mv[4], first = ver, bytes, fb, ver
   if keys then mv[6] = keys end
   if not mv[5] then mv[5] = ver - 1 end
@@ -191,9 +191,20 @@ end
 `
 
 /**
+ * Whether a write of the script added to the feed (noted): its watchers are told once, at
+ * the script's end (wake), however many writes it made.
+ */
+const WAKE = `
+local noted = false
+local function wake()
+  if noted then redis.call('SPUBLISH', feed, '') end
+end
+`
+
+/**
  * One put, as a function: key, value, now, expiresAt ('' for none), ifVersion ('' none, '-'
  * absent, or the version), metadata ('' for none). Returns { version, created }, or the
- * error reply CONFLICT. PUT runs it once, PUTS once per write of a batch.
+ * error reply CONFLICT. PUT runs it once, WRITES once per put of a batch.
  */
 const PUT_ONE = `
 local function put(k, v, now, x, want, m)
@@ -228,7 +239,8 @@ if hist then
   if cur then keep(k, ver, {had[4], had[1], had[2], had[3]}) end
 end
 if cur then
-  bytes = bytes - redis.call('HSTRLEN', e, 'v')
+  -- With a window the value was read already (had[4]): its length needs no call of its own.
+  bytes = bytes - (hist and #had[4] or redis.call('HSTRLEN', e, 'v'))
 else
   bytes = bytes + #k
   keys = tonumber(mv[6] or '0') + 1
@@ -252,7 +264,7 @@ if x == '' and had[2] then drop[#drop + 1] = 'x' end
 if m == '' and had[3] then drop[#drop + 1] = 'm' end
 if #drop > 2 then redis.call(unpack(drop)) end
 redis.call(unpack(f))
-redis.call('SPUBLISH', feed, '')
+noted = true
 counted(ver, bytes, keys, tonumber(mv[4] or '0') + #k + #v + #m)
 if cur then return {ver, 0} end
 return {ver, 1}
@@ -263,34 +275,19 @@ end
  * put: ARGV key, value, now, expiresAt ('' for none), ifVersion ('' none, '-' absent, or
  * the version), metadata ('' for none). Returns { version, created }.
  */
-export const PUT = `${PRELUDE}${PUT_ONE}
-return put(ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4], ARGV[5], ARGV[6])
+export const PUT = `${PRELUDE}${WAKE}${PUT_ONE}
+local r = put(ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4], ARGV[5], ARGV[6])
+wake()
+return r
 `
 
 /**
- * puts: the writes to one namespace in one turn (commands.ts), in one call: ARGV six fields
- * per write, as put's. Each is applied in order as PUT applies it, at the next version, and
- * answered on its own: { { version, created } or an error reply, ... }. A write whose check
- * fails (CONFLICT), or that fails on its way, fails alone.
+ * One delete, as a function: key, now, ifVersion ('' for none). Returns 1 when a live key
+ * was deleted, else 0, or the error reply CONFLICT. DELETE runs it once, WRITES once per
+ * delete of a batch.
  */
-export const PUTS = `${PRELUDE}${PUT_ONE}
-local out = {}
-for i = 1, #ARGV, 6 do
-  local ok, r = pcall(put, ARGV[i], ARGV[i + 1], tonumber(ARGV[i + 2]), ARGV[i + 3], ARGV[i + 4], ARGV[i + 5])
-  if ok then
-    out[#out + 1] = r
-  elseif type(r) == 'table' and r.err then
-    out[#out + 1] = r
-  else
-    out[#out + 1] = redis.error_reply(tostring(r))
-  end
-end
-return out
-`
-
-/** delete: ARGV key, now, ifVersion ('' for none). Returns 1 when a live key was deleted. */
-export const DELETE = `${PRELUDE}
-local k, now, want = ARGV[1], tonumber(ARGV[2]), ARGV[3]
+const DELETE_ONE = `
+local function del(k, now, want)
 if prune(now, 16) > 0 then fresh() end
 local e = ent .. k
 local cur, had = read(k, now)
@@ -300,6 +297,8 @@ if not cur then
   if had[1] then
     expire(k)
     htrim()
+    -- expire() wrote the meta hash itself: the next write of a batch counts from it.
+    fresh()
   end
   return 0
 end
@@ -316,9 +315,48 @@ redis.call('DEL', e)
 redis.call('ZREM', idx, k)
 if had[2] then redis.call('ZREM', exp, k) end
 redis.call('XADD', feed, ver .. '-0', 't', 'd', 'k', k)
-redis.call('SPUBLISH', feed, '')
+noted = true
 counted(ver, bytes, tonumber(mv[6] or '0') - 1, tonumber(mv[4] or '0') + #k)
 return 1
+end
+`
+
+/**
+ * writes: the PUTs and DELETEs to one namespace in one turn (commands.ts), in one call:
+ * ARGV per write 'p' and the six fields of put's, or 'd' and the three of delete's. Each is
+ * applied in order as PUT or DELETE applies it, at the next version, and answered on its
+ * own: { { version, created }, 1 or 0, or an error reply, ... }. A write whose check fails
+ * (CONFLICT), or that fails on its way, fails alone. Watchers are told once for all.
+ */
+export const WRITES = `${PRELUDE}${WAKE}${PUT_ONE}${DELETE_ONE}
+local out = {}
+local i = 1
+while i <= #ARGV do
+  local ok, r
+  if ARGV[i] == 'd' then
+    ok, r = pcall(del, ARGV[i + 1], tonumber(ARGV[i + 2]), ARGV[i + 3])
+    i = i + 4
+  else
+    ok, r = pcall(put, ARGV[i + 1], ARGV[i + 2], tonumber(ARGV[i + 3]), ARGV[i + 4], ARGV[i + 5], ARGV[i + 6])
+    i = i + 7
+  end
+  if ok then
+    out[#out + 1] = r
+  elseif type(r) == 'table' and r.err then
+    out[#out + 1] = r
+  else
+    out[#out + 1] = redis.error_reply(tostring(r))
+  end
+end
+wake()
+return out
+`
+
+/** delete: ARGV key, now, ifVersion ('' for none). Returns 1 when a live key was deleted. */
+export const DELETE = `${PRELUDE}${WAKE}${DELETE_ONE}
+local r = del(ARGV[1], tonumber(ARGV[2]), ARGV[3])
+wake()
+return r
 `
 
 /**

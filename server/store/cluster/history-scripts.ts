@@ -83,6 +83,9 @@ htrim = function(into)
   local at = #h
   if htime then h[#h + 1] = 'hc'; h[#h + 1] = htime end
   local turn = math.floor(hlast / 8) ~= math.floor(hfirst / 8)
+  -- A WRITES call trims after each of its writes: the next one turns at the next multiple of 8
+  -- past this one, not at every write after the first turn of the call.
+  hfirst = hlast
   if held <= most and not turn then return done() end
   local now = hclock
   if not now then
@@ -146,7 +149,7 @@ htrim = function(into)
     local ft = redis.call('ZSCORE', hist .. 't', hpad(floor))
     if ft then h[#h + 1] = 'ha'; h[#h + 1] = ft end
   end
-  -- PUTS trims after each of its writes: the next one starts from what this one left (held
+  -- WRITES trims after each of its writes: the next one starts from what this one left (held
   -- is hm's bytes plus every state the script kept so far), not from what META read.
   hm[3] = held - hbytes
   hm[5] = floor
