@@ -16,10 +16,11 @@ t.test('the per-address limiter holds at most its bound, and still limits', asyn
 
 t.test('throttles hold at most their bound, and still throttle', async (t) => {
   const throttle = new Throttle(5, 60_000, 1000)
-  for (let i = 0; i < 20_000; i++) throttle.fail(`user${i}@example.com`)
+  const now = Date.now()
+  for (let i = 0; i < 20_000; i++) throttle.fail(`user${i}@example.com`, now)
   t.equal(throttle.size, 1000, 'bounded at 1000 after 20,000 emails')
-  for (let i = 0; i < 5; i++) throttle.fail('victim@example.com')
-  t.ok(throttle.retryAfter('victim@example.com') > 0, 'five failures still throttle')
+  for (let i = 0; i < 5; i++) throttle.fail('victim@example.com', now)
+  t.ok(throttle.retryAfter('victim@example.com', now) > 0, 'five failures still throttle')
   throttle.undo('victim@example.com')
-  t.equal(throttle.retryAfter('victim@example.com'), 0, 'an attempt taken back frees a slot')
+  t.equal(throttle.retryAfter('victim@example.com', now), 0, 'an attempt taken back frees a slot')
 })
