@@ -65,4 +65,6 @@ export interface DbCore {
     slot: number | undefined,
     tomb: EntryAt | undefined,
   ): void
+  /** Recovery meets an entry after a newer version of its key, `current`: it too may be kept. */
+  historyRecoveringLate?(nsId: number, current: number, entry: EntryAt): void
 }

@@ -374,6 +374,10 @@ export class Db implements DbCore {
     if (this.windows.byId.size > 0) this.windows.recovering(nsId, version, slot, tomb)
   }
 
+  historyRecoveringLate(nsId: number, current: number, entry: EntryAt): void {
+    if (this.windows.byId.size > 0) this.windows.recoveringLate(nsId, current, entry)
+  }
+
   private ns(name: string): Namespace {
     const n = this.keydir.byName.get(name)
     if (!n) {

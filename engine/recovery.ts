@@ -625,7 +625,13 @@ function apply(
   let tomb = tombs.get(n)
   const slot = n.map.get(key)
   const current = slot !== undefined ? db.keydir.slots.version[slot]! : (tomb?.get(key) ?? -1)
-  if (version < current) return
+  if (version < current) {
+    // Met after a newer version of its key: a copy compaction moved into a segment of a
+    // higher id than the write that superseded it. A window that has not seen that write
+    // keeps this version, as it would have had the replay met them in order.
+    db.historyRecoveringLate?.(nsId, current, { seg: seg.id, off, len })
+    return
+  }
   // A history window that has not seen this version keeps what it supersedes (windows.ts).
   db.historyRecovering?.(nsId, version, slot, type === DEL ? { seg: seg.id, off, len } : undefined)
   // An expired put is applied as live, as in a running index: its expiry is written (with a

@@ -95,16 +95,34 @@ export class Windows {
    * is kept now (read once recovery is done).
    */
   recovering(nsId: number, version: number, slot: number | undefined, tomb?: EntryAt): void {
+    const list = this.unseen(nsId, version)
+    if (list === undefined) return
+    const s = this.db.keydir.slots
+    if (slot !== undefined) list.push({ seg: s.seg[slot]!, off: s.off[slot]!, len: s.len[slot]! })
+    if (tomb !== undefined) list.push(tomb)
+  }
+
+  /**
+   * Recovery meets an entry after `current`, a newer version of its key (a copy compaction
+   * moved forward): the write that superseded it is at most `current`, so when the window has
+   * not seen `current` the entry is kept. It may be one the window holds already (kept once,
+   * by version) or one superseded before the window's floor (never read: points before the
+   * floor are refused, and a newer kept or live version answers every point after it).
+   */
+  recoveringLate(nsId: number, current: number, entry: EntryAt): void {
+    this.unseen(nsId, current)?.push(entry)
+  }
+
+  /** What recovery found for the namespace's window, when it has not seen `version`. */
+  private unseen(nsId: number, version: number): EntryAt[] | undefined {
     const w = this.byId.get(nsId)
-    if (w === undefined || w.floorVersion < 0 || version <= w.lastVersion) return
+    if (w === undefined || w.floorVersion < 0 || version <= w.lastVersion) return undefined
     let list = this.recovered.get(nsId)
     if (list === undefined) {
       list = []
       this.recovered.set(nsId, list)
     }
-    const s = this.db.keydir.slots
-    if (slot !== undefined) list.push({ seg: s.seg[slot]!, off: s.off[slot]!, len: s.len[slot]! })
-    if (tomb !== undefined) list.push(tomb)
+    return list
   }
 
   /**
