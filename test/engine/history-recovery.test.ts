@@ -68,10 +68,10 @@ t.test(
       const k = `k${key}`
       const got = {
         now: again.getNow('h', k)?.value,
-        then: again.getAt('h', k, { version: version - 1 })?.value,
+        earlier: again.getAt('h', k, { version: version - 1 })?.value,
         versions: again.history('h', k).map((h) => h.value),
       }
-      const want = { now: during(key), then: before(key), versions: [during(key), before(key)] }
+      const want = { now: during(key), earlier: before(key), versions: [during(key), before(key)] }
       if (JSON.stringify(got) !== JSON.stringify(want) && bad++ < 5)
         t.fail(`${k}, written at ${version}`, { got, want })
     }
