@@ -2,22 +2,14 @@
 // version before the messages sends none) still reaches a live watch: the stream's poller
 // finds its namespace past what it read on its 2 s tick and reads the stream (cluster/feed.ts).
 // Here the changes are added to the stream by hand with no message, as such a writer would.
-import { Cluster } from 'ioredis'
 import t from 'tap'
 import { feedKeysOf } from '../helpers/feed-stream.js'
-import { clusterFor } from '../helpers/redis-cluster.js'
-import { startServer } from '../helpers/server.js'
-import { Client } from '../server/contract/http.js'
+import { serverOnCluster } from '../helpers/cluster-server.js'
 import { watch } from '../server/contract/sse.js'
 
-const cluster = await clusterFor(t)
-if (cluster) {
-  const srv = await startServer({ args: ['--store', cluster.url] })
-  t.teardown(() => srv.stop())
-  const made = await srv.createAccount()
-  const api = new Client(srv.baseUrl, made.apiKey)
-  const redis = new Cluster([{ host: '127.0.0.1', port: cluster.nodes[0]!.port }])
-  t.teardown(() => redis.disconnect())
+const on = await serverOnCluster(t)
+if (on) {
+  const { srv, made, api, redis } = on
 
   t.test('changes with no message reach a live watch within the tick', async (t) => {
     t.equal((await api.post('/namespaces', { name: 'quiet' })).status, 201)

@@ -2,22 +2,14 @@
 // that share one, with stream ids <v>-0, <v>-1 (docs/redis.md, "Change feed"). Watchers pass
 // such a change on once; a watcher of the whole namespace, whose groups of changes can go out
 // whole, must send the same events as one with a prefix, which goes change by change.
-import { Cluster } from 'ioredis'
 import t from 'tap'
 import { feedKeysOf } from '../helpers/feed-stream.js'
-import { clusterFor } from '../helpers/redis-cluster.js'
-import { startServer } from '../helpers/server.js'
-import { Client } from '../server/contract/http.js'
+import { serverOnCluster } from '../helpers/cluster-server.js'
 import { watch } from '../server/contract/sse.js'
 
-const cluster = await clusterFor(t)
-if (cluster) {
-  const srv = await startServer({ args: ['--store', cluster.url] })
-  t.teardown(() => srv.stop())
-  const made = await srv.createAccount()
-  const api = new Client(srv.baseUrl, made.apiKey)
-  const redis = new Cluster([{ host: '127.0.0.1', port: cluster.nodes[0]!.port }])
-  t.teardown(() => redis.disconnect())
+const on = await serverOnCluster(t)
+if (on) {
+  const { srv, made, api, redis } = on
 
   t.test('a version two changes share goes to every watcher once', async (t) => {
     t.equal((await api.post('/namespaces', { name: 'shared' })).status, 201)

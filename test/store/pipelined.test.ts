@@ -4,17 +4,12 @@
 // pipelined in one packet are refused whole, nothing applied; requests in later packets wait
 // in the paused socket and are answered in order (docs/deployment.md).
 import t from 'tap'
-import { clusterFor } from '../helpers/redis-cluster.js'
-import { startServer } from '../helpers/server.js'
-import { Client } from '../server/contract/http.js'
+import { serverOnCluster } from '../helpers/cluster-server.js'
 import { exchange as rawExchange } from '../helpers/raw-exchange.js'
 
-const cluster = await clusterFor(t)
-if (cluster) {
-  const srv = await startServer({ args: ['--store', cluster.url] })
-  t.teardown(() => srv.stop())
-  const made = await srv.createAccount()
-  const api = new Client(srv.baseUrl, made.apiKey)
+const on = await serverOnCluster(t)
+if (on) {
+  const { srv, made, api } = on
   await api.createNamespace('f')
   const key = made.apiKey
 
