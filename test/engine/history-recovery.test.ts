@@ -47,10 +47,12 @@ t.test(
 
     // Those the walk had passed lie in a segment below a copy of the version they superseded
     // (the rest came before the walk met their keys, or once the pass had moved the log on).
-    const first = written.findIndex(({ key }) => below(dir, during(key), before(key)))
+    const segments = segmentFiles(dir).map((f) => fs.readFileSync(f))
+    const isBelow = written.map(({ key }) => below(segments, during(key), before(key)))
+    const first = isBelow.indexOf(true)
     t.ok(first >= 0, 'writes lie below the copies of what they superseded')
     const lost = written.slice(first)
-    const late = lost.filter(({ key }) => below(dir, during(key), before(key))).length
+    const late = isBelow.slice(first).filter(Boolean).length
     t.ok(late >= 10, `${late} of the ${lost.length} writes from there on`)
 
     // The process dies, and the window lacks the records of the writes from the first of them
@@ -80,8 +82,7 @@ t.test(
 )
 
 /** Whether the segment holding `now` comes, in segment order, before one holding `was`. */
-function below(dir: string, now: string, was: string): boolean {
-  const files = segmentFiles(dir).map((f) => fs.readFileSync(f))
-  const at = files.findIndex((b) => b.includes(now))
-  return at >= 0 && files.some((b, i) => i > at && b.includes(was))
+function below(segments: Buffer[], now: string, was: string): boolean {
+  const at = segments.findIndex((b) => b.includes(now))
+  return at >= 0 && segments.some((b, i) => i > at && b.includes(was))
 }
