@@ -162,7 +162,15 @@ export class WatchSession {
    */
   async prepare(since: number | undefined): Promise<true | Refusal> {
     const feed = this.ctx.store.feed
-    this.unsubscribe = feed.subscribe(this.ns, (changes) => this.live(changes))
+    this.unsubscribe = feed.subscribe(
+      this.ns,
+      (changes) => this.live(changes),
+      () =>
+        this.fail(
+          'history_expired',
+          'A failover lost changes this watch had sent, and their versions were taken again; list again, then watch.',
+        ),
+    )
     try {
       if (since === undefined) {
         this.last = await feed.version(this.ns)

@@ -190,8 +190,12 @@ export interface Feed {
   /**
    * Live changes of a namespace, as they are committed (in version order, none twice). The
    * listener may miss nothing between subscribe() and the returned function being called.
+   * `lost` is called, and nothing more delivered, when changes already delivered are found
+   * gone from the namespace (on Redis, a failover that lost changes no replica had, their
+   * versions then taken again): what the listener was handed is no longer what the
+   * namespace holds. The embedded store never calls it.
    */
-  subscribe(ns: string, listener: (changes: Change[]) => void): () => void
+  subscribe(ns: string, listener: (changes: Change[]) => void, lost?: () => void): () => void
 }
 
 /** An entry as copied from another store, version and all (cairn migrate). */

@@ -10,6 +10,7 @@ import t from 'tap'
 import { plansFile } from '../helpers/plans.js'
 import { clusterFor } from '../helpers/redis-cluster.js'
 import { startServer } from '../helpers/server.js'
+import { openStore } from '../../server/store/open.js'
 import { Client, sleep } from '../server/contract/http.js'
 import { type Watch, watch } from '../server/contract/sse.js'
 
@@ -52,6 +53,21 @@ if (cluster) {
     const replica = cluster.nodes.find((n) => n.port === replicaPort)!
     t.ok(master && replica, `slot ${slot}: master ${masterPort}, replica ${replicaPort}`)
 
+    // The store's feed in this process, beside the server's watches: it has no version check
+    // each second to fall back on, so only the stream itself can tell it of the loss.
+    const store = await openStore({ dataDir: '', store: cluster.url, durability: 'always' })
+    t.teardown(() => store.close())
+    const fed: string[] = []
+    let toldLost = false
+    const unsubscribe = store.feed.subscribe(
+      `u/${acct.accountId}/r`,
+      (cs) => fed.push(...cs.map((c) => c.key)),
+      () => {
+        toldLost = true
+      },
+    )
+    t.teardown(unsubscribe)
+
     const acked: string[] = []
     const versions: number[] = []
     for (const k of ['k1', 'k2', 'k3']) {
@@ -65,6 +81,8 @@ if (cluster) {
     const live = await watch(a.baseUrl, `/r?watch=1&since=${since}`, acct.apiKey)
     t.teardown(() => live.close())
     await live.until(3)
+    for (let i = 0; i < 100 && !fed.includes('k3'); i++) await sleep(100)
+    t.ok(fed.includes('k3'), "this process's feed delivers the namespace's writes")
 
     // The replica stops. What its master sends it fills the socket's buffers first (a few
     // MiB of other keys on that master), so the next write stays in the master's memory,
@@ -101,6 +119,10 @@ if (cluster) {
       `a watcher resuming meanwhile (${early.status}) is not sent the unacknowledged write`,
     )
 
+    // Live delivery waits WAIT_MS for a replica, then sends the change all the same.
+    for (let i = 0; i < 50 && !fed.includes('lost'); i++) await sleep(100)
+    t.ok(fed.includes('lost'), "this process's feed delivered the write no replica took")
+
     await cluster.kill(master)
     wake()
     const deadline = Date.now() + 30_000
@@ -130,6 +152,12 @@ if (cluster) {
       t.equal(status, 201, `${k} acknowledged after the failover`)
       acked.push(k)
     }
+
+    // The feed that delivered the lost write is told so, whatever the versions do, and
+    // delivers nothing after it (k4 took its version: going on would pass over k4).
+    for (let i = 0; i < 100 && !toldLost; i++) await sleep(100)
+    t.ok(toldLost, "this process's feed was told the write it delivered was lost")
+    t.same(fed.slice(fed.indexOf('lost') + 1), [], 'and delivered nothing after it')
 
     const want = acked.slice(1)
     const resumed = await watch(a.baseUrl, `/r?watch=1&since=${since}`, acct.apiKey)

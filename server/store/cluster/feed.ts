@@ -12,6 +12,7 @@ import type { Commands } from './commands.js'
 import { WAIT_MS } from './durable-writes.js'
 import { type ClusterEntries, feedKey, meta, toChange } from './entries.js'
 import { unavailable } from './errors.js'
+import { type StreamEntry, Unconfirmed } from './feed-unconfirmed.js'
 
 /** How often a poller reclaims expired entries, so an expiry is seen within seconds. */
 const EXPIRE_EVERY_MS = 2000
@@ -35,9 +36,17 @@ function connectTo(cmd: Commands, owner: string): Redis {
   return conn
 }
 
+/** A subscriber: what it is handed, and what it is told when delivered changes were lost. */
+interface FeedListener {
+  changes(changes: Change[]): void
+  lost(): void
+}
+
 /** One watched namespace of this process: its listeners, and where its stream was read to. */
 class Poller {
-  readonly listeners = new Set<(changes: Change[]) => void>()
+  readonly listeners = new Set<FeedListener>()
+  /** Changes delivered that no replica had confirmed: checked before anything more goes. */
+  readonly unconfirmed = new Unconfirmed()
   stopped = false
   /** The stream and the id read to, once started; null while the namespace is not there. */
   stream: string | null = null
@@ -80,6 +89,10 @@ class Poller {
         if (now !== undefined && now.g !== this.g && this.stream !== null) {
           this.reader?.changed(this)
           this.stream = null
+        } else if (this.unconfirmed.size > 0) {
+          // A read checks the unconfirmed changes still stand, and lets them go once a
+          // replica has them; until then, one each tick.
+          this.reader?.behind(this)
         } else if (
           now !== undefined &&
           this.stream !== null &&
@@ -104,12 +117,30 @@ class Poller {
     return this.last === '' ? 0 : Number(this.last.slice(0, this.last.indexOf('-')))
   }
 
-  deliver(got: [Buffer, Buffer[]][]): void {
+  deliver(got: StreamEntry[], confirmed: boolean): void {
     this.last = got[got.length - 1]![0].toString()
+    if (!confirmed) this.unconfirmed.add(got)
     const changes = got.map(toChange)
     for (const l of [...this.listeners]) {
       try {
-        l(changes)
+        l.changes(changes)
+      } catch {}
+    }
+  }
+
+  /**
+   * The master serving the stream now lacks changes this poller delivered (a failover lost
+   * them): its listeners are told and let go, and the namespace gets a new poller for the
+   * next ones, as what this one read to is no longer the stream's.
+   */
+  diverged(): void {
+    const told = [...this.listeners]
+    this.listeners.clear()
+    this.feed.dropPoller(this)
+    this.stop()
+    for (const l of told) {
+      try {
+        l.lost()
       } catch {}
     }
   }
@@ -222,8 +253,11 @@ class Reader {
     for (;;) {
       const stream = p.stream
       if (stream === null || p.stopped) return
-      let res: [Buffer, [Buffer, Buffer[]][]][] | null
+      let res: [Buffer, StreamEntry[]][] | null
       try {
+        // Checked before anything after them goes: a failover that lost them is told
+        // before the changes that took their versions again are passed over.
+        if (p.unconfirmed.size > 0 && !(await this.standing(p, stream))) return
         res = await this.cmd.readCommand(
           stream,
           ['XREAD', 'COUNT', 1000, 'STREAMS', stream, p.last],
@@ -236,15 +270,38 @@ class Reader {
       }
       const got = res?.[0]?.[1]
       if (!got || got.length === 0 || p.stopped || p.stream !== stream) return
+      let confirmed = false
       if (this.cmd.waits(meta(p.ns))) {
         // Delivered once a replica has it, like a write is acknowledged: WAIT counts from
-        // the side connection's offset, set by its ECHO after the read.
-        await this.feed.replicated(this.owner).catch(() => {})
-      }
+        // the side connection's offset, set by its ECHO after the read. Not confirmed in
+        // time, it goes all the same (its master's AOF has it), and is checked from then on.
+        confirmed = await this.feed.replicated(this.owner).catch(() => false)
+      } else confirmed = true
       if (p.stopped || p.stream !== stream) return
-      p.deliver(got)
+      p.deliver(got, confirmed)
       if (got.length < 1000) return
     }
+  }
+
+  /**
+   * Whether the changes `p` delivered unconfirmed still stand on the master serving its
+   * stream now (lets them go once a replica confirms them); false after `p` diverged.
+   * Throws when the stream cannot be read.
+   */
+  private async standing(p: Poller, stream: string): Promise<boolean> {
+    const [from, to] = p.unconfirmed.range
+    const res: StreamEntry[] = await this.cmd.readCommand(
+      stream,
+      ['XRANGE', stream, from, to, 'COUNT', p.unconfirmed.size + 1],
+      true,
+    )
+    if (p.stopped || p.stream !== stream) return false
+    if (!p.unconfirmed.standIn(res ?? [])) {
+      p.diverged()
+      return false
+    }
+    if (await this.feed.replicated(this.owner).catch(() => false)) p.unconfirmed.clear()
+    return !p.stopped && p.stream === stream
   }
 
   private connection(): Redis {
@@ -361,7 +418,12 @@ export class ClusterFeed implements Feed {
     if (this.readers.get(r.owner) === r) this.readers.delete(r.owner)
   }
 
-  subscribe(ns: string, listener: (changes: Change[]) => void): () => void {
+  /** Lets go of a poller that diverged: the namespace's next subscriber starts a new one. */
+  dropPoller(p: Poller): void {
+    if (this.pollers.get(p.ns) === p) this.pollers.delete(p.ns)
+  }
+
+  subscribe(ns: string, listener: (changes: Change[]) => void, lost?: () => void): () => void {
     let poller = this.pollers.get(ns)
     if (!poller) {
       const p = new Poller(ns, this, this.entries)
@@ -371,8 +433,8 @@ export class ClusterFeed implements Feed {
       poller = p
     }
     const mine = poller
-    // A function of its own, so the same listener subscribed twice unsubscribes once each.
-    const own = (changes: Change[]) => listener(changes)
+    // An object of its own, so the same listener subscribed twice unsubscribes once each.
+    const own: FeedListener = { changes: listener, lost: () => lost?.() }
     mine.listeners.add(own)
     return () => {
       mine.listeners.delete(own)
