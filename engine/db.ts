@@ -20,12 +20,8 @@ import { batchEntries } from './batch.js'
 import type { CommittedChange, DbCore } from './db-core.js'
 import { EngineError, fail } from './errors.js'
 import { Expiries } from './expiry.js'
-import {
-  NAMESPACES_FILE,
-  type NamespaceTable,
-  TableUnsure,
-  writeNamespaces,
-} from './namespaces-file.js'
+import { addNamespace, infoOf, removeNamespace } from './namespace-changes.js'
+import type { NamespaceTable } from './namespaces-file.js'
 import {
   type Entry,
   type EntryAt,
@@ -227,38 +223,14 @@ export class Db implements DbCore {
   async createNamespace(ns: string): Promise<boolean> {
     this.checkOpen()
     checkName(ns)
-    if (this.keydir.byName.has(ns)) return false
-    this.log.checkWritable()
-    const id = this.table.nextId
-    this.saveNamespaces({ nextId: id + 1, list: [...this.table.list, [id, ns]] })
-    this.keydir.addNamespace(id, ns)
-    return true
+    return addNamespace(this, ns)
   }
 
   async dropNamespace(ns: string): Promise<boolean> {
     this.checkOpen()
-    const n = this.keydir.byName.get(ns)
-    if (!n) return false
-    this.log.checkWritable()
-    this.saveNamespaces({ ...this.table, list: this.table.list.filter(([id]) => id !== n.id) })
-    this.keydir.dropNamespace(n)
-    this.windows.drop(n.id)
-    return true
-  }
-
-  /** The namespace table changes only once the new one is durable. */
-  private saveNamespaces(next: NamespaceTable): void {
-    try {
-      writeNamespaces(this.dir, next, this.table)
-    } catch (err) {
-      // Writes stop until the table on disk is this one again (the log's retry writes it).
-      if (err instanceof TableUnsure)
-        throw this.log.refuseUntil(err.failure, NAMESPACES_FILE, () =>
-          writeNamespaces(this.dir, this.table),
-        )
-      throw this.log.refuse(err, 'write', NAMESPACES_FILE)
-    }
-    this.table = next
+    const n = removeNamespace(this, ns)
+    if (n) this.windows.drop(n.id)
+    return n !== undefined
   }
 
   hasNamespace(ns: string): boolean {
@@ -266,27 +238,12 @@ export class Db implements DbCore {
   }
 
   namespaces(): NamespaceInfo[] {
-    const out: NamespaceInfo[] = []
-    for (const n of this.keydir.byName.values())
-      out.push({
-        name: n.name,
-        keys: n.map.size,
-        bytes: n.bytes,
-        historyBytes: this.windows.historyBytes(n.id),
-      })
-    return out
+    return [...this.keydir.byName.values()].map((n) => infoOf(n, this.windows.historyBytes(n.id)))
   }
 
   namespaceStats(ns: string): NamespaceInfo | undefined {
     const n = this.keydir.byName.get(ns)
-    return n
-      ? {
-          name: n.name,
-          keys: n.map.size,
-          bytes: n.bytes,
-          historyBytes: this.windows.historyBytes(n.id),
-        }
-      : undefined
+    return n ? infoOf(n, this.windows.historyBytes(n.id)) : undefined
   }
 
   // ---- history ----
@@ -744,15 +701,7 @@ export class Db implements DbCore {
       this.checkOpen()
       const n = this.ns(ns)
       checkKey(key)
-      const slot = this.keydir.liveSlot(n, key)
-      if (slot < 0) return Promise.resolve(undefined)
-      const s = this.keydir.slots
-      const exp = s.expires[slot]
-      return Promise.resolve(
-        exp !== 0
-          ? { version: s.version[slot], bytes: s.len[slot]! - ENTRY_HEADER, expiresAt: exp }
-          : { version: s.version[slot], bytes: s.len[slot]! - ENTRY_HEADER },
-      )
+      return Promise.resolve(this.reads.statOf(this.keydir.liveSlot(n, key)))
     } catch (err) {
       return Promise.reject(err)
     }

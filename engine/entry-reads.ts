@@ -5,7 +5,7 @@ import { EngineError } from './errors.js'
 import { io } from './io.js'
 import type { KeyDir } from './keydir.js'
 import type { Segment } from './parts.js'
-import { checkEntry, entryFlags, entryValueAt } from './record.js'
+import { ENTRY_HEADER, checkEntry, entryFlags, entryValueAt } from './record.js'
 import type { ValueCache } from './value-cache.js'
 import { decodeValue } from './values.js'
 
@@ -19,6 +19,16 @@ export class EntryReads {
     /** Hot entries by slot (OpenOptions.cacheBytes); null when there is none. */
     readonly cache: ValueCache | null,
   ) {}
+
+  /** A live slot's version, value bytes and expiry, read from the index alone (stat). */
+  statOf(slot: number): { version: number; bytes: number; expiresAt?: number } | undefined {
+    if (slot < 0) return undefined
+    const s = this.keydir.slots
+    const version = s.version[slot]!
+    const bytes = s.len[slot]! - ENTRY_HEADER
+    const exp = s.expires[slot]!
+    return exp !== 0 ? { version, bytes, expiresAt: exp } : { version, bytes }
+  }
 
   /** The entry bytes a live slot points at. */
   entryOf(slot: number): Buffer {
