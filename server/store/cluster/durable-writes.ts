@@ -99,6 +99,8 @@ export class DurableWrites {
       this.fail(writes, unavailable('the store is closed'))
     }
     this.timers.clear()
+    for (const w of this.writers.values()) w.conn.disconnect()
+    this.writers.clear()
   }
 
   /**
@@ -152,6 +154,7 @@ export class DurableWrites {
     // in the table, the table is being replaced): the table is read again and the writes
     // queued again, so a master that is gone fails them after TURNS_MAX tries.
     if (node === undefined || node.status === 'end' || (this.client.status as string) !== 'ready') {
+      if (addr !== undefined) this.dropWriter(addr)
       this.later(group)
       return false
     }
@@ -172,13 +175,22 @@ export class DurableWrites {
       return false
     }
     const wait = replicas > 0
-    const p = node.pipeline()
+    const writer = wait ? this.writerFor(addr!, node) : undefined
+    const p = (writer?.conn ?? node).pipeline()
+    // Scripts this connection has not run yet are loaded ahead of the calls, in the same
+    // pipeline: a NOSCRIPT would cost the group a WAIT for nothing, then another.
+    const loading = writer === undefined ? [] : [...new Set(group.map((w) => w.name))]
+    const toLoad = loading.filter((n): n is string => n !== null && !writer!.loaded.has(n))
+    for (const name of toLoad) p.script('LOAD', this.lua(name))
     for (const w of group)
       (p as any)[w.buffers ? 'evalshaBuffer' : 'evalsha'](w.sha, w.keys, ...w.args)
     // The node's replicas, asked right after the WAIT on the same connection, for a WAIT
     // that answers 0.
     if (wait) p.call('WAIT', '1', String(WAIT_MS)).info('replication')
     const all = ((await p.exec().catch(() => null)) ?? []) as [Error | null, unknown][]
+    all.splice(0, toLoad.length).forEach(([err], i) => {
+      if (err === null) writer!.loaded.add(toLoad[i]!)
+    })
     while (all.length < group.length + (wait ? 2 : 0))
       all.push([unavailable('no answer from the master'), null])
     let res = all.slice(0, group.length)
@@ -218,7 +230,10 @@ export class DurableWrites {
     }
 
     const unloaded = group.filter((_, i) => noScript(res[i]![0]))
-    if (unloaded.length > 0) this.reload(node, unloaded)
+    if (unloaded.length > 0) {
+      writer?.loaded.clear()
+      this.reload(writer?.conn ?? node, unloaded)
+    }
     group.forEach((w, i) => {
       const [err, value] = res[i]!
       if (noScript(err)) return
@@ -230,6 +245,38 @@ export class DurableWrites {
     const silent = all.some(([err]) => timedOut(err))
     if (silent) this.silent()
     return silent
+  }
+
+  /**
+   * Each master's connection for groups that end with a WAIT, beside ioredis's own: WAIT
+   * blocks the connection it is sent on, and on ioredis's it held every other command to that
+   * master (a token bucket's lease, a storage reservation) for up to WAIT_MS, so a PUT behind
+   * a stalled replica waited a WAIT before its write was even queued. Like ioredis's node
+   * connections it is never made again once closed, so nothing it sent is sent twice; the
+   * next group makes a new one. `loaded`: the scripts run on it, so on its master.
+   */
+  private writers = new Map<string, { conn: Redis; loaded: Set<string> }>()
+
+  private writerFor(addr: string, node: Redis): { conn: Redis; loaded: Set<string> } {
+    const had = this.writers.get(addr)
+    if (had !== undefined && had.conn.status !== 'end') return had
+    const conn = node.duplicate({
+      lazyConnect: false,
+      enableOfflineQueue: true,
+      enableAutoPipelining: false,
+      maxRetriesPerRequest: 0,
+      retryStrategy: () => null,
+    })
+    conn.on('error', () => {})
+    const made = { conn, loaded: new Set<string>() }
+    this.writers.set(addr, made)
+    return made
+  }
+
+  /** Closes the write connection to a master ioredis no longer holds (failed over, gone). */
+  private dropWriter(addr: string): void {
+    this.writers.get(addr)?.conn.disconnect()
+    this.writers.delete(addr)
   }
 
   /** `node`'s connected replicas, asked at most every REPLICAS_TTL_MS; -1 if not a master. */
