@@ -2,19 +2,16 @@
 // file, switching plans (free always, paid ones only when the operator allows), the
 // upgrade path, changing the password and deleting the account with all its data.
 import t from 'tap'
-import { startServer } from '../helpers/server.js'
 import {
   PASSWORD,
-  launch,
   logIn,
   newContext,
   open,
-  pageErrors,
   ready,
   shoot,
   signUp,
+  signedIn,
   skip,
-  uniqueEmail,
   v1,
 } from './helpers.js'
 
@@ -32,14 +29,7 @@ const plan = (id: string, price: number, selfServe: boolean) => ({
 })
 
 t.test('plans with the default plan file', { skip }, async (t) => {
-  const srv = await startServer()
-  t.teardown(() => srv.stop())
-  const base = srv.url
-  const browser = await launch(t)
-  const page = await (await newContext(browser, base)).newPage()
-  const errors = pageErrors(page)
-  const email = uniqueEmail('plan')
-  const key = await signUp(page, base, email)
+  const { srv, base, page, errors, email, key } = await signedIn(t, 'plan')
 
   await open(page, `${base}/plan`)
   t.same(await page.locator('.plan h2').allTextContents(), ['FreeCurrent', 'Pro', 'Scale'])
@@ -79,19 +69,13 @@ t.test('plans with the default plan file', { skip }, async (t) => {
 })
 
 t.test('an operator who sells plans: self-serve plans and an upgrade link', { skip }, async (t) => {
-  const srv = await startServer({
+  const { base, page, email, key } = await signedIn(t, 'sells', {
     plans: {
       plans: [plan('free', 0, true), plan('team', 20, true), plan('enterprise', 500, false)],
       default: 'free',
       upgradeUrl: 'https://billing.example/upgrade',
     },
   })
-  t.teardown(() => srv.stop())
-  const base = srv.url
-  const browser = await launch(t)
-  const page = await (await newContext(browser, base)).newPage()
-  const email = uniqueEmail('sells')
-  const key = await signUp(page, base, email)
   await open(page, `${base}/plan`)
   const link = page.getByRole('link', { name: 'Upgrade to Enterprise' })
   const href = new URL((await link.getAttribute('href')) ?? '')
@@ -107,14 +91,7 @@ t.test('an operator who sells plans: self-serve plans and an upgrade link', { sk
 })
 
 t.test('change the password, then delete the account', { skip }, async (t) => {
-  const srv = await startServer()
-  t.teardown(() => srv.stop())
-  const base = srv.url
-  const browser = await launch(t)
-  const page = await (await newContext(browser, base)).newPage()
-  const errors = pageErrors(page)
-  const email = uniqueEmail('acct')
-  const key = await signUp(page, base, email)
+  const { srv, base, browser, page, errors, email, key } = await signedIn(t, 'acct')
   t.equal((await v1(base, key, 'POST', '/namespaces', { name: 'stuff' })).status, 201)
   t.equal((await v1(base, key, 'PUT', '/stuff/a', { value: 1 })).status, 201)
   const elsewhere = await (await newContext(browser, base)).newPage()

@@ -3,31 +3,16 @@
 // the subscribed account's page then links to the customer portal.
 import t from 'tap'
 import { billingPlans } from '../billing/helpers.js'
-import { startServer } from '../helpers/server.js'
 import { StripeDouble } from '../helpers/stripe-double.js'
-import {
-  launch,
-  newContext,
-  open,
-  pageErrors,
-  shoot,
-  signUp,
-  skip,
-  uniqueEmail,
-  v1,
-} from './helpers.js'
+import { open, shoot, signedIn, skip, v1 } from './helpers.js'
 
 t.test('free to Checkout, subscribed to the portal', { skip }, async (t) => {
   const double = await StripeDouble.start(t)
-  const srv = await startServer({ plans: billingPlans(), args: double.flags() })
-  t.teardown(() => srv.stop())
+  const { srv, base, page, errors, email, key } = await signedIn(t, 'billing', {
+    plans: billingPlans(),
+    args: double.flags(),
+  })
   double.webhookUrl = `${srv.url}/billing/stripe/webhook`
-  const base = srv.url
-  const browser = await launch(t)
-  const page = await (await newContext(browser, base)).newPage()
-  const errors = pageErrors(page)
-  const email = uniqueEmail('billing')
-  const key = await signUp(page, base, email)
 
   await open(page, `${base}/plan`)
   t.equal(await page.getByRole('link', { name: 'Manage billing' }).count(), 0, 'no portal yet')

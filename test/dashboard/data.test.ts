@@ -3,19 +3,7 @@
 // the browser wrote.
 import type { Page } from 'playwright-core'
 import t from 'tap'
-import { startServer } from '../helpers/server.js'
-import {
-  launch,
-  newContext,
-  open,
-  pageErrors,
-  ready,
-  shoot,
-  signUp,
-  skip,
-  uniqueEmail,
-  v1,
-} from './helpers.js'
+import { open, ready, shoot, signedIn, skip, v1 } from './helpers.js'
 
 /** Clicks a key in the list and waits until the editor has opened it (read it) again. */
 async function openAgain(page: Page, key: string): Promise<void> {
@@ -28,13 +16,7 @@ async function openAgain(page: Page, key: string): Promise<void> {
 }
 
 t.test('namespaces and the data browser', { skip }, async (t) => {
-  const srv = await startServer()
-  t.teardown(() => srv.stop())
-  const base = srv.url
-  const browser = await launch(t)
-  const page = await (await newContext(browser, base)).newPage()
-  const errors = pageErrors(page)
-  const key = await signUp(page, base, uniqueEmail('data'))
+  const { base, page, errors, key } = await signedIn(t, 'data')
   const editor = page.locator('#editor')
   const valueBox = editor.getByLabel('Value (JSON)')
 

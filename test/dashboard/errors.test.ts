@@ -2,12 +2,10 @@
 // is not "sign in" (storage refusing for a moment, a rate limit): it says so and offers to
 // try again, rather than leaving a blank page that claims to be loading.
 import t from 'tap'
-import { pageErrors, serverAndPage, signUp, skip, uniqueEmail } from './helpers.js'
+import { serverAndPage, signedIn, skip, uniqueEmail } from './helpers.js'
 
 t.test('a page whose /me fails with a 503 says so and offers to try again', { skip }, async (t) => {
-  const { base, page } = await serverAndPage(t)
-  const errors = pageErrors(page)
-  await signUp(page, base, uniqueEmail('errors'))
+  const { base, page, errors } = await signedIn(t, 'errors')
   await page.route('**/dashboard/api/me', (route) =>
     route.fulfill({
       status: 503,

@@ -46,14 +46,23 @@ export async function signedIn(
   t: Tap,
   tag: string,
   opts: StartOptions = {},
-): Promise<{ srv: TestServer; base: string; page: Page; errors: string[]; key: string }> {
+): Promise<{
+  srv: TestServer
+  base: string
+  browser: Browser
+  page: Page
+  errors: string[]
+  email: string
+  key: string
+}> {
   const srv = await startServer(opts)
   t.teardown(() => srv.stop())
   const browser = await launch(t)
   const page = await (await newContext(browser, srv.url)).newPage()
   const errors = pageErrors(page)
-  const key = await signUp(page, srv.url, uniqueEmail(tag))
-  return { srv, base: srv.url, page, errors, key }
+  const email = uniqueEmail(tag)
+  const key = await signUp(page, srv.url, email)
+  return { srv, base: srv.url, browser, page, errors, email, key }
 }
 
 /** Collects uncaught errors of a page, so a test can insist there were none. */
