@@ -7,6 +7,7 @@ import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import type { Db } from '../../engine/index.js'
 import { io } from '../../engine/io.js'
+import { reapWithMe } from '../helpers/reaper.js'
 
 export const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..')
 
@@ -109,6 +110,8 @@ export function runChild(script: string, args: string[]): Child {
     cwd: repoRoot,
     stdio: ['ignore', 'pipe', 'pipe'],
   })
+  // A crash test kills its children itself; this one ends them if the test is killed first.
+  if (proc.pid !== undefined) reapWithMe([proc.pid])
   const lines: string[] = []
   let partial = ''
   let err = ''

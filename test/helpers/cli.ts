@@ -1,6 +1,7 @@
 // Runs the `cairn` command line as an operator would, from the checkout's source.
 import { execFile } from 'node:child_process'
 import path from 'node:path'
+import { reapWithMe } from './reaper.js'
 import { root } from './server.js'
 
 export interface Run {
@@ -11,13 +12,15 @@ export interface Run {
 
 export function cairn(args: string[], env: Record<string, string> = {}): Promise<Run> {
   return new Promise((resolve) => {
-    execFile(
+    const child = execFile(
       process.execPath,
       ['--import', 'tsx', path.join(root, 'server/cli/index.ts'), ...args],
       { cwd: root, timeout: 120_000, env: { ...process.env, ...env } },
       (err, stdout, stderr) =>
         resolve({ code: err ? Number((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
     )
+    // Its own timeout ends it if this process lives; the watcher, if this process is killed.
+    if (child.pid !== undefined) reapWithMe([child.pid])
   })
 }
 

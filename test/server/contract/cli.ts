@@ -3,6 +3,7 @@
 import { execFile } from 'node:child_process'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { reapWithMe } from '../../helpers/reaper.js'
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..')
 
@@ -13,7 +14,7 @@ export interface MadeKey {
 
 export function cliRaw(dataDir: string, args: string[]): Promise<string> {
   return new Promise((resolve, reject) => {
-    execFile(
+    const child = execFile(
       process.execPath,
       [
         '--import',
@@ -30,6 +31,8 @@ export function cliRaw(dataDir: string, args: string[]): Promise<string> {
         else resolve(stdout)
       },
     )
+    // Its own timeout ends it if this process lives; the watcher, if this process is killed.
+    if (child.pid !== undefined) reapWithMe([child.pid])
   })
 }
 
