@@ -11,11 +11,13 @@ import { createHash } from 'node:crypto'
 export type StreamEntry = [Buffer, Buffer[]]
 
 /**
- * How many unconfirmed changes are kept per watched namespace: a bound on its memory (about
- * 60 bytes each). A failover that loses more than this many, all delivered unconfirmed, is
- * still told by the oldest ones kept.
+ * How many unconfirmed changes are kept per watched namespace, and how many of their bytes:
+ * bounds on its memory (about 60 bytes each) and on the XRANGE that checks them, which reads
+ * the entries whole. Past either, the oldest go: a failover that loses more than those kept
+ * is still told by the newest, and the watch session's version check is left for the rest.
  */
 export const KEPT = 10_000
+export const KEPT_BYTES = 4 * 1024 * 1024
 
 const digest = (fields: Buffer[]): string => {
   const h = createHash('sha1')
@@ -30,6 +32,8 @@ const digest = (fields: Buffer[]): string => {
 export class Unconfirmed {
   private ids: string[] = []
   private digests: string[] = []
+  private sizes: number[] = []
+  private bytes = 0
 
   get size(): number {
     return this.ids.length
@@ -44,11 +48,19 @@ export class Unconfirmed {
     for (const [id, fields] of entries) {
       this.ids.push(id.toString())
       this.digests.push(digest(fields))
+      let size = id.length
+      for (const f of fields) size += f.length
+      this.sizes.push(size)
+      this.bytes += size
     }
-    const over = this.ids.length - KEPT
+    // The oldest go first, but never the newest: it alone still tells of a loss.
+    let over = 0
+    while (over < this.ids.length - 1 && (this.ids.length - over > KEPT || this.bytes > KEPT_BYTES))
+      this.bytes -= this.sizes[over++]!
     if (over > 0) {
       this.ids.splice(0, over)
       this.digests.splice(0, over)
+      this.sizes.splice(0, over)
     }
   }
 
@@ -66,5 +78,7 @@ export class Unconfirmed {
   clear(): void {
     this.ids = []
     this.digests = []
+    this.sizes = []
+    this.bytes = 0
   }
 }
