@@ -34,16 +34,6 @@ export async function checkConfiguration(
   // failover makes a master, is reached on a connection of its own for the check.
   const masters = client.nodes('master')
   const pool = new Map(masters.map((n) => [`${n.options.host}:${n.options.port}`, n]))
-  const named = new Set<string>(pool.keys())
-  // Each master names its replicas (INFO replication), which the cluster's own tables may
-  // not list yet right after they joined.
-  await Promise.all(
-    masters.map(async (m) => {
-      const info = String((await answered(m.info('replication'))) ?? '')
-      for (const r of info.matchAll(/^slave\d+:ip=([^,]+),port=(\d+)/gm))
-        named.add(`${r[1]}:${r[2]}`)
-    }),
-  )
   const extra: Redis[] = []
   const nodeAt = (at: string): Redis => {
     const own = pool.get(at)
@@ -61,18 +51,31 @@ export async function checkConfiguration(
     extra.push(conn)
     return conn
   }
+  const checked = new Set<string>()
+  const check = async (at: string): Promise<void> => {
+    if (checked.has(at)) return
+    checked.add(at)
+    const node = nodeAt(at)
+    const got = await answered(
+      Promise.all([setting(node as any, 'appendonly'), setting(node as any, 'appendfsync')]),
+    )
+    if (got === undefined) return void silent.push(at)
+    const [aof, fsync] = got
+    if (aof !== 'yes')
+      problems.push(`${at} has appendonly ${aof || 'unknown'} (set appendonly yes)`)
+    else if (durability === 'always' && fsync !== 'always')
+      problems.push(`${at} has appendfsync ${fsync} (set appendfsync always)`)
+  }
+  // Each master is checked at once, beside asking it for its replicas (INFO replication),
+  // which the cluster's own tables may not list yet right after they joined; each replica
+  // as soon as its master names it. One after the other, a stopped master cost a start
+  // ANSWER_MS twice.
   await Promise.all(
-    [...named].map(async (at) => {
-      const node = nodeAt(at)
-      const got = await answered(
-        Promise.all([setting(node as any, 'appendonly'), setting(node as any, 'appendfsync')]),
-      )
-      if (got === undefined) return void silent.push(at)
-      const [aof, fsync] = got
-      if (aof !== 'yes')
-        problems.push(`${at} has appendonly ${aof || 'unknown'} (set appendonly yes)`)
-      else if (durability === 'always' && fsync !== 'always')
-        problems.push(`${at} has appendfsync ${fsync} (set appendfsync always)`)
+    masters.map(async (m) => {
+      const own = check(`${m.options.host}:${m.options.port}`)
+      const info = String((await answered(m.info('replication'))) ?? '')
+      const replicas = [...info.matchAll(/^slave\d+:ip=([^,]+),port=(\d+)/gm)]
+      await Promise.all([own, ...replicas.map((r) => check(`${r[1]}:${r[2]}`))])
     }),
   )
   for (const conn of extra) conn.disconnect()
