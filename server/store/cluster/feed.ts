@@ -268,16 +268,18 @@ class Reader {
         await sleep(200)
         continue
       }
-      const got = res?.[0]?.[1]
-      if (!got || got.length === 0 || p.stopped || p.stream !== stream) return
-      let confirmed = false
-      if (this.cmd.waits(meta(p.ns))) {
-        // Delivered once a replica has it, like a write is acknowledged: WAIT counts from
-        // the side connection's offset, set by its ECHO after the read. Not confirmed in
-        // time, it goes all the same (its master's AOF has it), and is checked from then on.
-        confirmed = await this.feed.replicated(this.owner).catch(() => false)
-      } else confirmed = true
       if (p.stopped || p.stream !== stream) return
+      const got = res?.[0]?.[1] ?? []
+      if (got.length === 0 && p.unconfirmed.size === 0) return
+      // Delivered once a replica has it, like a write is acknowledged: WAIT counts from the
+      // side connection's offset, set by its ECHO after the read, so one WAIT confirms what
+      // the read found and every change delivered unconfirmed before it. Not confirmed in
+      // time, it goes all the same (its master's AOF has it), and is checked from then on.
+      const confirmed =
+        !this.cmd.waits(meta(p.ns)) || (await this.feed.replicated(this.owner).catch(() => false))
+      if (p.stopped || p.stream !== stream) return
+      if (confirmed) p.unconfirmed.clear()
+      if (got.length === 0) return
       p.deliver(got, confirmed)
       if (got.length < 1000) return
     }
@@ -285,7 +287,8 @@ class Reader {
 
   /**
    * Whether the changes `p` delivered unconfirmed still stand on the master serving its
-   * stream now (lets them go once a replica confirms them); false after `p` diverged.
+   * stream now; false after `p` diverged. The read after it lets them go once a replica
+   * confirms them, with one WAIT for both (a stalled replica costs a read one WAIT_MS).
    * Throws when the stream cannot be read.
    */
   private async standing(p: Poller, stream: string): Promise<boolean> {
@@ -300,8 +303,7 @@ class Reader {
       p.diverged()
       return false
     }
-    if (await this.feed.replicated(this.owner).catch(() => false)) p.unconfirmed.clear()
-    return !p.stopped && p.stream === stream
+    return true
   }
 
   private connection(): Redis {
