@@ -180,16 +180,16 @@ export class DurableWrites {
     // Scripts this connection has not run yet are loaded ahead of the calls, in the same
     // pipeline: a NOSCRIPT would cost the group a WAIT for nothing, then another.
     const loading = writer === undefined ? [] : [...new Set(group.map((w) => w.name))]
-    const toLoad = loading.filter((n): n is string => n !== null && !writer!.loaded.has(n))
-    for (const name of toLoad) p.script('LOAD', this.lua(name))
+    const scriptsNew = loading.filter((n): n is string => n !== null && !writer!.loaded.has(n))
+    for (const name of scriptsNew) p.script('LOAD', this.lua(name))
     for (const w of group)
       (p as any)[w.buffers ? 'evalshaBuffer' : 'evalsha'](w.sha, w.keys, ...w.args)
     // The node's replicas, asked right after the WAIT on the same connection, for a WAIT
     // that answers 0.
     if (wait) p.call('WAIT', '1', String(WAIT_MS)).info('replication')
     const all = ((await p.exec().catch(() => null)) ?? []) as [Error | null, unknown][]
-    all.splice(0, toLoad.length).forEach(([err], i) => {
-      if (err === null) writer!.loaded.add(toLoad[i]!)
+    all.splice(0, scriptsNew.length).forEach(([err], i) => {
+      if (err === null) writer!.loaded.add(scriptsNew[i]!)
     })
     while (all.length < group.length + (wait ? 2 : 0))
       all.push([unavailable('no answer from the master'), null])
